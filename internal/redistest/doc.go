@@ -1,0 +1,12 @@
+// Package redistest starts real redis-server processes for tests: a single node,
+// a three-master Redis Cluster, or N independent nodes (for Redlock), each on a
+// free loopback port in its own temporary directory, stopped when the test ends.
+//
+// Where no redis-server is on PATH, Single falls back to an in-process miniredis
+// and the cluster and multi-node helpers skip the test, saying why. Setting
+// CACHEGUARD_REQUIRE_REDIS=1 (CI does) turns both the fallback and the skips into
+// failures, so a CI machine without redis-server cannot pass by accident.
+//
+// Readiness is polled (PING, CLUSTER INFO) with a deadline; that is waiting for
+// a process to come up, not synchronising the code under test.
+package redistest

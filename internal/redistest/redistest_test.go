@@ -1,0 +1,67 @@
+package redistest
+
+import (
+	"context"
+	"testing"
+)
+
+func TestSingleSetGet(t *testing.T) {
+	_, c := Single(t)
+	ctx := context.Background()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("got %q, %v", v, err)
+	}
+}
+
+func TestClusterSpreadsSlots(t *testing.T) {
+	cl, c := StartCluster(t)
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		if err := c.Set(ctx, k, k, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Keys land on more than one master.
+	used := 0
+	for _, m := range cl.Masters {
+		n, err := m.Client().DBSize(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			used++
+		}
+	}
+	if used < 2 {
+		t.Fatalf("keys landed on %d masters, want at least 2", used)
+	}
+}
+
+func TestKillRestart(t *testing.T) {
+	s, c := RealSingle(t)
+	ctx := context.Background()
+	c.Set(ctx, "k", "v", 0)
+	s.Kill()
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatal("ping succeeded on a killed server")
+	}
+	s.Restart()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("ping after restart: %v", err)
+	}
+	if n, _ := c.Exists(ctx, "k").Result(); n != 0 {
+		t.Fatal("restarted server kept data; it should start empty")
+	}
+}
+
+func TestNodesAreIndependent(t *testing.T) {
+	ns := Nodes(t, 3)
+	ctx := context.Background()
+	ns[0].Client().Set(ctx, "k", "v", 0)
+	if n, _ := ns[1].Client().Exists(ctx, "k").Result(); n != 0 {
+		t.Fatal("nodes share data")
+	}
+}

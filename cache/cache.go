@@ -1,0 +1,209 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+)
+
+// Loader loads the value for key from the source of truth. It returns
+// ErrNotFound (or an error wrapping it) when there is no such row.
+type Loader[V any] func(ctx context.Context, key string) (V, error)
+
+// Cache is a read-through cache for values of type V in front of a loader.
+// It is safe for concurrent use. Create it with New and release it with Close.
+type Cache[V any] struct {
+	rdb   redis.UniversalClient
+	cfg   config
+	codec valueCodec[V]
+	group singleflight.Group
+	stats counters
+	log   *slog.Logger
+
+	// closing is cancelled by Close; detached loads and background refreshes
+	// derive from it so that none outlives Close.
+	closing context.Context
+	close   context.CancelFunc
+	bg      sync.WaitGroup
+	mu      sync.RWMutex // guards closed against bg.Add racing bg.Wait
+	closed  bool
+
+	refreshing sync.Map // rkey -> struct{}: early refreshes under way here
+
+	hooks hooks
+}
+
+// hooks are interleaving points for tests; nil in production.
+type hooks struct {
+	afterLoad   func(key string) // the loader returned, before the fill
+	onLeaseWait func(key string) // another holder's placeholder was seen
+	onRefresh   func(key string) // an early refresh started
+	now         func() time.Time // clock for expiry decisions
+	rand        func() float64   // early-refresh dice
+	onFill      func(key string, ok bool)
+	onExtend    func(key string, ok bool) // a lease extension ran
+}
+
+// New returns a Cache backed by rdb, which may be a *redis.Client, a
+// *redis.ClusterClient, a failover client or a ring. It returns an error
+// wrapping ErrInvalidOption when an option makes no sense.
+func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	c.closing, c.close = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Close stops background work (detached loads, early refreshes) and waits for
+// it to finish. It does not close the Redis client, which the caller owns.
+// Calls after Close return ErrClosed.
+func (c *Cache[V]) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.close()
+	c.bg.Wait()
+	return nil
+}
+
+// goBackground runs fn in a goroutine that Close waits for; it returns false
+// (and runs nothing) once the cache is closed.
+func (c *Cache[V]) goBackground(fn func()) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return false
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		fn()
+	}()
+	return true
+}
+
+func (c *Cache[V]) isClosed() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.closed
+}
+
+// Stats returns a snapshot of the counters.
+func (c *Cache[V]) Stats() Stats { return c.stats.snapshot() }
+
+// Set stores v under key with the configured (jittered) TTL, replacing any
+// value or lease. A fill in flight for key is then refused, so it cannot
+// overwrite v with what it loaded earlier.
+func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
+	if err := c.check(ctx, key); err != nil {
+		return err
+	}
+	payload, err := c.codec.encode(v)
+	if err != nil {
+		return fmt.Errorf("cacheguard: encode %q: %w", key, err)
+	}
+	if c.tooLarge(payload) {
+		return fmt.Errorf("%w: %q encodes to %d bytes, limit %d", ErrValueTooLarge, key, len(payload), c.cfg.maxValueSize)
+	}
+	ttl := jittered(c.cfg.ttl, c.cfg.jitter)
+	env := appendEnvelope(make([]byte, 0, headerSize+len(payload)), 0, 0, c.now().Add(ttl), 0, payload)
+	if err := c.rdb.Set(ctx, c.cfg.prefix+key, env, ttl).Err(); err != nil {
+		return c.redisError(key, "set", err)
+	}
+	return nil
+}
+
+// Delete removes the keys' entries (values, cached absences and leases), so
+// that the next Get loads afresh and no fill started before Delete can land.
+// Keys are removed with UNLINK, pipelined (one round trip per node on a
+// cluster); empty keys are rejected.
+func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	for _, k := range keys {
+		if k == "" {
+			return ErrInvalidKey
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Unlink(ctx, c.cfg.prefix+k)
+		}
+		return nil
+	})
+	if err != nil {
+		return c.redisError(keys[0], "delete", err)
+	}
+	return nil
+}
+
+func (c *Cache[V]) check(ctx context.Context, key string) error {
+	if key == "" {
+		return ErrInvalidKey
+	}
+	if c.isClosed() {
+		return ErrClosed
+	}
+	return ctx.Err()
+}
+
+func (c *Cache[V]) tooLarge(payload []byte) bool {
+	return c.cfg.maxValueSize > 0 && len(payload) > c.cfg.maxValueSize
+}
+
+func (c *Cache[V]) now() time.Time {
+	if c.hooks.now != nil {
+		return c.hooks.now()
+	}
+	return time.Now()
+}
+
+// redisError counts err and returns it wrapped in ErrRedis. A context error
+// is returned as it is, so errors.Is(err, context.Canceled) keeps working.
+func (c *Cache[V]) redisError(key, op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	c.stats.redisErrors.Add(1)
+	return fmt.Errorf("%w: %s %q: %w", ErrRedis, op, key, err)
+}
+
+// report hands an error that no caller will see to the logger and the error
+// handler.
+func (c *Cache[V]) report(key string, err error) {
+	c.log.Warn("cacheguard", "key", key, "err", err)
+	if c.cfg.onError != nil {
+		c.cfg.onError(key, err)
+	}
+}

@@ -1,0 +1,89 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/gob"
+	"encoding/json"
+)
+
+// Codec turns values into bytes and back. Values of type string and []byte
+// bypass the codec: they are stored as they are.
+//
+// The default is JSONCodec: on the struct sizes repositories usually return it
+// measured faster than encoding/gob (whose per-value encoder resends type
+// descriptors) and its bytes stay readable with redis-cli. Plug in a faster or
+// smaller codec (msgpack, protobuf) with WithCodec.
+type Codec interface {
+	Marshal(v any) ([]byte, error)
+	Unmarshal(data []byte, v any) error
+}
+
+// JSONCodec encodes with encoding/json.
+type JSONCodec struct{}
+
+// Marshal implements Codec.
+func (JSONCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// Unmarshal implements Codec.
+func (JSONCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// GobCodec encodes with encoding/gob. It handles types JSON cannot (maps with
+// struct keys, unexported-field-free cyclic-free graphs) at a higher cost.
+type GobCodec struct{}
+
+// Marshal implements Codec.
+func (GobCodec) Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Unmarshal implements Codec.
+func (GobCodec) Unmarshal(data []byte, v any) error {
+	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
+}
+
+// valueCodec is the per-type codec a Cache[V] uses: raw bytes for string and
+// []byte, the configured Codec for everything else.
+type valueCodec[V any] struct {
+	codec Codec
+	raw   bool // V is string or []byte
+}
+
+func newValueCodec[V any](c Codec) valueCodec[V] {
+	var zero V
+	switch any(zero).(type) {
+	case string, []byte:
+		return valueCodec[V]{codec: c, raw: true}
+	}
+	return valueCodec[V]{codec: c}
+}
+
+func (vc valueCodec[V]) encode(v V) ([]byte, error) {
+	if vc.raw {
+		switch x := any(v).(type) {
+		case string:
+			return []byte(x), nil
+		case []byte:
+			return x, nil
+		}
+	}
+	return vc.codec.Marshal(v)
+}
+
+func (vc valueCodec[V]) decode(b []byte) (V, error) {
+	var v V
+	if vc.raw {
+		switch p := any(&v).(type) {
+		case *string:
+			*p = string(b)
+		case *[]byte:
+			*p = bytes.Clone(b)
+		}
+		return v, nil
+	}
+	err := vc.codec.Unmarshal(b, &v)
+	return v, err
+}

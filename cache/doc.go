@@ -1,0 +1,44 @@
+// Package cache is a read-through cache in front of a slow source of truth,
+// usually a SQL database, that keeps the classic cache failures away from it.
+//
+// A Cache[V] wraps a repository's Get: Get(ctx, key, load) answers from Redis
+// when it can and calls load when it must. Each entry is one Redis string key
+// (prefix + key) holding either an envelope (a small header and the encoded
+// value, or a null marker for a row that does not exist) or a lease
+// placeholder. A caller that misses writes the placeholder with SET NX GET PX;
+// whoever gets it loads and fills through a compare-and-set script that writes
+// only while the key still holds its own placeholder. Everyone else, in this
+// process (singleflight) or in others (the placeholder), waits for that fill.
+// Delete and Set replace the key outright, so a fill that loaded before them
+// is refused and cannot write a stale value back.
+//
+// What that buys, failure by failure:
+//
+//   - Breakdown (a hot key expires and thousands reload it): one load per key
+//     across all processes; the lease is extended while a slow loader runs,
+//     and a holder that dies loses its lease after one lease period.
+//     Optionally (WithEarlyRefresh) a hot key is reloaded shortly before it
+//     expires.
+//   - Penetration (requests for rows that exist nowhere): absences are cached
+//     with a short, jittered TTL; a Bloom filter (WithBloom) answers most of
+//     them without touching Redis at all.
+//   - Avalanche (many keys expire together): every TTL is jittered
+//     (WithJitter), so keys filled together expire spread out.
+//   - Inconsistency (a slow reader writes an old value back after a writer's
+//     delete): refused by the lease, whatever the timing.
+//
+// Values of type string and []byte are stored as they are; other types go
+// through a Codec (JSON by default). Bytes under a key that are not an
+// envelope this package wrote are treated as a miss and overwritten, never
+// decoded into garbage.
+//
+// When Redis fails, Get returns an error wrapping ErrRedis and does not call
+// the loader, so an outage of Redis is not turned into an unbounded load on
+// the database. Every Redis call is bounded by the caller's context and by the
+// client's own read and write timeouts; set ContextTimeoutEnabled on the
+// go-redis client so that context deadlines also bound its socket reads.
+//
+// The client may be a *redis.Client, a *redis.ClusterClient, a failover client
+// or a ring: every script touches one key, and batch calls are pipelined per
+// node, so all of it works on a Redis Cluster without hash tags.
+package cache

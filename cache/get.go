@@ -1,0 +1,315 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Waiting for another holder's fill polls with exponential backoff between
+// these bounds (jittered), retrying SET NX GET each time so that the lease of
+// a holder that died is taken over as soon as it expires.
+const (
+	minBackoff = 2 * time.Millisecond
+	maxBackoff = 50 * time.Millisecond
+)
+
+// result is what a shared fill hands to every caller waiting on it.
+type result[V any] struct {
+	v    V
+	null bool
+}
+
+// Get returns the value for key, loading it with load on a miss.
+//
+// The read path: the Bloom filter (if any) may answer "absent" at once; then
+// one GET. On a miss, callers in this process share one fill
+// (singleflight), and the fill takes a Redis lease so that callers in other
+// processes wait for it instead of loading too. A missing row (load returns
+// ErrNotFound) is cached as an absence for the null TTL and reported as
+// ErrNotFound. A loader error is returned to every caller sharing the fill,
+// and nothing is cached.
+//
+// Get returns ErrWaitTimeout when another process holds the lease longer than
+// the wait budget, and an error wrapping ErrRedis when Redis fails: the
+// database is not queried in either case (see WithLoadOnWaitTimeout).
+func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, error) {
+	var zero V
+	if load == nil {
+		return zero, ErrNilLoader
+	}
+	if err := c.check(ctx, key); err != nil {
+		return zero, err
+	}
+	if c.filterSaysAbsent(ctx, key) {
+		return zero, ErrNotFound
+	}
+	rkey := c.cfg.prefix + key
+	raw, err := c.rdb.Get(ctx, rkey).Bytes()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return zero, c.redisError(key, "get", err)
+	}
+	if err == nil {
+		if r, env, ok := c.decodeHit(key, raw); ok {
+			if r.null {
+				return zero, ErrNotFound
+			}
+			c.maybeRefresh(ctx, key, rkey, env, load)
+			return r.v, nil
+		}
+	}
+	c.stats.misses.Add(1)
+	r, err := c.sharedFill(ctx, key, rkey, load)
+	if err != nil {
+		return zero, err
+	}
+	if r.null {
+		return zero, ErrNotFound
+	}
+	return r.v, nil
+}
+
+// decodeHit turns the bytes of a GET into a result; ok is false for a lease
+// placeholder or bytes that are not a decodable envelope (a miss).
+func (c *Cache[V]) decodeHit(key string, raw []byte) (result[V], envelope, bool) {
+	switch classify(raw) {
+	case kindLease:
+		return result[V]{}, envelope{}, false
+	case kindForeign:
+		c.stats.corrupt.Add(1)
+		return result[V]{}, envelope{}, false
+	}
+	env, ok := decodeEnvelope(raw)
+	if !ok {
+		c.stats.corrupt.Add(1)
+		return result[V]{}, env, false
+	}
+	if env.null() {
+		c.stats.nullHits.Add(1)
+		return result[V]{null: true}, env, true
+	}
+	v, err := c.codec.decode(env.payload)
+	if err != nil {
+		c.stats.corrupt.Add(1)
+		c.report(key, fmt.Errorf("cacheguard: decode %q: %w", key, err))
+		return result[V]{}, env, false
+	}
+	c.stats.hits.Add(1)
+	return result[V]{v: v}, env, true
+}
+
+// sharedFill runs one fill per key in this process and hands its result to
+// every caller, each of which stops waiting when its own context ends. The
+// fill itself runs detached from any one caller's context (keeping its values)
+// so that the first caller giving up does not fail the others; Close cancels
+// it.
+func (c *Cache[V]) sharedFill(ctx context.Context, key, rkey string, load Loader[V]) (result[V], error) {
+	type outcome struct {
+		r   result[V]
+		err error
+	}
+	done := make(chan outcome, 1)
+	detached := context.WithoutCancel(ctx)
+	started := c.goBackground(func() {
+		v, err, _ := c.group.Do(rkey, func() (any, error) {
+			fctx, cancel := context.WithCancel(detached)
+			defer cancel()
+			stop := context.AfterFunc(c.closing, cancel)
+			defer stop()
+			return c.fill(fctx, key, rkey, load)
+		})
+		r, _ := v.(result[V])
+		done <- outcome{r, err}
+	})
+	if !started {
+		return result[V]{}, ErrClosed
+	}
+	select {
+	case o := <-done:
+		return o.r, o.err
+	case <-ctx.Done():
+		return result[V]{}, ctx.Err()
+	}
+}
+
+// fill takes the lease (or waits for whoever holds it) and loads.
+func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (result[V], error) {
+	l, err := newLease(rkey)
+	if err != nil {
+		return result[V]{}, err
+	}
+	deadline := time.Now().Add(c.cfg.wait)
+	backoff := minBackoff
+	waited := false
+	for {
+		held, prev, err := l.acquire(ctx, c.rdb, c.cfg.lease)
+		if err != nil {
+			return result[V]{}, c.redisError(key, "acquire lease", err)
+		}
+		if held {
+			return c.loadAndFill(ctx, key, l, load)
+		}
+		switch classify(prev) {
+		case kindEnvelope:
+			if r, ok := c.decodeFilled(key, prev); ok {
+				return r, nil
+			}
+			fallthrough // undecodable: replace it
+		case kindForeign:
+			c.stats.corrupt.Add(1)
+			ok, err := l.takeOver(ctx, c.rdb, prev, c.cfg.lease)
+			if err != nil {
+				return result[V]{}, c.redisError(key, "take over", err)
+			}
+			if ok {
+				return c.loadAndFill(ctx, key, l, load)
+			}
+			continue // the key changed under us: look again
+		case kindLease:
+		}
+		// Someone else holds the lease.
+		if !waited {
+			waited = true
+			c.stats.leaseWaits.Add(1)
+		}
+		if c.hooks.onLeaseWait != nil {
+			c.hooks.onLeaseWait(key)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			c.stats.waitTimeouts.Add(1)
+			if c.cfg.loadOnTimeout {
+				return c.loadDirect(ctx, key, load)
+			}
+			return result[V]{}, fmt.Errorf("%w: %q after %v", ErrWaitTimeout, key, c.cfg.wait)
+		}
+		pause := min(backoff/2+rand.N(backoff/2+1), left)
+		backoff = min(2*backoff, maxBackoff)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return result[V]{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// decodeFilled decodes an envelope found while trying to take the lease.
+func (c *Cache[V]) decodeFilled(key string, raw []byte) (result[V], bool) {
+	env, ok := decodeEnvelope(raw)
+	if !ok {
+		return result[V]{}, false
+	}
+	if env.null() {
+		return result[V]{null: true}, true
+	}
+	v, err := c.codec.decode(env.payload)
+	if err != nil {
+		c.report(key, fmt.Errorf("cacheguard: decode %q: %w", key, err))
+		return result[V]{}, false
+	}
+	return result[V]{v: v}, true
+}
+
+// loadAndFill runs the loader while keeping the lease alive, then fills the
+// key if the lease is still ours.
+func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Loader[V]) (result[V], error) {
+	stop := make(chan struct{})
+	alive := make(chan struct{})
+	go func() {
+		defer close(alive)
+		c.keepAlive(ctx, l, stop)
+	}()
+	start := time.Now()
+	v, err := c.callLoader(ctx, key, load)
+	delta := time.Since(start)
+	close(stop)
+	<-alive
+	if c.hooks.afterLoad != nil {
+		c.hooks.afterLoad(key)
+	}
+	if errors.Is(err, ErrNotFound) {
+		c.store(ctx, key, l, nil, true, delta)
+		return result[V]{null: true}, nil
+	}
+	if err != nil {
+		c.stats.loadErrors.Add(1)
+		if rerr := l.release(ctx, c.rdb); rerr != nil {
+			c.report(key, c.redisError(key, "release lease", rerr))
+		}
+		return result[V]{}, err
+	}
+	payload, err := c.codec.encode(v)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("cacheguard: encode %q: %w", key, err)
+	case c.tooLarge(payload):
+		c.stats.tooLarge.Add(1)
+		err = fmt.Errorf("%w: %q encodes to %d bytes, limit %d; served uncached", ErrValueTooLarge, key, len(payload), c.cfg.maxValueSize)
+	}
+	if err != nil {
+		// The value is good; it just cannot be cached. Serve it, release
+		// the lease and say why.
+		c.report(key, err)
+		if rerr := l.release(ctx, c.rdb); rerr != nil {
+			c.report(key, c.redisError(key, "release lease", rerr))
+		}
+		return result[V]{v: v}, nil
+	}
+	c.store(ctx, key, l, payload, false, delta)
+	return result[V]{v: v}, nil
+}
+
+// store writes the envelope through the lease. A refused fill is not an
+// error for the caller: the value it loaded is returned, only not cached,
+// because a Delete or Set made it possibly stale.
+func (c *Cache[V]) store(ctx context.Context, key string, l lease, payload []byte, null bool, delta time.Duration) {
+	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
+	if null {
+		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), flagNull
+	}
+	env := appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, 0, c.now().Add(ttl), delta, payload)
+	ok, err := l.fill(ctx, c.rdb, env, ttl)
+	if err != nil {
+		c.report(key, c.redisError(key, "fill", err))
+		return
+	}
+	if !ok {
+		c.stats.rejectedFills.Add(1)
+	}
+	if c.hooks.onFill != nil {
+		c.hooks.onFill(key, ok)
+	}
+}
+
+// loadDirect calls the loader without caching, for WithLoadOnWaitTimeout.
+func (c *Cache[V]) loadDirect(ctx context.Context, key string, load Loader[V]) (result[V], error) {
+	v, err := c.callLoader(ctx, key, load)
+	if errors.Is(err, ErrNotFound) {
+		return result[V]{null: true}, nil
+	}
+	if err != nil {
+		c.stats.loadErrors.Add(1)
+		return result[V]{}, err
+	}
+	return result[V]{v: v}, nil
+}
+
+// callLoader runs load under the load timeout and turns a panic into an
+// error, since the load runs on a goroutine no caller could recover on.
+func (c *Cache[V]) callLoader(ctx context.Context, key string, load Loader[V]) (v V, err error) {
+	c.stats.loads.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.loadTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cacheguard: loader for %q panicked: %v", key, p)
+		}
+	}()
+	return load(ctx, key)
+}

@@ -1,0 +1,322 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// BatchLoader loads the rows for keys in one go. Keys missing from the
+// returned map are missing rows: they are cached as absences.
+type BatchLoader[V any] func(ctx context.Context, keys []string) (map[string]V, error)
+
+// GetMany returns the values for keys, loading all misses with one call to
+// load. Keys that exist nowhere are absent from the result.
+//
+// Reads and lease writes are pipelined: one round trip per Redis node for the
+// reads, one for the leases, one for the fills. Keys whose lease another
+// caller holds are waited for (up to WithWait) and retried together. If the
+// wait runs out, GetMany returns what it has with an error wrapping
+// ErrWaitTimeout; a Redis error fails the whole call.
+func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[V]) (map[string]V, error) {
+	if load == nil {
+		return nil, ErrNilLoader
+	}
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(keys))
+	var todo []string
+	for _, k := range keys {
+		if k == "" {
+			return nil, ErrInvalidKey
+		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if !c.filterSaysAbsent(ctx, k) {
+			todo = append(todo, k)
+		}
+	}
+	out := make(map[string]V, len(todo))
+	if len(todo) == 0 {
+		return out, nil
+	}
+
+	gets := make([]*redis.StringCmd, len(todo))
+	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range todo {
+			gets[i] = p.Get(ctx, c.cfg.prefix+k)
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, c.redisError(todo[0], "get many", err)
+	}
+	var misses []string
+	for i, k := range todo {
+		raw, err := gets[i].Bytes()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, c.redisError(k, "get many", err)
+		}
+		if err == nil {
+			if r, _, ok := c.decodeHit(k, raw); ok {
+				if !r.null {
+					out[k] = r.v
+				}
+				continue
+			}
+		}
+		misses = append(misses, k)
+	}
+	c.stats.misses.Add(uint64(len(misses)))
+	if len(misses) == 0 {
+		return out, nil
+	}
+	return out, c.fillMany(ctx, misses, load, out)
+}
+
+// fillMany takes leases on misses, loads the ones it holds with one loader
+// call, and waits for the rest; it adds what it finds to out.
+func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoader[V], out map[string]V) error {
+	deadline := time.Now().Add(c.cfg.wait)
+	backoff := minBackoff
+	waited := false
+	for {
+		leases := make([]lease, len(pending))
+		acq := make([]*redis.StatusCmd, len(pending))
+		for i, k := range pending {
+			l, err := newLease(c.cfg.prefix + k)
+			if err != nil {
+				return err
+			}
+			leases[i] = l
+		}
+		if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, l := range leases {
+				acq[i] = p.SetArgs(ctx, l.key, l.ph, redis.SetArgs{Mode: "NX", Get: true, TTL: c.cfg.lease})
+			}
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return c.redisError(pending[0], "acquire leases", err)
+		}
+		var held []lease
+		var heldKeys, waiting []string
+		for i, k := range pending {
+			prev, err := acq[i].Bytes()
+			if errors.Is(err, redis.Nil) {
+				held, heldKeys = append(held, leases[i]), append(heldKeys, k)
+				continue
+			}
+			if err != nil {
+				// Leases taken in this round stay until they expire; the
+				// caller sees the outage.
+				return c.redisError(k, "acquire lease", err)
+			}
+			switch classify(prev) {
+			case kindLease:
+				waiting = append(waiting, k)
+				continue
+			case kindEnvelope:
+				if r, ok := c.decodeFilled(k, prev); ok {
+					if !r.null {
+						out[k] = r.v
+					}
+					continue
+				}
+			}
+			c.stats.corrupt.Add(1)
+			ok, err := leases[i].takeOver(ctx, c.rdb, prev, c.cfg.lease)
+			if err != nil {
+				return c.redisError(k, "take over", err)
+			}
+			if ok {
+				held, heldKeys = append(held, leases[i]), append(heldKeys, k)
+			} else {
+				waiting = append(waiting, k)
+			}
+		}
+		if len(held) > 0 {
+			if err := c.loadAndFillMany(ctx, heldKeys, held, load, out); err != nil {
+				return err
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		if !waited {
+			waited = true
+			c.stats.leaseWaits.Add(uint64(len(waiting)))
+		}
+		if c.hooks.onLeaseWait != nil {
+			for _, k := range waiting {
+				c.hooks.onLeaseWait(k)
+			}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			c.stats.waitTimeouts.Add(uint64(len(waiting)))
+			if c.cfg.loadOnTimeout {
+				return c.loadManyDirect(ctx, waiting, load, out)
+			}
+			return fmt.Errorf("%w: %d keys (first %q) after %v", ErrWaitTimeout, len(waiting), waiting[0], c.cfg.wait)
+		}
+		pending = waiting
+		pause := min(backoff/2+rand.N(backoff/2+1), left)
+		backoff = min(2*backoff, maxBackoff)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// loadAndFillMany loads keys (whose leases we hold) with one loader call and
+// fills them through their leases in one pipeline.
+func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], out map[string]V) error {
+	stop := make(chan struct{})
+	alive := make(chan struct{})
+	go func() {
+		defer close(alive)
+		c.keepAliveMany(ctx, leases, stop)
+	}()
+	start := time.Now()
+	rows, err := c.callBatchLoader(ctx, keys, load)
+	delta := time.Since(start)
+	close(stop)
+	<-alive
+	if err != nil {
+		c.stats.loadErrors.Add(1)
+		c.releaseMany(ctx, leases)
+		return err
+	}
+	envs := make([][]byte, len(keys))
+	ttls := make([]time.Duration, len(keys))
+	for i, k := range keys {
+		v, found := rows[k]
+		if !found {
+			ttls[i] = jittered(c.cfg.nullTTL, c.cfg.jitter)
+			envs[i] = appendEnvelope(nil, flagNull, 0, c.now().Add(ttls[i]), delta, nil)
+			continue
+		}
+		out[k] = v
+		payload, err := c.codec.encode(v)
+		if err == nil && c.tooLarge(payload) {
+			c.stats.tooLarge.Add(1)
+			err = fmt.Errorf("%w: %q encodes to %d bytes, limit %d; served uncached", ErrValueTooLarge, k, len(payload), c.cfg.maxValueSize)
+		}
+		if err != nil {
+			c.report(k, err)
+			continue // envs[i] stays nil: release instead of fill
+		}
+		ttls[i] = jittered(c.cfg.ttl, c.cfg.jitter)
+		envs[i] = appendEnvelope(make([]byte, 0, headerSize+len(payload)), 0, 0, c.now().Add(ttls[i]), delta, payload)
+	}
+	fills := make([]*redis.Cmd, len(keys))
+	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, l := range leases {
+			if envs[i] == nil {
+				releaseScript.Eval(ctx, p, []string{l.key}, l.ph)
+				continue
+			}
+			fills[i] = swapScript.Eval(ctx, p, []string{l.key}, l.ph, envs[i], ttls[i].Milliseconds())
+		}
+		return nil
+	})
+	if err != nil {
+		c.report(keys[0], c.redisError(keys[0], "fill many", err))
+		return nil // the values are good; they are just not cached
+	}
+	for i, f := range fills {
+		if f == nil {
+			continue
+		}
+		if err := f.Err(); err != nil {
+			c.report(keys[i], c.redisError(keys[i], "fill", err))
+			continue
+		}
+		ok := f.Val() == int64(1)
+		if !ok {
+			c.stats.rejectedFills.Add(1)
+		}
+		if c.hooks.onFill != nil {
+			c.hooks.onFill(keys[i], ok)
+		}
+	}
+	return nil
+}
+
+func (c *Cache[V]) keepAliveMany(ctx context.Context, leases []lease, stop <-chan struct{}) {
+	period := c.cfg.lease / 3
+	t := time.NewTimer(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, l := range leases {
+				extendScript.Eval(ctx, p, []string{l.key}, l.ph, c.cfg.lease.Milliseconds())
+			}
+			return nil
+		}); err != nil {
+			c.report(leases[0].key, c.redisError(leases[0].key, "extend leases", err))
+		}
+		t.Reset(period)
+	}
+}
+
+func (c *Cache[V]) releaseMany(ctx context.Context, leases []lease) {
+	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, l := range leases {
+			releaseScript.Eval(ctx, p, []string{l.key}, l.ph)
+		}
+		return nil
+	}); err != nil {
+		c.report(leases[0].key, c.redisError(leases[0].key, "release leases", err))
+	}
+}
+
+func (c *Cache[V]) loadManyDirect(ctx context.Context, keys []string, load BatchLoader[V], out map[string]V) error {
+	rows, err := c.callBatchLoader(ctx, keys, load)
+	if err != nil {
+		c.stats.loadErrors.Add(1)
+		return err
+	}
+	for _, k := range keys {
+		if v, ok := rows[k]; ok {
+			out[k] = v
+		}
+	}
+	return nil
+}
+
+func (c *Cache[V]) callBatchLoader(ctx context.Context, keys []string, load BatchLoader[V]) (rows map[string]V, err error) {
+	c.stats.loads.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.loadTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cacheguard: batch loader panicked: %v", p)
+		}
+	}()
+	rows, err = load(ctx, keys)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil // all missing
+	}
+	return rows, err
+}

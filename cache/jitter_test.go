@@ -1,0 +1,61 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Keys filled at once get TTLs spread over [ttl·(1−f), ttl·(1+f)], not one
+// instant, so they do not expire together.
+func TestJitterSpreadsTTLs(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		const n, ttl, f = 400, 100 * time.Second, 0.2
+		c := newCache[string](t, rdb, WithTTL(ttl), WithJitter(f))
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprint("j", i)
+		}
+		if _, err := c.GetMany(ctx, keys, func(_ context.Context, ks []string) (map[string]string, error) {
+			m := map[string]string{}
+			for _, k := range ks {
+				m[k] = "v"
+			}
+			return m, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := time.Duration(float64(ttl)*(1-f)), time.Duration(float64(ttl)*(1+f))
+		var buckets [4]int
+		for _, k := range keys {
+			pttl := rdb.PTTL(ctx, prefixFor(t)+k).Val()
+			if pttl < lo-time.Second || pttl > hi {
+				t.Fatalf("PTTL %v outside [%v, %v]", pttl, lo, hi)
+			}
+			b := int(float64(pttl-lo) / float64(hi-lo) * 4)
+			buckets[min(max(b, 0), 3)]++
+		}
+		// Uniform: each quarter of the window holds about n/4 keys.
+		for i, b := range buckets {
+			if b < n/8 {
+				t.Fatalf("quarter %d of the window holds %d of %d keys: %v", i, b, n, buckets)
+			}
+		}
+		t.Logf("TTL spread over quarters of [%v, %v]: %v", lo, hi, buckets)
+	})
+}
+
+func TestNoJitterMeansExactTTL(t *testing.T) {
+	for i := 0; i < 100; i++ {
+		if d := jittered(time.Minute, 0); d != time.Minute {
+			t.Fatalf("jittered(1m, 0) = %v", d)
+		}
+		if d := jittered(time.Minute, 0.5); d < 30*time.Second || d > 90*time.Second {
+			t.Fatalf("jittered(1m, 0.5) = %v", d)
+		}
+	}
+}

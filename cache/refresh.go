@@ -51,8 +51,14 @@ const headerSizeLua = "28" // headerSize, spelled for the scripts
 
 // shouldRefresh applies the XFetch test.
 func (c *Cache[V]) shouldRefresh(env envelope) bool {
+	if env.flags&flagRefreshing != 0 {
+		return false
+	}
+	if env.flags&flagStale != 0 {
+		return true // stale-while-revalidate: the first reader refreshes
+	}
 	beta := c.cfg.earlyBeta
-	if beta == 0 || env.flags&flagRefreshing != 0 {
+	if beta == 0 {
 		return false
 	}
 	u := 1 - rand.Float64() // (0, 1]

@@ -1,0 +1,71 @@
+package cache
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Stale-while-revalidate. Instead of deleting an entry on invalidation,
+// MarkStale sets flagStale in its header and cuts its TTL to maxStale. Readers
+// keep getting the old value at once; the first reader to see the flag claims
+// the refresh (the same header compare-and-set early refresh uses, so exactly
+// one caller across processes reloads) and replaces the entry. If no refresh
+// lands within maxStale the entry expires and the next read is an ordinary
+// miss, so maxStale bounds how stale a served value can be.
+
+// markStaleScript: for a value envelope, set flagStale, clear flagRefreshing (a
+// refresh that loaded before the write must not land: the header changes) and
+// cap the TTL at ARGV[1] ms; return 1. Anything else (a lease, a cached
+// absence, foreign bytes) is deleted as by Delete; return 2. Missing: 0.
+var markStaleScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then
+	return 0
+end
+if #v >= ` + headerSizeLua + ` and string.byte(v, 1) == 254 and string.byte(v, 2) == 99 and bit.band(string.byte(v, 4), 1) == 0 then
+	local f = bit.band(bit.bor(string.byte(v, 4), 4), bit.bnot(8))
+	redis.call('SETRANGE', KEYS[1], 3, string.char(f))
+	local pttl = redis.call('PTTL', KEYS[1])
+	if pttl < 0 or pttl > tonumber(ARGV[1]) then
+		redis.call('PEXPIRE', KEYS[1], ARGV[1])
+	end
+	return 1
+end
+redis.call('DEL', KEYS[1])
+return 2
+`)
+
+// MarkStale marks the keys' entries stale instead of removing them: readers
+// get the old value at once while exactly one caller reloads it, and a stale
+// value is served for at most maxStale. Entries that hold no value (a lease, a
+// cached absence) are deleted, so an in-flight fill is refused as after
+// Delete.
+func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys ...string) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	if maxStale < time.Millisecond {
+		return ErrInvalidOption
+	}
+	for _, k := range keys {
+		if k == "" {
+			return ErrInvalidKey
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			markStaleScript.Eval(ctx, p, []string{c.cfg.prefix + k}, maxStale.Milliseconds())
+		}
+		return nil
+	})
+	if err != nil {
+		return c.redisError(keys[0], "mark stale", err)
+	}
+	c.afterWrite(ctx, keys...)
+	return nil
+}

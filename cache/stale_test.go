@@ -1,0 +1,86 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// After MarkStale, readers get the old value at once and exactly one of them
+// reloads; then the new value is served.
+func TestMarkStaleServesOldWhileOneRefreshes(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		a := newCache[string](t, rdb)
+		b := newCache[string](t, rdb, WithPrefix(prefixFor(t)))
+		a.Get(ctx, "k", func(context.Context, string) (string, error) { return "old", nil })
+		if err := a.MarkStale(ctx, time.Minute, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if pttl := rdb.PTTL(ctx, prefixFor(t)+"k").Val(); pttl > time.Minute {
+			t.Fatalf("stale TTL %v not capped", pttl)
+		}
+		var loads atomic.Int64
+		release := make(chan struct{})
+		filled := make(chan bool, 2)
+		a.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+		b.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+		load := func(context.Context, string) (string, error) {
+			loads.Add(1)
+			<-release
+			return "new", nil
+		}
+		var wg sync.WaitGroup
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			c := a
+			if i%2 == 1 {
+				c = b
+			}
+			go func() {
+				defer wg.Done()
+				if v, err := c.Get(ctx, "k", load); err != nil || v != "old" {
+					t.Errorf("stale read = %q, %v; want old at once", v, err)
+				}
+			}()
+		}
+		wg.Wait() // every reader returned while the reload is still blocked
+		close(release)
+		if !<-filled {
+			t.Fatal("refresh refused")
+		}
+		if n := loads.Load(); n != 1 {
+			t.Fatalf("%d reloads, want exactly 1", n)
+		}
+		if v, _ := a.Get(ctx, "k", load); v != "new" {
+			t.Fatalf("after refresh got %q", v)
+		}
+	})
+}
+
+// MarkStale on a lease deletes it (an in-flight fill is refused); on a cached
+// absence too (the row may exist now).
+func TestMarkStaleOnLeaseAndNull(t *testing.T) {
+	_, rdb := newSingle(t)
+	ctx := context.Background()
+	c := newCache[string](t, rdb)
+	c.hooks.afterLoad = func(key string) { c.MarkStale(ctx, time.Minute, key) }
+	c.Get(ctx, "k", func(context.Context, string) (string, error) { return "loaded before the write", nil })
+	c.hooks.afterLoad = nil
+	if rdb.Exists(ctx, prefixFor(t)+"k").Val() != 0 || c.Stats().RejectedFills != 1 {
+		t.Fatal("fill landed after MarkStale")
+	}
+	c.Get(ctx, "n", func(context.Context, string) (string, error) { return "", ErrNotFound })
+	c.MarkStale(ctx, time.Minute, "n")
+	if v, err := c.Get(ctx, "n", func(context.Context, string) (string, error) { return "now exists", nil }); err != nil || v != "now exists" {
+		t.Fatalf("Get after MarkStale of an absence = %q, %v", v, err)
+	}
+	if err := c.MarkStale(ctx, 0, "k"); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("zero maxStale: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,18 +37,31 @@ type Cache[V any] struct {
 
 	refreshing sync.Map // rkey -> struct{}: early refreshes under way here
 
+	// The local tier (nil when off) and its invalidation state.
+	local    LocalStore[V]
+	hot      HotKeys
+	source   [sourceIDSize]byte
+	channel  string
+	epoch    atomic.Uint64 // odd while the invalidation subscription is down
+	invalSeq atomic.Uint64 // bumped by every invalidation
+	// subscribed is closed once the first subscription is confirmed.
+	subscribed     chan struct{}
+	subscribedOnce sync.Once
+
 	hooks hooks
 }
 
 // hooks are interleaving points for tests; nil in production.
 type hooks struct {
-	afterLoad   func(key string) // the loader returned, before the fill
-	onLeaseWait func(key string) // another holder's placeholder was seen
-	onRefresh   func(key string) // an early refresh started
-	now         func() time.Time // clock for expiry decisions
-	rand        func() float64   // early-refresh dice
-	onFill      func(key string, ok bool)
-	onExtend    func(key string, ok bool) // a lease extension ran
+	afterLoad    func(key string) // the loader returned, before the fill
+	onLeaseWait  func(key string) // another holder's placeholder was seen
+	onRefresh    func(key string) // an early refresh started
+	now          func() time.Time // clock for expiry decisions
+	rand         func() float64   // early-refresh dice
+	onFill       func(key string, ok bool)
+	onExtend     func(key string, ok bool) // a lease extension ran
+	onSubscribed func()                    // the invalidation subscription is (back) up
+	onInvalidate func(keys []string)       // another instance's invalidation was applied
 }
 
 // New returns a Cache backed by rdb, which may be a *redis.Client, a
@@ -66,11 +80,20 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger}
+	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger, hot: cfg.local.hot}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	if cfg.hooks != nil {
+		c.hooks = *cfg.hooks
+	}
+	c.subscribed = make(chan struct{})
 	c.closing, c.close = context.WithCancel(context.Background())
+	if cfg.local.enabled() {
+		if err := c.startLocal(); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -87,6 +110,9 @@ func (c *Cache[V]) Close() error {
 	c.mu.Unlock()
 	c.close()
 	c.bg.Wait()
+	if c.local != nil {
+		c.local.Close()
+	}
 	return nil
 }
 
@@ -210,6 +236,25 @@ func (c *Cache[V]) report(key string, err error) {
 	}
 }
 
-// afterWrite runs after a write to keys landed in Redis: it drops them from
-// the local tier and tells the other instances to (see invalidate.go).
-func (c *Cache[V]) afterWrite(ctx context.Context, keys ...string) {}
+// startLocal builds the local tier and starts the invalidation subscriber.
+func (c *Cache[V]) startLocal() error {
+	l := c.cfg.local
+	if l.hot == nil && !l.admitAll {
+		return fmt.Errorf("%w: the local tier needs WithHotKeys or WithLocalAdmitAll", ErrInvalidOption)
+	}
+	store, err := newLocalStore[V](l)
+	if err != nil {
+		return err
+	}
+	if c.source, err = newSourceID(); err != nil {
+		return err
+	}
+	c.local = store
+	c.channel = l.channel
+	if c.channel == "" {
+		c.channel = "cacheguard:invalidate:" + c.cfg.prefix
+	}
+	c.epoch.Store(1) // down until the first subscription is confirmed
+	c.goBackground(c.subscribe)
+	return nil
+}

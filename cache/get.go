@@ -22,6 +22,7 @@ const (
 type result[V any] struct {
 	v    V
 	null bool
+	size int // encoded size, the local tier's cost
 }
 
 // Get returns the value for key, loading it with load on a miss.
@@ -45,16 +46,34 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 	if err := c.check(ctx, key); err != nil {
 		return zero, err
 	}
+	if c.hot != nil {
+		c.hot.Record(key)
+	}
+	var stale *LocalEntry[V]
+	if c.local != nil {
+		fresh, e := c.localGet(key)
+		if fresh {
+			c.stats.hits.Add(1)
+			c.stats.localHits.Add(1)
+			if e.Null {
+				return zero, ErrNotFound
+			}
+			return e.Value, nil
+		}
+		stale = e
+	}
 	if c.filterSaysAbsent(ctx, key) {
 		return zero, ErrNotFound
 	}
 	rkey := c.cfg.prefix + key
+	clock := c.localClock()
 	raw, err := c.rdb.Get(ctx, rkey).Bytes()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return zero, c.redisError(key, "get", err)
+		return c.staleOr(key, stale, c.redisError(key, "get", err))
 	}
 	if err == nil {
 		if r, env, ok := c.decodeHit(key, raw); ok {
+			c.admit(key, r, len(raw), clock)
 			if r.null {
 				return zero, ErrNotFound
 			}
@@ -65,12 +84,32 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 	c.stats.misses.Add(1)
 	r, err := c.sharedFill(ctx, key, rkey, load)
 	if err != nil {
+		if errors.Is(err, ErrRedis) {
+			return c.staleOr(key, stale, err)
+		}
 		return zero, err
 	}
+	c.admit(key, r, r.size, clock)
 	if r.null {
 		return zero, ErrNotFound
 	}
 	return r.v, nil
+}
+
+// staleOr answers a Redis failure with the local tier's expired entry if it
+// is within the stale bound (hot keys keep being served from memory rather
+// than hitting the database), and with err otherwise.
+func (c *Cache[V]) staleOr(key string, e *LocalEntry[V], err error) (V, error) {
+	var zero V
+	if e == nil || time.Now().UnixNano() >= e.stale {
+		return zero, err
+	}
+	c.stats.staleServed.Add(1)
+	c.report(key, fmt.Errorf("cacheguard: served a stale local entry: %w", err))
+	if e.Null {
+		return zero, ErrNotFound
+	}
+	return e.Value, nil
 }
 
 // decodeHit turns the bytes of a GET into a result; ok is false for a lease
@@ -206,14 +245,14 @@ func (c *Cache[V]) decodeFilled(key string, raw []byte) (result[V], bool) {
 		return result[V]{}, false
 	}
 	if env.null() {
-		return result[V]{null: true}, true
+		return result[V]{null: true, size: len(raw)}, true
 	}
 	v, err := c.codec.decode(env.payload)
 	if err != nil {
 		c.report(key, fmt.Errorf("cacheguard: decode %q: %w", key, err))
 		return result[V]{}, false
 	}
-	return result[V]{v: v}, true
+	return result[V]{v: v, size: len(raw)}, true
 }
 
 // loadAndFill runs the loader while keeping the lease alive, then fills the
@@ -262,7 +301,7 @@ func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Lo
 		return result[V]{v: v}, nil
 	}
 	c.store(ctx, key, l, payload, false, delta)
-	return result[V]{v: v}, nil
+	return result[V]{v: v, size: len(payload)}, nil
 }
 
 // store writes the envelope through the lease. A refused fill is not an

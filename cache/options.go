@@ -25,7 +25,10 @@ type config struct {
 	logger        *slog.Logger
 	onError       func(key string, err error)
 	filter        Filter
+	local         localConfig
 	earlyBeta     float64
+
+	hooks *hooks // tests only: installed before any goroutine starts
 
 	errs []error
 }
@@ -40,6 +43,7 @@ func defaultConfig() config {
 		loadTimeout:  10 * time.Second,
 		maxValueSize: 1 << 20,
 		codec:        JSONCodec{},
+		local:        defaultLocalConfig(),
 	}
 }
 

@@ -19,13 +19,16 @@ type Stats struct {
 	Corrupt       uint64 // foreign or undecodable bytes found under a key
 	TooLarge      uint64 // values not cached because of the size limit
 	RedisErrors   uint64 // Redis calls that failed
+	StaleServed   uint64 // local entries served past their TTL because Redis failed
+	LocalFlushes  uint64 // local tier cleared because the invalidation subscription (re)started
 }
 
 // counters are the live counters behind Stats.
 type counters struct {
 	hits, localHits, misses, nullHits, filterRejects, filterErrors,
 	loads, loadErrors, leaseWaits, waitTimeouts, rejectedFills,
-	earlyRefresh, corrupt, tooLarge, redisErrors atomic.Uint64
+	earlyRefresh, corrupt, tooLarge, redisErrors,
+	staleServed, localFlushes atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -45,5 +48,7 @@ func (c *counters) snapshot() Stats {
 		Corrupt:       c.corrupt.Load(),
 		TooLarge:      c.tooLarge.Load(),
 		RedisErrors:   c.redisErrors.Load(),
+		StaleServed:   c.staleServed.Load(),
+		LocalFlushes:  c.localFlushes.Load(),
 	}
 }

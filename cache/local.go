@@ -1,0 +1,221 @@
+package cache
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/ristretto/v2"
+)
+
+// The local tier keeps decoded values in process memory, so that a hot key is
+// served in tens of nanoseconds instead of a Redis round trip. It is small and
+// short-lived on purpose: entries are fresh for the local TTL (1 s by default,
+// jittered), every write through any instance drops the key everywhere (see
+// invalidate.go), and while the invalidation subscription is down nothing is
+// served from it as fresh. A fresh-expired entry is kept a little longer
+// (WithLocalStale) only to answer for a key while Redis is failing.
+
+// LocalStore is the in-process tier's storage. The default is ristretto
+// (WithLocal); another implementation can be plugged in with WithLocalStore.
+// Implementations must be safe for concurrent use; Set may drop an entry
+// (admission policies do), Get must not return an entry after Del or Clear
+// returned.
+type LocalStore[V any] interface {
+	Get(key string) (*LocalEntry[V], bool)
+	// Set stores e with a cost in bytes, for at most ttl.
+	Set(key string, e *LocalEntry[V], cost int64, ttl time.Duration)
+	Del(key string)
+	Clear()
+	Close()
+}
+
+// LocalEntry is what the local tier stores for a key.
+type LocalEntry[V any] struct {
+	Value V
+	Null  bool // a cached absence
+
+	fresh int64  // unix nanos: served as a hit until then
+	stale int64  // unix nanos: served only while Redis fails, until then
+	epoch uint64 // subscription epoch it was admitted in
+}
+
+// HotKeys decides which keys the local tier admits. Record is called on every
+// Get and must be cheap; IsHot when a value comes back from Redis. The hotkey
+// package provides a sliding-window top-k detector.
+type HotKeys interface {
+	Record(key string)
+	IsHot(key string) bool
+}
+
+type localConfig struct {
+	maxBytes int64
+	store    any // LocalStore[V], checked in New
+	ttl      time.Duration
+	stale    time.Duration
+	admitAll bool
+	hot      HotKeys
+	channel  string
+}
+
+// WithLocal turns on the local tier with room for maxBytes of values, on
+// ristretto. Admission follows WithHotKeys (only hot keys, the usual choice)
+// or WithLocalAdmitAll; one of them is required.
+func WithLocal(maxBytes int64) Option {
+	return func(c *config) {
+		if maxBytes <= 0 {
+			c.invalid("local tier size %d must be positive", maxBytes)
+		}
+		c.local.maxBytes = maxBytes
+	}
+}
+
+// WithLocalStore turns on the local tier with a store of your own.
+func WithLocalStore[V any](s LocalStore[V]) Option {
+	return func(c *config) {
+		if s == nil {
+			c.invalid("nil local store")
+		}
+		c.local.store = s
+	}
+}
+
+// WithLocalTTL sets how long a local entry is served as fresh (default 1 s,
+// jittered like Redis TTLs). It bounds how stale a local value can be when an
+// invalidation message is lost.
+func WithLocalTTL(ttl time.Duration) Option {
+	return func(c *config) {
+		if ttl <= 0 {
+			c.invalid("local TTL %v must be positive", ttl)
+		}
+		c.local.ttl = ttl
+	}
+}
+
+// WithLocalStale sets how long past its local TTL an entry may still be served
+// while Redis is failing (default 10 s; 0 turns that off). Hot keys then keep
+// being answered from memory instead of sending their traffic to the database.
+func WithLocalStale(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("local stale bound %v must not be negative", d)
+		}
+		c.local.stale = d
+	}
+}
+
+// WithHotKeys admits to the local tier only the keys hot says are hot.
+func WithHotKeys(hot HotKeys) Option {
+	return func(c *config) {
+		if hot == nil {
+			c.invalid("nil hot-key detector")
+		}
+		c.local.hot = hot
+	}
+}
+
+// WithLocalAdmitAll admits every key to the local tier.
+func WithLocalAdmitAll() Option { return func(c *config) { c.local.admitAll = true } }
+
+// WithInvalidationChannel names the pub/sub channel on which instances sharing
+// a prefix tell each other to drop keys from their local tiers (default
+// "cacheguard:invalidate:" + prefix).
+func WithInvalidationChannel(name string) Option {
+	return func(c *config) {
+		if name == "" {
+			c.invalid("empty invalidation channel")
+		}
+		c.local.channel = name
+	}
+}
+
+func defaultLocalConfig() localConfig {
+	return localConfig{ttl: time.Second, stale: 10 * time.Second}
+}
+
+func (l *localConfig) enabled() bool { return l.maxBytes > 0 || l.store != nil }
+
+// newLocalStore builds the configured store for V.
+func newLocalStore[V any](l localConfig) (LocalStore[V], error) {
+	if l.store != nil {
+		s, ok := l.store.(LocalStore[V])
+		if !ok {
+			return nil, fmt.Errorf("%w: local store is a %T, not a LocalStore for this value type", ErrInvalidOption, l.store)
+		}
+		return s, nil
+	}
+	return newRistrettoStore[V](l.maxBytes)
+}
+
+// ristrettoStore is the default LocalStore. Cost is counted in bytes, so
+// IgnoreInternalCost is set (otherwise ristretto adds its own per-item
+// estimate on top); counters are ten per expected item, as ristretto's
+// authors advise, assuming items of about 256 bytes.
+type ristrettoStore[V any] struct {
+	c *ristretto.Cache[string, *LocalEntry[V]]
+}
+
+func newRistrettoStore[V any](maxBytes int64) (*ristrettoStore[V], error) {
+	items := max(maxBytes/256, 1000)
+	c, err := ristretto.NewCache(&ristretto.Config[string, *LocalEntry[V]]{
+		NumCounters:        items * 10,
+		MaxCost:            maxBytes,
+		BufferItems:        64,
+		IgnoreInternalCost: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: local tier: %w", ErrInvalidOption, err)
+	}
+	return &ristrettoStore[V]{c: c}, nil
+}
+
+func (s *ristrettoStore[V]) Get(key string) (*LocalEntry[V], bool) { return s.c.Get(key) }
+func (s *ristrettoStore[V]) Set(key string, e *LocalEntry[V], cost int64, ttl time.Duration) {
+	s.c.SetWithTTL(key, e, cost, ttl)
+}
+func (s *ristrettoStore[V]) Del(key string) { s.c.Del(key) }
+func (s *ristrettoStore[V]) Clear()         { s.c.Clear() }
+func (s *ristrettoStore[V]) Close()         { s.c.Close() }
+
+// wait makes pending sets visible; tests use it where a promotion must be
+// seen at once.
+func (s *ristrettoStore[V]) wait() { s.c.Wait() }
+
+// localGet returns the local entry for key if it may be served as fresh, and
+// the entry itself (possibly stale) for the Redis-failure fallback.
+func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
+	e, ok := c.local.Get(key)
+	if !ok {
+		return false, nil
+	}
+	now := time.Now().UnixNano()
+	return now < e.fresh && e.epoch == c.epoch.Load(), e
+}
+
+// admit puts a value that just came from Redis or a load into the local tier,
+// if the key qualifies and the invalidation subscription is up.
+func (c *Cache[V]) admit(key string, r result[V], size int, before localClock) {
+	if c.local == nil || before.epoch%2 == 1 || before != c.localClock() {
+		return // subscription down, or an invalidation arrived since the read
+	}
+	epoch := before.epoch
+	if !c.cfg.local.admitAll && !c.cfg.local.hot.IsHot(key) {
+		return
+	}
+	now := time.Now()
+	ttl := jittered(c.cfg.local.ttl, c.cfg.jitter)
+	e := &LocalEntry[V]{Value: r.v, Null: r.null, epoch: epoch,
+		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano()}
+	c.local.Set(key, e, int64(size+len(key)+64), ttl+c.cfg.local.stale)
+}
+
+// localClock is read before going to Redis and compared before admitting what
+// came back: if the subscription went down or any invalidation arrived in
+// between, the value may already be stale and is not admitted.
+type localClock struct{ epoch, seq uint64 }
+
+func (c *Cache[V]) localClock() localClock {
+	if c.local == nil {
+		return localClock{}
+	}
+	return localClock{c.epoch.Load(), c.invalSeq.Load()}
+}

@@ -1,0 +1,288 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+func withHooks(h *hooks) Option { return func(c *config) { c.hooks = h } }
+
+// localCache returns a cache with a local tier admitting every key, once its
+// invalidation subscription is up.
+func localCache(t *testing.T, rdb redis.UniversalClient, opts ...Option) *Cache[string] {
+	t.Helper()
+	c := newCache[string](t, rdb, append([]Option{WithLocal(1 << 20), WithLocalAdmitAll()}, opts...)...)
+	<-c.subscribed
+	return c
+}
+
+// settle makes ristretto's buffered sets visible.
+func settle[V any](c *Cache[V]) {
+	if s, ok := c.local.(*ristrettoStore[V]); ok {
+		s.wait()
+	}
+}
+
+func never(t *testing.T) Loader[string] {
+	return func(context.Context, string) (string, error) {
+		t.Error("loader called")
+		return "", errors.New("loader called")
+	}
+}
+
+// countHook counts the commands a client sends.
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(int64(len(cmds))); return next(ctx, cmds) }
+}
+
+func TestLocalHitSkipsRedis(t *testing.T) {
+	srv, _ := redistest.RealSingle(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	c := localCache(t, rdb)
+	if v, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "v", nil }); err != nil || v != "v" {
+		t.Fatal(v, err)
+	}
+	settle(c)
+	var cmds atomic.Int64
+	rdb.AddHook(countHook{&cmds})
+	for i := 0; i < 100; i++ {
+		if v, err := c.Get(ctx, "k", never(t)); err != nil || v != "v" {
+			t.Fatal(v, err)
+		}
+	}
+	if n := cmds.Load(); n != 0 {
+		t.Fatalf("%d Redis commands for 100 local hits", n)
+	}
+	if st := c.Stats(); st.LocalHits != 100 {
+		t.Fatalf("local hits %d", st.LocalHits)
+	}
+	load := never(t)
+	if n := testing.AllocsPerRun(1000, func() { c.Get(ctx, "k", load) }); n != 0 {
+		t.Fatalf("local hit allocates %v times", n)
+	}
+}
+
+// hotSet is a HotKeys with a fixed answer (the detector itself is tested in
+// the hotkey package).
+type hotSet struct {
+	mu      sync.Mutex
+	hot     map[string]bool
+	records []string
+}
+
+func (h *hotSet) Record(k string) { h.mu.Lock(); h.records = append(h.records, k); h.mu.Unlock() }
+func (h *hotSet) IsHot(k string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hot[k]
+}
+
+func TestOnlyHotKeysAreAdmitted(t *testing.T) {
+	_, rdb := newSingle(t)
+	ctx := context.Background()
+	hot := &hotSet{hot: map[string]bool{"hot": true}}
+	c := newCache[string](t, rdb, WithLocal(1<<20), WithHotKeys(hot))
+	<-c.subscribed
+	load := func(_ context.Context, k string) (string, error) { return "v" + k, nil }
+	c.Get(ctx, "hot", load)
+	c.Get(ctx, "cold", load)
+	settle(c)
+	if _, ok := c.local.Get("hot"); !ok {
+		t.Fatal("hot key not promoted")
+	}
+	if _, ok := c.local.Get("cold"); ok {
+		t.Fatal("cold key admitted")
+	}
+	if !slices.Equal(hot.records, []string{"hot", "cold"}) {
+		t.Fatalf("recorded %v", hot.records)
+	}
+}
+
+// Two instances: after A writes, B stops serving its local copy once the
+// invalidation arrives. The time from A's write returning to B dropping the
+// key is the staleness bound; it is logged.
+func TestInvalidationAcrossInstances(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		redistest.NeedServer(t) // miniredis has no sharded pub/sub for the cluster case, and the figure should be real
+		ctx := context.Background()
+		got := make(chan []string, 1)
+		a := localCache(t, rdb)
+		b := localCache(t, rdb, WithPrefix(prefixFor(t)), withHooks(&hooks{onInvalidate: func(k []string) { got <- k }}))
+		const rounds = 200
+		lat := make([]time.Duration, 0, rounds)
+		for i := 0; i < rounds; i++ {
+			key := fmt.Sprint("k", i%10)
+			old := fmt.Sprint("old", i)
+			a.Set(ctx, key, old)
+			// Drain the invalidation a's Set sent to b.
+			if keys := <-got; keys[0] != key {
+				t.Fatalf("invalidated %v, want %s", keys, key)
+			}
+			if v, _ := b.Get(ctx, key, never(t)); v != old {
+				t.Fatalf("b read %q", v)
+			}
+			settle(b)
+			if e, ok := b.local.Get(key); !ok || e.Value != old {
+				t.Fatal("b did not keep a local copy")
+			}
+			var start time.Time
+			if i%2 == 0 {
+				a.Set(ctx, key, "new")
+			} else {
+				a.Delete(ctx, key)
+			}
+			start = time.Now()
+			<-got
+			lat = append(lat, time.Since(start))
+			if _, ok := b.local.Get(key); ok {
+				t.Fatal("b still holds the key after the invalidation")
+			}
+			want := "new"
+			load := never(t)
+			if i%2 == 1 {
+				want, load = "reloaded", func(context.Context, string) (string, error) { return "reloaded", nil }
+			}
+			if v, _ := b.Get(ctx, key, load); v != want {
+				t.Fatalf("b served %q after a's write, want %q", v, want)
+			}
+			// b now holds want; the next round's Set invalidates it.
+		}
+		slices.Sort(lat)
+		t.Logf("staleness after the writer's call returned: p50 %v, p99 %v, max %v (%d writes)",
+			lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1], rounds)
+	})
+}
+
+// A cut subscription turns the local tier off and flushes it when it comes
+// back, so a message lost in the gap cannot leave a stale entry.
+func TestLostSubscriptionFlushesLocal(t *testing.T) {
+	redistest.NeedServer(t)
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		up := make(chan struct{}, 4)
+		inval := make(chan struct{}, 4)
+		a := localCache(t, rdb)
+		b := localCache(t, rdb, WithPrefix(prefixFor(t)), withHooks(&hooks{
+			onSubscribed: func() { up <- struct{}{} },
+			onInvalidate: func([]string) { inval <- struct{}{} },
+		}))
+		<-up // the first subscription
+		a.Set(ctx, "k", "old")
+		<-inval // so that it cannot land in the middle of b's read
+		if v, _ := b.Get(ctx, "k", never(t)); v != "old" {
+			t.Fatal(v)
+		}
+		settle(b)
+		if _, ok := b.local.Get("k"); !ok {
+			t.Fatal("not cached locally")
+		}
+		// Cut every pub/sub connection, on every node.
+		killPubSub(t, ctx, rdb)
+		<-up // b noticed, resubscribed and flushed
+		if _, ok := b.local.Get("k"); ok {
+			t.Fatal("local tier kept an entry across a subscription gap")
+		}
+		if st := b.Stats(); st.LocalFlushes < 2 {
+			t.Fatalf("local flushes %d, want a flush on resubscription", st.LocalFlushes)
+		}
+		// A write whose message b may have missed is not served stale.
+		rdb.Set(ctx, prefixFor(t)+"k", "garbage", time.Minute) // bypasses pub/sub entirely
+		a.Set(ctx, "k", "new")
+		if v, _ := b.Get(ctx, "k", never(t)); v != "new" {
+			t.Fatalf("b served %q", v)
+		}
+	})
+}
+
+func killPubSub(t *testing.T, ctx context.Context, rdb redis.UniversalClient) {
+	t.Helper()
+	kill := func(c *redis.Client) error { return c.ClientKillByFilter(ctx, "TYPE", "pubsub").Err() }
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return kill(c) })
+	} else {
+		err = kill(rdb.(*redis.Client))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// While Redis fails, a key in the local tier is served from memory within the
+// stale bound; other keys get ErrRedis, and the loader is never called.
+func TestHotKeyServedStaleWhileRedisDown(t *testing.T) {
+	srv, _ := redistest.RealSingle(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond})
+	defer rdb.Close()
+	ctx := context.Background()
+	c := localCache(t, rdb, WithLocalStale(time.Minute))
+	c.Get(ctx, "hot", func(context.Context, string) (string, error) { return "v", nil })
+	settle(c)
+	e, ok := c.local.Get("hot")
+	if !ok {
+		t.Fatal("not admitted")
+	}
+	e.fresh = 0 // past its local TTL: a fresh hit would go to Redis
+	srv.Kill()
+	if v, err := c.Get(ctx, "hot", never(t)); err != nil || v != "v" {
+		t.Fatalf("hot key during outage: %q, %v", v, err)
+	}
+	if _, err := c.Get(ctx, "cold", never(t)); !errors.Is(err, ErrRedis) {
+		t.Fatalf("cold key during outage: %v", err)
+	}
+	if st := c.Stats(); st.StaleServed != 1 {
+		t.Fatalf("stale served %d", st.StaleServed)
+	}
+	e.stale = 0 // past the stale bound too
+	if _, err := c.Get(ctx, "hot", never(t)); !errors.Is(err, ErrRedis) {
+		t.Fatalf("past the stale bound: %v", err)
+	}
+}
+
+func TestLocalOptions(t *testing.T) {
+	_, rdb := newSingle(t)
+	if _, err := New[string](rdb, WithLocal(1<<20)); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("local tier without an admission rule: %v", err)
+	}
+	if _, err := New[string](rdb, WithLocal(-1)); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("negative size: %v", err)
+	}
+	s, _ := newRistrettoStore[int](1 << 20)
+	defer s.Close()
+	if _, err := New[string](rdb, WithLocalStore[int](s), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("store of another value type: %v", err)
+	}
+	if _, err := New[string](rdb, WithLocalTTL(0)); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("zero local TTL: %v", err)
+	}
+}
+
+func TestInvalidationMessageCodec(t *testing.T) {
+	src := [sourceIDSize]byte{1, 2}
+	keys := []string{"a", "", "\x00\xff", string(make([]byte, 300))}
+	s, got, err := decodeInvalidation(encodeInvalidation(src, keys))
+	if err != nil || s != src || !slices.Equal(got, keys) {
+		t.Fatalf("round trip: %v %v %v", s, got, err)
+	}
+	for _, bad := range [][]byte{nil, make([]byte, 5), append(make([]byte, 16), 0x05, 'a')} {
+		if _, _, err := decodeInvalidation(bad); err == nil {
+			t.Errorf("decoded %q", bad)
+		}
+	}
+}

@@ -32,18 +32,19 @@ type Cache[V any] struct {
 	closing context.Context
 	close   context.CancelFunc
 	bg      sync.WaitGroup
-	mu      sync.RWMutex // guards closed against bg.Add racing bg.Wait
-	closed  bool
+	mu      sync.RWMutex // orders bg.Add against Close's bg.Wait
+	closed  atomic.Bool
 
 	refreshing sync.Map // rkey -> struct{}: early refreshes under way here
 
 	// The local tier (nil when off) and its invalidation state.
-	local    LocalStore[V]
-	hot      HotKeys
-	source   [sourceIDSize]byte
-	channel  string
-	epoch    atomic.Uint64 // odd while the invalidation subscription is down
-	invalSeq atomic.Uint64 // bumped by every invalidation
+	local     LocalStore[V]
+	hot       HotKeys
+	source    [sourceIDSize]byte
+	channel   string
+	epoch     atomic.Uint64 // odd while the invalidation subscription is down
+	coarseNow atomic.Int64  // unix nanos, advanced every coarseTick (local.go)
+	invalSeq  atomic.Uint64 // bumped by every invalidation
 	// subscribed is closed once the first subscription is confirmed.
 	subscribed     chan struct{}
 	subscribedOnce sync.Once
@@ -102,11 +103,11 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 // Calls after Close return ErrClosed.
 func (c *Cache[V]) Close() error {
 	c.mu.Lock()
-	if c.closed {
+	if c.closed.Load() {
 		c.mu.Unlock()
 		return nil
 	}
-	c.closed = true
+	c.closed.Store(true)
 	c.mu.Unlock()
 	c.close()
 	c.bg.Wait()
@@ -121,7 +122,7 @@ func (c *Cache[V]) Close() error {
 func (c *Cache[V]) goBackground(fn func()) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.closed {
+	if c.closed.Load() {
 		return false
 	}
 	c.bg.Add(1)
@@ -132,11 +133,7 @@ func (c *Cache[V]) goBackground(fn func()) bool {
 	return true
 }
 
-func (c *Cache[V]) isClosed() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.closed
-}
+func (c *Cache[V]) isClosed() bool { return c.closed.Load() }
 
 // Stats returns a snapshot of the counters.
 func (c *Cache[V]) Stats() Stats { return c.stats.snapshot() }
@@ -255,6 +252,8 @@ func (c *Cache[V]) startLocal() error {
 		c.channel = "cacheguard:invalidate:" + c.cfg.prefix
 	}
 	c.epoch.Store(1) // down until the first subscription is confirmed
+	c.coarseNow.Store(time.Now().UnixNano())
+	c.goBackground(c.runCoarseClock)
 	c.goBackground(c.subscribe)
 	return nil
 }

@@ -53,8 +53,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 	if c.local != nil {
 		fresh, e := c.localGet(key)
 		if fresh {
-			c.stats.hits.Add(1)
-			c.stats.localHits.Add(1)
+			c.stats.localHits.Add(1) // Stats adds these to Hits
 			if e.Null {
 				return zero, ErrNotFound
 			}
@@ -101,7 +100,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 // than hitting the database), and with err otherwise.
 func (c *Cache[V]) staleOr(key string, e *LocalEntry[V], err error) (V, error) {
 	var zero V
-	if e == nil || time.Now().UnixNano() >= e.stale {
+	if e == nil || c.coarseNow.Load() >= e.stale {
 		return zero, err
 	}
 	c.stats.staleServed.Add(1)

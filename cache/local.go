@@ -169,8 +169,13 @@ func newRistrettoStore[V any](maxBytes int64) (*ristrettoStore[V], error) {
 }
 
 func (s *ristrettoStore[V]) Get(key string) (*LocalEntry[V], bool) { return s.c.Get(key) }
-func (s *ristrettoStore[V]) Set(key string, e *LocalEntry[V], cost int64, ttl time.Duration) {
-	s.c.SetWithTTL(key, e, cost, ttl)
+
+// Set ignores ttl on purpose: with a TTL, ristretto reads the wall clock on
+// every Get, which measured as the largest single cost of a local hit. The
+// cache checks freshness itself against a coarse clock, and an entry past its
+// stale bound is never served; it stays until overwritten or evicted by size.
+func (s *ristrettoStore[V]) Set(key string, e *LocalEntry[V], cost int64, _ time.Duration) {
+	s.c.Set(key, e, cost)
 }
 func (s *ristrettoStore[V]) Del(key string) { s.c.Del(key) }
 func (s *ristrettoStore[V]) Clear()         { s.c.Clear() }
@@ -187,8 +192,7 @@ func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
 	if !ok {
 		return false, nil
 	}
-	now := time.Now().UnixNano()
-	return now < e.fresh && e.epoch == c.epoch.Load(), e
+	return c.coarseNow.Load() < e.fresh && e.epoch == c.epoch.Load(), e
 }
 
 // admit puts a value that just came from Redis or a load into the local tier,
@@ -218,4 +222,23 @@ func (c *Cache[V]) localClock() localClock {
 		return localClock{}
 	}
 	return localClock{c.epoch.Load(), c.invalSeq.Load()}
+}
+
+// coarseTick is the resolution of the clock the local tier's freshness checks
+// read. Reading the wall clock on every local hit would cost more than the
+// rest of the hit; one tick is negligible against a local TTL of a second.
+const coarseTick = time.Millisecond
+
+// runCoarseClock keeps coarseNow within a tick of the wall clock until Close.
+func (c *Cache[V]) runCoarseClock() {
+	t := time.NewTicker(coarseTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closing.Done():
+			return
+		case now := <-t.C:
+			c.coarseNow.Store(now.UnixNano())
+		}
+	}
 }

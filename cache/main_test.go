@@ -58,3 +58,5 @@ func (l *countingLoader[V]) load(_ context.Context, key string) (V, error) {
 func newSingle(t *testing.T) (*redistest.Server, redis.UniversalClient) {
 	return redistest.Single(t)
 }
+
+func newSingleB(b *testing.B) (*redistest.Server, redis.UniversalClient) { return redistest.Single(b) }

@@ -23,7 +23,8 @@ type Stats struct {
 	LocalFlushes  uint64 // local tier cleared because the invalidation subscription (re)started
 }
 
-// counters are the live counters behind Stats.
+// counters are the live counters behind Stats. hits counts Redis hits only,
+// so that a local hit costs one atomic add.
 type counters struct {
 	hits, localHits, misses, nullHits, filterRejects, filterErrors,
 	loads, loadErrors, leaseWaits, waitTimeouts, rejectedFills,
@@ -33,7 +34,7 @@ type counters struct {
 
 func (c *counters) snapshot() Stats {
 	return Stats{
-		Hits:          c.hits.Load(),
+		Hits:          c.hits.Load() + c.localHits.Load(),
 		LocalHits:     c.localHits.Load(),
 		Misses:        c.misses.Load(),
 		NullHits:      c.nullHits.Load(),

@@ -7,6 +7,7 @@ require (
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/sony/gobreaker/v2 v2.4.0
 	golang.org/x/sync v0.24.0
 	modernc.org/sqlite v1.61.1
 )

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -48,6 +49,10 @@ type Cache[V any] struct {
 	// subscribed is closed once the first subscription is confirmed.
 	subscribed     chan struct{}
 	subscribedOnce sync.Once
+
+	breaker       *gobreaker.TwoStepCircuitBreaker[struct{}] // nil when off
+	fallbackSem   chan struct{}                              // nil when off
+	fallbackGroup singleflight.Group
 
 	hooks hooks
 }
@@ -89,6 +94,14 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.hooks = *cfg.hooks
 	}
 	c.subscribed = make(chan struct{})
+	if cfg.breakerFailures > 0 {
+		c.breaker = newBreaker(cfg.prefix, cfg.breakerFailures, cfg.breakerCooldown, func(from, to gobreaker.State) {
+			c.report("", fmt.Errorf("cacheguard: redis circuit %s -> %s", from, to))
+		})
+	}
+	if cfg.fallbackLoads > 0 {
+		c.fallbackSem = make(chan struct{}, cfg.fallbackLoads)
+	}
 	c.closing, c.close = context.WithCancel(context.Background())
 	if cfg.local.enabled() {
 		if err := c.startLocal(); err != nil {
@@ -154,7 +167,13 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	}
 	ttl := jittered(c.cfg.ttl, c.cfg.jitter)
 	env := appendEnvelope(make([]byte, 0, headerSize+len(payload)), 0, 0, c.now().Add(ttl), 0, payload)
-	if err := c.rdb.Set(ctx, c.cfg.prefix+key, env, ttl).Err(); err != nil {
+	done, err := c.allow(key)
+	if err != nil {
+		return err
+	}
+	err = c.rdb.Set(ctx, c.cfg.prefix+key, env, ttl).Err()
+	done(err)
+	if err != nil {
 		return c.redisError(key, "set", err)
 	}
 	c.afterWrite(ctx, key)
@@ -180,12 +199,17 @@ func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	done, err := c.allow(keys[0])
+	if err != nil {
+		return err
+	}
+	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, k := range keys {
 			p.Unlink(ctx, c.cfg.prefix+k)
 		}
 		return nil
 	})
+	done(err)
 	if err != nil {
 		return c.redisError(keys[0], "delete", err)
 	}

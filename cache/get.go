@@ -66,9 +66,14 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 	}
 	rkey := c.cfg.prefix + key
 	clock := c.localClock()
+	done, err := c.allow(key)
+	if err != nil {
+		return c.unavailable(ctx, key, load, stale, err)
+	}
 	raw, err := c.rdb.Get(ctx, rkey).Bytes()
+	done(err)
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return c.staleOr(key, stale, c.redisError(key, "get", err))
+		return c.unavailable(ctx, key, load, stale, c.redisError(key, "get", err))
 	}
 	if err == nil {
 		if r, env, ok := c.decodeHit(key, raw); ok {
@@ -84,7 +89,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 	r, err := c.sharedFill(ctx, key, rkey, load)
 	if err != nil {
 		if errors.Is(err, ErrRedis) {
-			return c.staleOr(key, stale, err)
+			return c.unavailable(ctx, key, load, stale, err)
 		}
 		return zero, err
 	}
@@ -95,13 +100,14 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 	return r.v, nil
 }
 
-// staleOr answers a Redis failure with the local tier's expired entry if it
-// is within the stale bound (hot keys keep being served from memory rather
-// than hitting the database), and with err otherwise.
-func (c *Cache[V]) staleOr(key string, e *LocalEntry[V], err error) (V, error) {
+// unavailable answers a Get when Redis failed: with the local tier's expired
+// entry if it is within the stale bound (hot keys keep being served from
+// memory rather than hitting the database), else with a capped fallback load
+// if configured, else with err.
+func (c *Cache[V]) unavailable(ctx context.Context, key string, load Loader[V], e *LocalEntry[V], err error) (V, error) {
 	var zero V
 	if e == nil || c.coarseNow.Load() >= e.stale {
-		return zero, err
+		return c.fallbackLoad(ctx, key, load, err)
 	}
 	c.stats.staleServed.Add(1)
 	c.report(key, fmt.Errorf("cacheguard: served a stale local entry: %w", err))
@@ -184,7 +190,12 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 	backoff := minBackoff
 	waited := false
 	for {
+		done, err := c.allow(key)
+		if err != nil {
+			return result[V]{}, err
+		}
 		held, prev, err := l.acquire(ctx, c.rdb, c.cfg.lease)
+		done(err)
 		if err != nil {
 			return result[V]{}, c.redisError(key, "acquire lease", err)
 		}

@@ -28,6 +28,10 @@ type config struct {
 	local         localConfig
 	earlyBeta     float64
 
+	breakerFailures int
+	breakerCooldown time.Duration
+	fallbackLoads   int
+
 	hooks *hooks // tests only: installed before any goroutine starts
 
 	errs []error

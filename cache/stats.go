@@ -4,23 +4,25 @@ import "sync/atomic"
 
 // Stats is a snapshot of a Cache's counters since New.
 type Stats struct {
-	Hits          uint64 // a value served from Redis (or the local tier)
-	LocalHits     uint64 // of Hits, served from the local tier
-	Misses        uint64 // no usable entry: a fill (or a wait for one) followed
-	NullHits      uint64 // a cached absence served as ErrNotFound
-	FilterRejects uint64 // answered ErrNotFound by the Bloom filter alone
-	FilterErrors  uint64 // the filter failed; the read went on without it
-	Loads         uint64 // loader calls
-	LoadErrors    uint64 // loader calls that failed (ErrNotFound is not a failure)
-	LeaseWaits    uint64 // fills that had to wait for another holder's lease
-	WaitTimeouts  uint64 // waits that ran out of budget
-	RejectedFills uint64 // fills refused because the lease was gone (a Delete or Set won)
-	EarlyRefresh  uint64 // background refreshes started before expiry
-	Corrupt       uint64 // foreign or undecodable bytes found under a key
-	TooLarge      uint64 // values not cached because of the size limit
-	RedisErrors   uint64 // Redis calls that failed
-	StaleServed   uint64 // local entries served past their TTL because Redis failed
-	LocalFlushes  uint64 // local tier cleared because the invalidation subscription (re)started
+	Hits             uint64 // a value served from Redis (or the local tier)
+	LocalHits        uint64 // of Hits, served from the local tier
+	Misses           uint64 // no usable entry: a fill (or a wait for one) followed
+	NullHits         uint64 // a cached absence served as ErrNotFound
+	FilterRejects    uint64 // answered ErrNotFound by the Bloom filter alone
+	FilterErrors     uint64 // the filter failed; the read went on without it
+	Loads            uint64 // loader calls
+	LoadErrors       uint64 // loader calls that failed (ErrNotFound is not a failure)
+	LeaseWaits       uint64 // fills that had to wait for another holder's lease
+	WaitTimeouts     uint64 // waits that ran out of budget
+	RejectedFills    uint64 // fills refused because the lease was gone (a Delete or Set won)
+	EarlyRefresh     uint64 // background refreshes started before expiry
+	Corrupt          uint64 // foreign or undecodable bytes found under a key
+	TooLarge         uint64 // values not cached because of the size limit
+	RedisErrors      uint64 // Redis calls that failed
+	StaleServed      uint64 // local entries served past their TTL because Redis failed
+	LocalFlushes     uint64 // local tier cleared because the invalidation subscription (re)started
+	FallbackLoads    uint64 // direct loads while Redis was unavailable (WithFallbackLoads)
+	FallbackRejected uint64 // callers refused because the fallback cap was reached
 }
 
 // counters are the live counters behind Stats. hits counts Redis hits only,
@@ -29,27 +31,29 @@ type counters struct {
 	hits, localHits, misses, nullHits, filterRejects, filterErrors,
 	loads, loadErrors, leaseWaits, waitTimeouts, rejectedFills,
 	earlyRefresh, corrupt, tooLarge, redisErrors,
-	staleServed, localFlushes atomic.Uint64
+	staleServed, localFlushes, fallbackLoads, fallbackRejected atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
-		Hits:          c.hits.Load() + c.localHits.Load(),
-		LocalHits:     c.localHits.Load(),
-		Misses:        c.misses.Load(),
-		NullHits:      c.nullHits.Load(),
-		FilterRejects: c.filterRejects.Load(),
-		FilterErrors:  c.filterErrors.Load(),
-		Loads:         c.loads.Load(),
-		LoadErrors:    c.loadErrors.Load(),
-		LeaseWaits:    c.leaseWaits.Load(),
-		WaitTimeouts:  c.waitTimeouts.Load(),
-		RejectedFills: c.rejectedFills.Load(),
-		EarlyRefresh:  c.earlyRefresh.Load(),
-		Corrupt:       c.corrupt.Load(),
-		TooLarge:      c.tooLarge.Load(),
-		RedisErrors:   c.redisErrors.Load(),
-		StaleServed:   c.staleServed.Load(),
-		LocalFlushes:  c.localFlushes.Load(),
+		Hits:             c.hits.Load() + c.localHits.Load(),
+		LocalHits:        c.localHits.Load(),
+		Misses:           c.misses.Load(),
+		NullHits:         c.nullHits.Load(),
+		FilterRejects:    c.filterRejects.Load(),
+		FilterErrors:     c.filterErrors.Load(),
+		Loads:            c.loads.Load(),
+		LoadErrors:       c.loadErrors.Load(),
+		LeaseWaits:       c.leaseWaits.Load(),
+		WaitTimeouts:     c.waitTimeouts.Load(),
+		RejectedFills:    c.rejectedFills.Load(),
+		EarlyRefresh:     c.earlyRefresh.Load(),
+		Corrupt:          c.corrupt.Load(),
+		TooLarge:         c.tooLarge.Load(),
+		RedisErrors:      c.redisErrors.Load(),
+		StaleServed:      c.staleServed.Load(),
+		LocalFlushes:     c.localFlushes.Load(),
+		FallbackLoads:    c.fallbackLoads.Load(),
+		FallbackRejected: c.fallbackRejected.Load(),
 	}
 }

@@ -1,0 +1,124 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+)
+
+// When Redis is down, every call to it waits for a dial or read timeout
+// before failing, and callers pile up behind those waits. A circuit breaker
+// (sony/gobreaker) turns that into failing at once: after a run of consecutive
+// Redis failures it opens and calls skip Redis for a cooldown, then one probe
+// call is let through to see whether Redis is back.
+//
+// What a Get does while Redis is unavailable (failing or breaker open), in
+// order: serve the local tier's entry if within its stale bound; else, with
+// WithFallbackLoads, call the loader directly under a cap on concurrent
+// loads; else return an error wrapping ErrRedis. The database never sees more
+// than the cap, however many callers there are.
+
+// ErrCircuitOpen is wrapped (together with ErrRedis) in errors returned while
+// the circuit breaker keeps calls away from Redis.
+var ErrCircuitOpen = errors.New("cacheguard: redis circuit open")
+
+// WithCircuitBreaker opens the breaker after failures consecutive Redis
+// failures and keeps it open for cooldown before probing again.
+func WithCircuitBreaker(failures int, cooldown time.Duration) Option {
+	return func(c *config) {
+		if failures < 1 || cooldown <= 0 {
+			c.invalid("circuit breaker needs failures >= 1 and a positive cooldown, got %d, %v", failures, cooldown)
+		}
+		c.breakerFailures, c.breakerCooldown = failures, cooldown
+	}
+}
+
+// WithFallbackLoads lets Get call its loader directly, without caching, when
+// Redis is unavailable, with at most n such loads running at once in this
+// process (callers of one key share a load). Callers beyond the cap get the
+// Redis error. Off (0) by default: an outage of Redis then costs the database
+// nothing.
+func WithFallbackLoads(n int) Option {
+	return func(c *config) {
+		if n < 0 {
+			c.invalid("fallback loads %d must not be negative", n)
+		}
+		c.fallbackLoads = n
+	}
+}
+
+func newBreaker(prefix string, failures int, cooldown time.Duration, onChange func(from, to gobreaker.State)) *gobreaker.TwoStepCircuitBreaker[struct{}] {
+	return gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        "cacheguard:" + prefix,
+		MaxRequests: 1,
+		Timeout:     cooldown,
+		ReadyToTrip: func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= uint32(failures) },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			onChange(from, to)
+		},
+		// A reply from Redis, even an error reply, means Redis is up.
+		IsSuccessful: func(err error) bool {
+			var reply redis.Error
+			return err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply)
+		},
+		// The caller giving up says nothing about Redis.
+		IsExcluded: func(err error) bool { return errors.Is(err, context.Canceled) },
+	})
+}
+
+// noop is the outcome callback when there is no breaker.
+func noop(error) {}
+
+// allow asks the breaker for a Redis call; done must be called with the
+// call's error.
+func (c *Cache[V]) allow(key string) (done func(error), err error) {
+	if c.breaker == nil {
+		return noop, nil
+	}
+	done, err = c.breaker.Allow()
+	if err != nil {
+		c.stats.redisErrors.Add(1)
+		return nil, fmt.Errorf("%w: %w: %q: %w", ErrRedis, ErrCircuitOpen, key, err)
+	}
+	return done, nil
+}
+
+// fallbackLoad answers a Get while Redis is unavailable: a direct load under
+// the concurrency cap, shared by the callers of one key.
+func (c *Cache[V]) fallbackLoad(ctx context.Context, key string, load Loader[V], redisErr error) (V, error) {
+	var zero V
+	if c.fallbackSem == nil {
+		return zero, redisErr
+	}
+	v, err, _ := c.fallbackGroup.Do(key, func() (any, error) {
+		select {
+		case c.fallbackSem <- struct{}{}:
+		default:
+			c.stats.fallbackRejected.Add(1)
+			return nil, redisErr
+		}
+		defer func() { <-c.fallbackSem }()
+		c.stats.fallbackLoads.Add(1)
+		v, err := c.callLoader(ctx, key, load)
+		if errors.Is(err, ErrNotFound) {
+			return result[V]{null: true}, nil
+		}
+		if err != nil {
+			c.stats.loadErrors.Add(1)
+			return nil, err
+		}
+		return result[V]{v: v}, nil
+	})
+	if err != nil {
+		return zero, err
+	}
+	r := v.(result[V])
+	if r.null {
+		return zero, ErrNotFound
+	}
+	return r.v, nil
+}

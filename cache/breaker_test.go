@@ -1,0 +1,105 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// fastFailClient gives up on a dead server quickly.
+func fastFailClient(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestCircuitBreakerFailsFastThenRecovers(t *testing.T) {
+	srv, _ := redistest.RealSingle(t)
+	rdb := fastFailClient(t, srv.Addr)
+	var cmds atomic.Int64
+	rdb.AddHook(countHook{&cmds})
+	ctx := context.Background()
+	c := newCache[string](t, rdb, WithCircuitBreaker(3, 100*time.Millisecond))
+	load := func(context.Context, string) (string, error) { return "v", nil }
+	srv.Kill()
+	for i := 0; i < 3; i++ {
+		if _, err := c.Get(ctx, "k", load); !errors.Is(err, ErrRedis) || errors.Is(err, ErrCircuitOpen) {
+			t.Fatalf("failure %d: %v", i, err)
+		}
+	}
+	before := cmds.Load()
+	for i := 0; i < 100; i++ {
+		if _, err := c.Get(ctx, "k", load); !errors.Is(err, ErrCircuitOpen) || !errors.Is(err, ErrRedis) {
+			t.Fatalf("open breaker: %v", err)
+		}
+	}
+	if n := cmds.Load() - before; n != 0 {
+		t.Fatalf("%d Redis calls with the breaker open", n)
+	}
+	srv.Restart()
+	// After the cooldown one probe goes through and closes the breaker.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := c.Get(ctx, "k", load)
+		if err == nil && v == "v" {
+			break
+		}
+		if !errors.Is(err, ErrCircuitOpen) || time.Now().After(deadline) {
+			t.Fatalf("breaker did not close after Redis came back: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // waiting out the cooldown timer
+	}
+}
+
+// With Redis down and WithFallbackLoads(2), at most two loads run at once;
+// callers beyond the cap get the Redis error, not a database query.
+func TestFallbackLoadsAreCapped(t *testing.T) {
+	srv, _ := redistest.RealSingle(t)
+	rdb := fastFailClient(t, srv.Addr)
+	ctx := context.Background()
+	c := newCache[string](t, rdb, WithFallbackLoads(2))
+	srv.Kill()
+	var running, loads atomic.Int64
+	entered := make(chan struct{}, 2)
+	release := make(chan struct{})
+	load := func(_ context.Context, k string) (string, error) {
+		loads.Add(1)
+		if running.Add(1) > 2 {
+			t.Error("more than two fallback loads at once")
+		}
+		defer running.Add(-1)
+		entered <- struct{}{}
+		<-release
+		return "v:" + k, nil
+	}
+	results := make(chan error, 2)
+	for _, k := range []string{"a", "b"} {
+		go func() {
+			v, err := c.Get(ctx, k, load)
+			if err == nil && v != "v:"+k {
+				err = errors.New("wrong value " + v)
+			}
+			results <- err
+		}()
+	}
+	<-entered
+	<-entered
+	if _, err := c.Get(ctx, "c", load); !errors.Is(err, ErrRedis) {
+		t.Fatalf("over the cap: %v", err)
+	}
+	close(release)
+	for i := 0; i < 2; i++ {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := c.Stats()
+	if loads.Load() != 2 || st.FallbackLoads != 2 || st.FallbackRejected != 1 {
+		t.Fatalf("loads %d, stats %+v", loads.Load(), st)
+	}
+}

@@ -32,25 +32,40 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	seen := make(map[string]bool, len(keys))
-	var todo []string
 	for _, k := range keys {
 		if k == "" {
 			return nil, ErrInvalidKey
 		}
+	}
+	seen := make(map[string]bool, len(keys))
+	out := make(map[string]V, len(keys))
+	var todo []string
+	for _, k := range keys {
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
+		if c.hot != nil {
+			c.hot.Record(k)
+		}
+		if c.local != nil {
+			if fresh, e := c.localGet(k); fresh {
+				c.stats.localHits.Add(1)
+				if !e.Null {
+					out[k] = e.Value
+				}
+				continue
+			}
+		}
 		if !c.filterSaysAbsent(ctx, k) {
 			todo = append(todo, k)
 		}
 	}
-	out := make(map[string]V, len(todo))
 	if len(todo) == 0 {
 		return out, nil
 	}
 
+	clock := c.localClock()
 	gets := make([]*redis.StringCmd, len(todo))
 	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range todo {
@@ -68,6 +83,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 		}
 		if err == nil {
 			if r, _, ok := c.decodeHit(k, raw); ok {
+				c.admit(k, r, len(raw), clock)
 				if !r.null {
 					out[k] = r.v
 				}
@@ -80,6 +96,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 	if len(misses) == 0 {
 		return out, nil
 	}
+	// Filled values reach the local tier on their next read from Redis.
 	return out, c.fillMany(ctx, misses, load, out)
 }
 

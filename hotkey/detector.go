@@ -1,0 +1,260 @@
+package hotkey
+
+import (
+	"cmp"
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Entry is a key and its number of accesses within the window.
+type Entry struct {
+	Key   string
+	Count uint64
+}
+
+// Event reports that a key became hot (Hot true) or stopped being hot.
+type Event struct {
+	Key   string
+	Hot   bool
+	Count uint64    // accesses within the window at the tick that decided
+	At    time.Time // the detector's clock at that tick
+}
+
+// Detector tracks the hottest keys over a sliding window. It is safe for
+// concurrent use. Create it with New; a nil *Detector records nothing and
+// reports nothing hot.
+type Detector struct {
+	cfg        config
+	seed       maphash.Seed
+	shards     []shard
+	shardShift uint // 64 - log2(len(shards)); a hash's top bits pick its shard
+	filtered   bool // rules are set
+
+	hot atomic.Pointer[snapshot]
+
+	tickMu   sync.Mutex // serialises Tick
+	start    time.Time
+	lastTick int64   // ticks since start at the last Tick
+	scratch  []Entry // reused by Tick: all candidates
+	ranked   []Entry // reused by Tick: candidates over the thresholds
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// snapshot is an immutable hot set, replaced whole at every tick.
+type snapshot struct {
+	byKey map[string]struct{}
+	top   []Entry // hot keys, largest count first
+}
+
+// New returns a Detector configured by opts. Unless WithClock is given it
+// starts a goroutine that ticks; Close stops it.
+func New(opts ...Option) (*Detector, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			cfg.fail("nil option")
+			continue
+		}
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	nShards := cfg.shards
+	if nShards <= 0 {
+		// A few shards per core keep two Records rarely on the same mutex.
+		nShards = 1 << bits.Len(uint(4*runtime.GOMAXPROCS(0)-1))
+		nShards = min(nShards, 64)
+	}
+	// One slot per whole tick of the window, plus the tick in progress: right
+	// after a tick the sums cover exactly one window.
+	slots := int(cfg.window/cfg.tick) + 1
+	// A shard tracks its share of the k hottest keys with a wide margin: the
+	// count of top keys in one shard is binomial, and 2k/shards + 64 is many
+	// deviations above its mean for any k. The sketch's rows are split over
+	// the shards like the keys, wide enough that a new heavy key rarely finds
+	// all of its buckets held by a heavier key that is cooling down.
+	capacity := min(cfg.k+16, 2*cfg.k/nShards+64)
+	width := max(128, max(8192, 16*cfg.k)/nShards)
+	d := &Detector{
+		cfg:        cfg,
+		seed:       maphash.MakeSeed(),
+		shards:     make([]shard, nShards),
+		shardShift: uint(64 - bits.TrailingZeros(uint(nShards))),
+		filtered:   !cfg.rules.empty(),
+		start:      cfg.now(),
+	}
+	for i := range d.shards {
+		d.shards[i].init(slots, capacity, width, rand.Uint64())
+	}
+	d.hot.Store(&snapshot{})
+	if !cfg.manualClk || cfg.tickSrc != nil {
+		d.stop = make(chan struct{})
+		d.done = make(chan struct{})
+		go d.loop()
+	}
+	return d, nil
+}
+
+func (d *Detector) loop() {
+	defer close(d.done)
+	ticks := d.cfg.tickSrc
+	if ticks == nil {
+		t := time.NewTicker(d.cfg.tick)
+		defer t.Stop()
+		ticks = t.C
+	}
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-ticks:
+			d.Tick()
+		}
+	}
+}
+
+// Close stops the ticking goroutine, if any, and waits for it. The detector
+// keeps answering with the last hot set. Close is idempotent and returns nil.
+func (d *Detector) Close() error {
+	if d == nil || d.stop == nil {
+		return nil
+	}
+	d.closeOnce.Do(func() {
+		close(d.stop)
+		<-d.done
+	})
+	return nil
+}
+
+// Record counts one access to key. It takes one shard's mutex, which a tick
+// holds for tens of microseconds at most, and allocates only when key starts
+// being tracked (a copy of the key), so not at all for keys already tracked.
+func (d *Detector) Record(key string) {
+	if d == nil {
+		return
+	}
+	if d.cfg.sampling > 1 && rand.Uint32N(d.cfg.sampling) != 0 {
+		return
+	}
+	h := maphash.String(d.seed, key)
+	track := !d.filtered || d.cfg.rules.allows(key)
+	d.shards[h>>d.shardShift&uint64(len(d.shards)-1)].record(key, h, track)
+}
+
+// IsHot reports whether key was hot at the last tick.
+func (d *Detector) IsHot(key string) bool {
+	if d == nil {
+		return false
+	}
+	_, ok := d.hot.Load().byKey[key]
+	return ok
+}
+
+// Top returns at most n of the hot keys with their counts, largest first, as
+// of the last tick. n <= 0 returns them all.
+func (d *Detector) Top(n int) []Entry {
+	if d == nil {
+		return nil
+	}
+	top := d.hot.Load().top
+	if n <= 0 || n > len(top) {
+		n = len(top)
+	}
+	return slices.Clone(top[:n])
+}
+
+// Tick brings the detector up to its clock: it slides the window by the ticks
+// that have passed since the last call (none is fine), recomputes the hot set
+// and reports the changes to the WithOnChange callback. The detector's own
+// goroutine calls it every tick; with WithClock the caller does.
+func (d *Detector) Tick() {
+	if d == nil {
+		return
+	}
+	d.tickMu.Lock()
+	defer d.tickMu.Unlock()
+	now := d.cfg.now()
+	steps := int64(0)
+	if cur := int64(now.Sub(d.start) / d.cfg.tick); cur > d.lastTick {
+		steps, d.lastTick = cur-d.lastTick, cur
+	}
+	slots := int64(len(d.shards[0].total))
+	// The sketch keeps 1-1/n of its counts per tick, n ticks to a window: an
+	// access then weighs about one window in all, as it does in the ring.
+	n := float64(d.cfg.window / d.cfg.tick)
+	num := uint64(math.Pow(1-1/n, float64(steps)) * (1 << 16))
+
+	entries, total := d.scratch[:0], uint64(0)
+	for i := range d.shards {
+		var t uint64
+		entries, t = d.shards[i].advance(int(min(steps, slots)), num, entries)
+		total += t
+	}
+	// Most candidates are under the thresholds: rank only the others.
+	ranked := d.ranked[:0]
+	for _, e := range entries {
+		if d.hotEnough(e.Count, total) {
+			ranked = append(ranked, e)
+		}
+	}
+	slices.SortFunc(ranked, func(a, b Entry) int {
+		if c := cmp.Compare(b.Count, a.Count); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	next := &snapshot{byKey: make(map[string]struct{}, min(len(ranked), d.cfg.k))}
+	for _, e := range ranked[:min(len(ranked), d.cfg.k)] {
+		e.Count *= uint64(d.cfg.sampling)
+		next.top = append(next.top, e)
+		next.byKey[e.Key] = struct{}{}
+	}
+	clear(ranked)
+	d.ranked = ranked[:0]
+	prev := d.hot.Swap(next)
+	if d.cfg.onChange != nil {
+		d.notify(prev, next, entries, now)
+	}
+	clear(entries) // drop the key strings until the next tick
+	d.scratch = entries[:0]
+}
+
+// notify reports the difference between two hot sets. entries are this
+// tick's candidates, for the count of a demoted key that is still tracked.
+func (d *Detector) notify(prev, next *snapshot, entries []Entry, now time.Time) {
+	for _, e := range next.top {
+		if _, was := prev.byKey[e.Key]; !was {
+			d.cfg.onChange(Event{Key: e.Key, Hot: true, Count: e.Count, At: now})
+		}
+	}
+	for _, e := range prev.top {
+		if _, is := next.byKey[e.Key]; is {
+			continue
+		}
+		var count uint64
+		if i := slices.IndexFunc(entries, func(c Entry) bool { return c.Key == e.Key }); i >= 0 {
+			count = entries[i].Count * uint64(d.cfg.sampling)
+		}
+		d.cfg.onChange(Event{Key: e.Key, Hot: false, Count: count, At: now})
+	}
+}
+
+// hotEnough applies the thresholds to a candidate's count (in sampled units)
+// against the window's total.
+func (d *Detector) hotEnough(count, total uint64) bool {
+	if count == 0 || count*uint64(d.cfg.sampling) < d.cfg.minCount {
+		return false
+	}
+	return d.cfg.minShare == 0 || float64(count) >= d.cfg.minShare*float64(total)
+}

@@ -1,0 +1,53 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/hotkey"
+)
+
+// With the real detector: a key that takes most of the traffic is promoted at
+// the next tick and then served from memory; a cold one never is.
+func TestHotKeyPromotionWithDetector(t *testing.T) {
+	_, rdb := newSingle(t)
+	ctx := context.Background()
+	now := time.Unix(1_700_000_000, 0)
+	det, err := hotkey.New(hotkey.WithClock(func() time.Time { return now }),
+		hotkey.WithWindow(time.Second), hotkey.WithTick(100*time.Millisecond), hotkey.WithMinCount(50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer det.Close()
+	c := newCache[string](t, rdb, WithLocal(1<<20), WithHotKeys(det))
+	<-c.subscribed
+	load := func(_ context.Context, k string) (string, error) { return "v:" + k, nil }
+	for i := 0; i < 200; i++ {
+		c.Get(ctx, "hot", load)
+		if i%20 == 0 {
+			c.Get(ctx, fmt.Sprint("cold", i), load)
+		}
+	}
+	if c.Stats().LocalHits != 0 {
+		t.Fatal("served locally before promotion")
+	}
+	now = now.Add(100 * time.Millisecond)
+	det.Tick()
+	if !det.IsHot("hot") || det.IsHot("cold0") {
+		t.Fatalf("detector: hot=%v cold=%v", det.IsHot("hot"), det.IsHot("cold0"))
+	}
+	c.Get(ctx, "hot", load) // from Redis, admitted
+	c.Get(ctx, "cold0", load)
+	settle(c)
+	for i := 0; i < 10; i++ {
+		c.Get(ctx, "hot", load)
+	}
+	if n := c.Stats().LocalHits; n != 10 {
+		t.Fatalf("local hits %d, want 10", n)
+	}
+	if _, ok := c.local.Get("cold0"); ok {
+		t.Fatal("cold key promoted")
+	}
+}

@@ -61,7 +61,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 		}
 		stale = e
 	}
-	if c.filterSaysAbsent(ctx, key) {
+	if c.absent(ctx, c.cfg.filter, key) {
 		return zero, ErrNotFound
 	}
 	rkey := c.cfg.prefix + key
@@ -86,6 +86,9 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 		}
 	}
 	c.stats.misses.Add(1)
+	if c.absent(ctx, c.cfg.missFilter, key) {
+		return zero, ErrNotFound
+	}
 	r, err := c.sharedFill(ctx, key, rkey, load)
 	if err != nil {
 		if errors.Is(err, ErrRedis) {

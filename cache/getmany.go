@@ -57,7 +57,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 				continue
 			}
 		}
-		if !c.filterSaysAbsent(ctx, k) {
+		if !c.absent(ctx, c.cfg.filter, k) {
 			todo = append(todo, k)
 		}
 	}
@@ -90,9 +90,11 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 				continue
 			}
 		}
-		misses = append(misses, k)
+		c.stats.misses.Add(1)
+		if !c.absent(ctx, c.cfg.missFilter, k) {
+			misses = append(misses, k)
+		}
 	}
-	c.stats.misses.Add(uint64(len(misses)))
 	if len(misses) == 0 {
 		return out, nil
 	}

@@ -25,6 +25,7 @@ type config struct {
 	logger        *slog.Logger
 	onError       func(key string, err error)
 	filter        Filter
+	missFilter    Filter
 	local         localConfig
 	earlyBeta     float64
 

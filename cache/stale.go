@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,7 +48,7 @@ func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys .
 		return ErrClosed
 	}
 	if maxStale < time.Millisecond {
-		return ErrInvalidOption
+		return fmt.Errorf("%w: maxStale %v must be at least 1ms", ErrInvalidOption, maxStale)
 	}
 	for _, k := range keys {
 		if k == "" {

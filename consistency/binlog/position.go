@@ -1,0 +1,59 @@
+package binlog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Position is a place in the server's binlog: a file and an offset in it.
+type Position struct {
+	File   string `json:"file"`
+	Offset uint32 `json:"offset"`
+}
+
+func (p Position) String() string { return fmt.Sprintf("%s:%d", p.File, p.Offset) }
+
+// PositionStore keeps the position the Source has carried out every change
+// before. Load reports false when nothing is stored yet.
+type PositionStore interface {
+	Load(ctx context.Context) (Position, bool, error)
+	Save(ctx context.Context, p Position) error
+}
+
+// RedisPositions stores the position as JSON under key. Give every Source
+// its own key.
+func RedisPositions(rdb redis.UniversalClient, key string) PositionStore {
+	return redisPositions{rdb: rdb, key: key}
+}
+
+type redisPositions struct {
+	rdb redis.UniversalClient
+	key string
+}
+
+func (r redisPositions) Load(ctx context.Context) (Position, bool, error) {
+	var p Position
+	b, err := r.rdb.Get(ctx, r.key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, fmt.Errorf("cacheguard binlog: load position: %w", err)
+	}
+	if err := json.Unmarshal(b, &p); err != nil || p.File == "" {
+		return p, false, fmt.Errorf("cacheguard binlog: corrupt position %q under %s", b, r.key)
+	}
+	return p, true, nil
+}
+
+func (r redisPositions) Save(ctx context.Context, p Position) error {
+	b, _ := json.Marshal(p)
+	if err := r.rdb.Set(ctx, r.key, b, 0).Err(); err != nil {
+		return fmt.Errorf("cacheguard binlog: save position %v: %w", p, err)
+	}
+	return nil
+}

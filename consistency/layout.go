@@ -1,0 +1,87 @@
+package consistency
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	randv2 "math/rand/v2"
+	"time"
+)
+
+// The queue's Redis keys, all under one hash tag so that every script can
+// touch several of them on a Redis Cluster:
+//
+//	{ns}:due:<target>  sorted set: entry id -> due time (Unix ms); a claimed
+//	                   entry's score is its claim's visibility deadline
+//	{ns}:data          hash: entry id -> entry (JSON)
+//	{ns}:claims        hash: entry id -> token of the claim that holds it
+//	{ns}:dead          list of dead letters (JSON), newest first, capped
+//	{ns}:dead:count    hash: target -> number of dead letters ever
+//
+// One sorted set per target means an instance only ever claims entries of
+// targets it has registered, so it never holds a delete it cannot run.
+type layout struct {
+	prefix    string
+	data      string
+	claims    string
+	dead      string
+	deadCount string
+}
+
+func newLayout(ns string) layout {
+	p := "{" + ns + "}:"
+	return layout{prefix: p, data: p + "data", claims: p + "claims", dead: p + "dead", deadCount: p + "dead:count"}
+}
+
+func (l layout) due(target string) string { return l.prefix + "due:" + target }
+
+// entry is one recorded delete: the keys of one target, and how it fared.
+type entry struct {
+	Keys     []string `json:"k"`
+	Attempts int      `json:"a,omitempty"` // failed attempts so far
+	Err      string   `json:"e,omitempty"` // the last failure
+}
+
+func (e entry) encode() string {
+	b, _ := json.Marshal(e) // strings and ints only: cannot fail
+	return string(b)
+}
+
+func decodeEntry(s string) (entry, error) {
+	var e entry
+	if err := json.Unmarshal([]byte(s), &e); err != nil {
+		return e, fmt.Errorf("cacheguard: corrupt queue entry: %w", err)
+	}
+	if len(e.Keys) == 0 {
+		return e, fmt.Errorf("cacheguard: corrupt queue entry: no keys")
+	}
+	return e, nil
+}
+
+// DeadLetter is a delete that still failed after the retry budget. The keys
+// may hold stale values until their TTL runs out; an operator can delete them
+// by hand or call Target.Invalidate again once the cause is fixed.
+type DeadLetter struct {
+	ID       string    `json:"id"`
+	Target   string    `json:"target"`
+	Keys     []string  `json:"keys"`
+	Attempts int       `json:"attempts"`
+	Err      string    `json:"err"`
+	Time     time.Time `json:"time"`
+}
+
+// newID returns a random entry id (also used as a claim token).
+func newID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; fall back
+		// rather than panic.
+		for i := range b {
+			b[i] = byte(randv2.Uint32())
+		}
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func randFloat() float64 { return randv2.Float64() }

@@ -1,0 +1,213 @@
+package consistency
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cacheguard/cacheguard/cache"
+)
+
+// Option configures a Queue. New rejects values that make no sense with an
+// error wrapping cache.ErrInvalidOption.
+type Option func(*config)
+
+type config struct {
+	namespace   string
+	delay       time.Duration
+	writeGrace  time.Duration
+	maxAttempts int
+	minBackoff  time.Duration
+	maxBackoff  time.Duration
+	batch       int
+	visibility  time.Duration
+	poll        time.Duration
+	opTimeout   time.Duration
+	deadLimit   int
+	worker      bool
+	logger      *slog.Logger
+	onError     func(target string, keys []string, err error)
+
+	clock clock // tests inject a fake one
+	hooks hooks
+
+	errs []error
+}
+
+func defaultConfig() config {
+	return config{
+		namespace:   "cacheguard:consistency",
+		delay:       500 * time.Millisecond,
+		writeGrace:  10 * time.Second,
+		maxAttempts: 10,
+		minBackoff:  100 * time.Millisecond,
+		maxBackoff:  30 * time.Second,
+		batch:       100,
+		visibility:  30 * time.Second,
+		poll:        time.Second,
+		opTimeout:   5 * time.Second,
+		deadLimit:   10000,
+		worker:      true,
+		clock:       realClock{},
+	}
+}
+
+func (c *config) invalid(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("%w: "+format, append([]any{cache.ErrInvalidOption}, args...)...))
+}
+
+// WithNamespace sets the prefix of the queue's Redis keys (default
+// "cacheguard:consistency"). All of them share the hash tag {namespace}, so
+// they live in one slot of a Redis Cluster and the queue's scripts can touch
+// several of them at once. Instances that should drain each other's deletes
+// must use the same namespace; unrelated applications should not.
+func WithNamespace(ns string) Option {
+	return func(c *config) {
+		if ns == "" || strings.ContainsAny(ns, "{}") {
+			c.invalid("namespace %q must be non-empty and contain no braces", ns)
+		}
+		c.namespace = ns
+	}
+}
+
+// WithDelay sets how long after a write Update deletes the keys a second
+// time (default 500 ms). It should exceed the replication lag of the replicas
+// readers load from and the time a reader takes between reading the database
+// and filling the cache.
+func WithDelay(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("delay %v must not be negative", d)
+		}
+		c.delay = d
+	}
+}
+
+// WithWriteGrace sets how long Update expects a write to take at most
+// (default 10 s). The second delete is recorded before the write, due after
+// grace + delay; when the write returns it is moved to delay after that. If
+// the process dies in between, another instance runs the delete when the
+// provisional due time comes, so grace + delay bounds how long a stale value
+// can survive a crash.
+func WithWriteGrace(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("write grace %v must not be negative", d)
+		}
+		c.writeGrace = d
+	}
+}
+
+// WithMaxAttempts sets how many times a queued delete is tried before it is
+// dead-lettered (default 10).
+func WithMaxAttempts(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.invalid("max attempts %d must be at least 1", n)
+		}
+		c.maxAttempts = n
+	}
+}
+
+// WithBackoff sets the pause before the first retry of a failed delete and
+// its cap (defaults 100 ms and 30 s). The pause doubles with each attempt and
+// is jittered down by up to half, so that instances retrying after one outage
+// do not retry in step.
+func WithBackoff(min, max time.Duration) Option {
+	return func(c *config) {
+		if min <= 0 || max < min {
+			c.invalid("backoff %v..%v must satisfy 0 < min <= max", min, max)
+		}
+		c.minBackoff, c.maxBackoff = min, max
+	}
+}
+
+// WithBatchSize sets how many due entries one claim takes (default 100).
+func WithBatchSize(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.invalid("batch size %d must be at least 1", n)
+		}
+		c.batch = n
+	}
+}
+
+// WithVisibilityTimeout sets how long a claimed batch stays hidden from other
+// instances (default 30 s). If the instance that claimed it dies, another one
+// claims the batch again after this long. It must exceed two delete timeouts.
+func WithVisibilityTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.invalid("visibility timeout %v must be positive", d)
+		}
+		c.visibility = d
+	}
+}
+
+// WithPollInterval bounds how long the worker sleeps between looks at the
+// queue (default 1 s). Deletes this process schedules wake the worker on
+// time; the interval bounds how late it notices entries left by others.
+func WithPollInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.invalid("poll interval %v must be positive", d)
+		}
+		c.poll = d
+	}
+}
+
+// WithOpTimeout bounds each Redis call the worker makes and each delete it
+// runs (default 5 s).
+func WithOpTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.invalid("op timeout %v must be positive", d)
+		}
+		c.opTimeout = d
+	}
+}
+
+// WithDeadLetterLimit caps the dead-letter list (default 10000 entries; the
+// oldest are dropped). The dead-letter counter is not capped.
+func WithDeadLetterLimit(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.invalid("dead-letter limit %d must be at least 1", n)
+		}
+		c.deadLimit = n
+	}
+}
+
+// WithWorker turns the background worker on or off (default on). An instance
+// without a worker still records deletes; others drain them.
+func WithWorker(on bool) Option { return func(c *config) { c.worker = on } }
+
+// WithLogger sets where errors that no caller sees are logged (a failed
+// first delete, a retry, a dead letter). The default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithErrorHandler registers fn to be called, besides the logger, with every
+// error no caller sees. fn must be fast and safe for concurrent use.
+func WithErrorHandler(fn func(target string, keys []string, err error)) Option {
+	return func(c *config) { c.onError = fn }
+}
+
+// withClock injects a clock (tests).
+func withClock(cl clock) Option { return func(c *config) { c.clock = cl } }
+
+// withHooks installs interleaving hooks (tests).
+func withHooks(h hooks) Option { return func(c *config) { c.hooks = h } }
+
+func (c *config) validate() error {
+	if c.clock == nil {
+		c.clock = realClock{}
+	}
+	if c.visibility <= 2*c.opTimeout {
+		c.invalid("visibility timeout %v must exceed two op timeouts (%v)", c.visibility, 2*c.opTimeout)
+	}
+	if len(c.errs) > 0 {
+		return c.errs[0]
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package consistency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cacheguard/cacheguard/cache"
+	"github.com/redis/go-redis/v9"
+)
+
+// Queue is a durable queue of cache deletes in Redis, drained by a background
+// worker in every instance that runs one. Deletes are grouped by target (a
+// named Invalidator, see Register), so that an entry recorded by one process
+// can be carried out by another after a restart. It is safe for concurrent
+// use. Create it with New and stop it with Close.
+type Queue struct {
+	rdb   redis.UniversalClient
+	cfg   config
+	log   *slog.Logger
+	clock clock
+	keys  layout
+	stats counters
+
+	mu      sync.RWMutex
+	targets map[string]*Target
+	order   []string // registration order, rotated per claim for fairness
+	turn    int
+	closed  bool
+
+	wakeMu sync.Mutex
+	wakeAt time.Time // when the sleeping worker will look next
+	wake   chan struct{}
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// hooks are interleaving points for tests; nil in production.
+type hooks struct {
+	afterClaim func(ids []string) // a batch was claimed, before its deletes run
+	afterDrain func(n int)        // one worker pass ended after n entries
+}
+
+// New returns a Queue keeping its entries in rdb (any redis.UniversalClient;
+// all of the queue's keys share one hash tag, see WithNamespace) and starts
+// its worker unless WithWorker(false) is given. It returns an error wrapping
+// cache.ErrInvalidOption when an option makes no sense.
+func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil redis client", cache.ErrInvalidOption)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	q := &Queue{
+		rdb:     rdb,
+		cfg:     cfg,
+		log:     cfg.logger,
+		clock:   cfg.clock,
+		keys:    newLayout(cfg.namespace),
+		targets: make(map[string]*Target),
+		wake:    make(chan struct{}, 1),
+	}
+	if q.log == nil {
+		q.log = slog.Default()
+	}
+	q.ctx, q.cancel = context.WithCancel(context.Background())
+	if cfg.worker {
+		q.wg.Add(1)
+		go q.run()
+	}
+	return q, nil
+}
+
+// Close stops the worker and waits for it. Deletes it interrupts are put
+// back, due at once, for another instance; if even that fails, they are
+// claimed again after the visibility timeout. Nothing is lost. Close does not close the Redis client. Calls
+// after Close return ErrClosed.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	q.mu.Unlock()
+	q.cancel()
+	q.wg.Wait()
+	return nil
+}
+
+func (q *Queue) isClosed() bool {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	return q.closed
+}
+
+// Stats returns a snapshot of the counters of this instance.
+func (q *Queue) Stats() Stats { return q.stats.snapshot() }
+
+// Pending returns how many deletes of the registered targets are recorded
+// and not yet done, due or not (dead letters excluded).
+func (q *Queue) Pending(ctx context.Context) (int64, error) {
+	ts := q.snapshot()
+	if len(ts) == 0 {
+		return 0, nil
+	}
+	cmds, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, t := range ts {
+			p.ZCard(ctx, t.dueKey)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, q.redisError("pending", err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.(*redis.IntCmd).Val()
+	}
+	return n, nil
+}
+
+// snapshot returns the registered targets, starting one further along at
+// each call so that a backlog in one target does not starve the others.
+func (q *Queue) snapshot() []*Target {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := len(q.order)
+	out := make([]*Target, 0, n)
+	for i := range n {
+		out = append(out, q.targets[q.order[(q.turn+i)%n]])
+	}
+	q.turn++
+	return out
+}
+
+// backoff is the pause before attempt n+1 after n failed attempts: doubling
+// from the minimum, capped, jittered down by up to half.
+func (q *Queue) backoff(n int) time.Duration {
+	d := float64(q.cfg.minBackoff) * math.Pow(2, float64(n-1))
+	d = min(d, float64(q.cfg.maxBackoff))
+	return time.Duration(d * (0.5 + 0.5*randFloat()))
+}
+
+// redisError counts err and wraps it in cache.ErrRedis; context errors are
+// returned as they are.
+func (q *Queue) redisError(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	q.stats.redisErrors.Add(1)
+	return fmt.Errorf("%w: consistency %s: %w", cache.ErrRedis, op, err)
+}
+
+// report hands an error that no caller sees to the logger and error handler.
+func (q *Queue) report(target string, keys []string, err error) {
+	q.log.Warn("cacheguard consistency", "target", target, "keys", keys, "err", err)
+	if q.cfg.onError != nil {
+		q.cfg.onError(target, slices.Clone(keys), err)
+	}
+}

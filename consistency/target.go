@@ -1,0 +1,185 @@
+package consistency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cacheguard/cacheguard/cache"
+)
+
+// Invalidator removes cache entries. *cache.Cache[V] is one: its Delete
+// removes values, cached absences and fill leases, so that a fill started
+// before it cannot land.
+type Invalidator interface {
+	Delete(ctx context.Context, keys ...string) error
+}
+
+// StaleMarker marks cache entries stale instead of removing them: readers
+// keep getting the old value while one caller reloads it, for at most
+// maxStale. *cache.Cache[V] is one. See ServeStale.
+type StaleMarker interface {
+	MarkStale(ctx context.Context, maxStale time.Duration, keys ...string) error
+}
+
+// Target is a registered Invalidator: the deletes of one cache, run now or
+// recorded in the queue under the target's name. Get one from
+// Queue.Register. It is safe for concurrent use.
+type Target struct {
+	q        *Queue
+	name     string
+	inv      Invalidator
+	stale    StaleMarker // non-nil with ServeStale
+	maxStale time.Duration
+	dueKey   string
+}
+
+// TargetOption configures a Target.
+type TargetOption func(*Target) error
+
+// ServeStale makes the target's invalidations mark entries stale
+// (stale-while-revalidate) rather than remove them: a hot key keeps being
+// served, for at most maxStale, while exactly one caller reloads it, instead
+// of every reader missing at once. The Invalidator must also be a
+// StaleMarker. Off by default: a removed entry is never served again, which
+// is the strong mode.
+func ServeStale(maxStale time.Duration) TargetOption {
+	return func(t *Target) error {
+		if maxStale <= 0 {
+			return fmt.Errorf("%w: max stale %v must be positive", cache.ErrInvalidOption, maxStale)
+		}
+		m, ok := t.inv.(StaleMarker)
+		if !ok {
+			return fmt.Errorf("%w: ServeStale: %T cannot mark entries stale", cache.ErrInvalidOption, t.inv)
+		}
+		t.stale, t.maxStale = m, maxStale
+		return nil
+	}
+}
+
+// Register names inv so that deletes recorded for it can be carried out by
+// any instance that registers the same name, including after a restart.
+// Every instance must register a name for the same cache (same Redis keys).
+// Registering also lets this instance's worker drain the name's deletes.
+func (q *Queue) Register(name string, inv Invalidator, opts ...TargetOption) (*Target, error) {
+	if name == "" {
+		return nil, fmt.Errorf("%w: empty target name", cache.ErrInvalidOption)
+	}
+	if inv == nil {
+		return nil, fmt.Errorf("%w: nil invalidator for target %q", cache.ErrInvalidOption, name)
+	}
+	t := &Target{q: q, name: name, inv: inv, dueKey: q.keys.due(name)}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(t); err != nil {
+			return nil, err
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, ErrClosed
+	}
+	if _, dup := q.targets[name]; dup {
+		return nil, fmt.Errorf("%w: %q", ErrDuplicateTarget, name)
+	}
+	q.targets[name] = t
+	q.order = append(q.order, name)
+	// Entries left by a previous run may be due already.
+	q.kick(time.Time{})
+	return t, nil
+}
+
+// Target returns the target registered under name.
+func (q *Queue) Target(name string) (*Target, error) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	t, ok := q.targets[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTarget, name)
+	}
+	return t, nil
+}
+
+// Name returns the name the target was registered under.
+func (t *Target) Name() string { return t.name }
+
+// run invalidates keys: Delete, or MarkStale with ServeStale.
+func (t *Target) run(ctx context.Context, keys []string) error {
+	if t.stale != nil {
+		return t.stale.MarkStale(ctx, t.maxStale, keys...)
+	}
+	return t.inv.Delete(ctx, keys...)
+}
+
+// Delete invalidates keys now, once, without recording anything: the error
+// is the Invalidator's.
+func (t *Target) Delete(ctx context.Context, keys ...string) error {
+	if err := t.check(keys); err != nil {
+		return err
+	}
+	return t.run(ctx, keys)
+}
+
+// Invalidate invalidates keys now. If that fails, the delete is recorded in
+// the queue, retried in the background with backoff and dead-lettered when
+// the retry budget runs out; the error returned then wraps ErrQueued and the
+// delete's error, telling the caller that the keys may stay stale for a
+// while. Without ErrQueued, nothing was recorded either (Redis is likely
+// down for both).
+func (t *Target) Invalidate(ctx context.Context, keys ...string) error {
+	if err := t.check(keys); err != nil {
+		return err
+	}
+	derr := t.run(ctx, keys)
+	if derr == nil {
+		return nil
+	}
+	if errors.Is(derr, context.Canceled) || errors.Is(derr, context.DeadlineExceeded) {
+		// The caller gave up; still record the retry, on our own deadline.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), t.q.cfg.opTimeout)
+		defer cancel()
+	}
+	e := entry{Keys: keys, Attempts: 1, Err: derr.Error()}
+	if err := t.q.record(ctx, t, newID(), e, t.q.clock.Now().Add(t.q.backoff(1))); err != nil {
+		return errors.Join(derr, err)
+	}
+	t.q.stats.recorded.Add(1)
+	return fmt.Errorf("%w: %w", ErrQueued, derr)
+}
+
+// InvalidateAfter records a delete of keys due after delay. Once it returns
+// nil the delete will happen, in this instance or in another one, even if
+// this process dies first.
+func (t *Target) InvalidateAfter(ctx context.Context, delay time.Duration, keys ...string) error {
+	if err := t.check(keys); err != nil {
+		return err
+	}
+	if delay < 0 {
+		return fmt.Errorf("%w: negative delay %v", cache.ErrInvalidOption, delay)
+	}
+	if err := t.q.record(ctx, t, newID(), entry{Keys: keys}, t.q.clock.Now().Add(delay)); err != nil {
+		return err
+	}
+	t.q.stats.recorded.Add(1)
+	return nil
+}
+
+func (t *Target) check(keys []string) error {
+	if t.q.isClosed() {
+		return ErrClosed
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("%w: no keys", cache.ErrInvalidKey)
+	}
+	for _, k := range keys {
+		if k == "" {
+			return cache.ErrInvalidKey
+		}
+	}
+	return nil
+}

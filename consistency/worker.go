@@ -1,0 +1,95 @@
+package consistency
+
+import (
+	"context"
+	"time"
+)
+
+// farFuture is the worker's wake time while it is draining: any delete
+// recorded meanwhile kicks it, so it looks once more before sleeping.
+var farFuture = time.Unix(1<<40, 0)
+
+// run is the background worker: drain what is due, then sleep until the
+// earliest entry left comes due, a delete recorded here kicks it, or the
+// poll interval passes, whichever is first.
+func (q *Queue) run() {
+	defer q.wg.Done()
+	for {
+		q.wakeMu.Lock()
+		q.wakeAt = farFuture
+		q.wakeMu.Unlock()
+		n, next, err := q.drain(q.ctx)
+		if q.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			q.report("", nil, err)
+		}
+		if q.cfg.hooks.afterDrain != nil {
+			q.cfg.hooks.afterDrain(n)
+		}
+		now := q.clock.Now()
+		wait := q.cfg.poll
+		if err == nil && !next.IsZero() {
+			wait = max(0, min(wait, next.Sub(now)))
+		}
+		q.wakeMu.Lock()
+		q.wakeAt = now.Add(wait)
+		q.wakeMu.Unlock()
+		t := q.clock.NewTimer(wait)
+		select {
+		case <-q.ctx.Done():
+			t.Stop()
+			return
+		case <-q.wake:
+			t.Stop()
+		case <-t.C():
+		}
+	}
+}
+
+// drain claims and settles due entries until a claim comes back short of a
+// full batch. It returns how many entries it settled and the earliest due
+// time left.
+func (q *Queue) drain(ctx context.Context) (n int, next time.Time, err error) {
+	for ctx.Err() == nil {
+		targets := q.snapshot()
+		if len(targets) == 0 {
+			return n, next, nil
+		}
+		token := newID()
+		cctx, cancel := context.WithTimeout(ctx, q.cfg.opTimeout)
+		got, nx, err := q.claim(cctx, targets, token)
+		cancel()
+		if err != nil {
+			return n, next, err
+		}
+		next = nx
+		if len(got) > 0 && q.cfg.hooks.afterClaim != nil {
+			ids := make([]string, len(got))
+			for i, c := range got {
+				ids[i] = c.id
+			}
+			q.cfg.hooks.afterClaim(ids)
+		}
+		// One delete call per target for the whole batch.
+		var order []*Target
+		byTarget := make(map[*Target][]claimed)
+		for _, c := range got {
+			if _, ok := byTarget[c.target]; !ok {
+				order = append(order, c.target)
+			}
+			byTarget[c.target] = append(byTarget[c.target], c)
+		}
+		for _, t := range order {
+			if at := q.settle(ctx, t, token, byTarget[t]); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+				next = at
+			}
+		}
+		n += len(got)
+		if len(got) < q.cfg.batch {
+			return n, next, nil
+		}
+	}
+	return n, next, ctx.Err()
+}

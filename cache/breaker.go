@@ -51,6 +51,48 @@ func WithFallbackLoads(n int) Option {
 	}
 }
 
+// WithMaxLoads caps the loader calls running at once in this process, across
+// all keys (fills, early refreshes and fallback loads alike). Leases already
+// make it one load per key; the cap is for many keys missing together, as
+// after a Redis restart or a mass expiry: loads beyond it wait their turn
+// (their leases kept alive) instead of piling onto the database. Set it near
+// the database connections this process may use. 0 (the default) means no
+// cap.
+func WithMaxLoads(n int) Option {
+	return func(c *config) {
+		if n < 0 {
+			c.invalid("max loads %d must not be negative", n)
+		}
+		c.maxLoads = n
+	}
+}
+
+// loadSlot waits for a place under the WithMaxLoads cap; release gives it
+// back.
+func (c *Cache[V]) loadSlot(ctx context.Context) (release func(), err error) {
+	if c.loadSem == nil {
+		return noopRelease, nil
+	}
+	select {
+	case c.loadSem <- struct{}{}:
+		return c.releaseSlot, nil
+	default:
+	}
+	if c.hooks.onLoadWait != nil {
+		c.hooks.onLoadWait()
+	}
+	select {
+	case c.loadSem <- struct{}{}:
+		return c.releaseSlot, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Cache[V]) releaseSlot() { <-c.loadSem }
+
+func noopRelease() {}
+
 func newBreaker(prefix string, failures int, cooldown time.Duration, onChange func(from, to gobreaker.State)) *gobreaker.TwoStepCircuitBreaker[struct{}] {
 	return gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        "cacheguard:" + prefix,

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -101,5 +102,56 @@ func TestFallbackLoadsAreCapped(t *testing.T) {
 	st := c.Stats()
 	if loads.Load() != 2 || st.FallbackLoads != 2 || st.FallbackRejected != 1 {
 		t.Fatalf("loads %d, stats %+v", loads.Load(), st)
+	}
+}
+
+// Many keys missing at once: at most n loads run together; the rest wait for a
+// slot instead of reaching the database.
+func TestMaxLoadsCapsConcurrentLoads(t *testing.T) {
+	_, rdb := newSingle(t)
+	ctx := context.Background()
+	waiting := make(chan struct{}, 10)
+	c := newCache[string](t, rdb, WithMaxLoads(3), withHooks(&hooks{onLoadWait: func() { waiting <- struct{}{} }}))
+	var running, peak atomic.Int64
+	entered := make(chan struct{}, 10)
+	release := make(chan struct{})
+	load := func(_ context.Context, k string) (string, error) {
+		n := running.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		entered <- struct{}{}
+		<-release
+		running.Add(-1)
+		return "v" + k, nil
+	}
+	done := make(chan error, 10)
+	for i := 0; i < 10; i++ {
+		go func() {
+			_, err := c.Get(ctx, fmt.Sprint("k", i), load)
+			done <- err
+		}()
+	}
+	// Every caller is now either loading or queued for a slot.
+	for i := 0; i < 3; i++ {
+		<-entered
+	}
+	for i := 0; i < 7; i++ {
+		<-waiting
+	}
+	if n := running.Load(); n != 3 {
+		t.Fatalf("%d loads running under a cap of three", n)
+	}
+	close(release)
+	for i := 0; i < 10; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if peak.Load() != 3 || c.Stats().Loads != 10 {
+		t.Fatalf("peak %d, loads %d", peak.Load(), c.Stats().Loads)
 	}
 }

@@ -52,6 +52,7 @@ type Cache[V any] struct {
 
 	breaker       *gobreaker.TwoStepCircuitBreaker[struct{}] // nil when off
 	fallbackSem   chan struct{}                              // nil when off
+	loadSem       chan struct{}                              // WithMaxLoads; nil when off
 	fallbackGroup singleflight.Group
 
 	hooks hooks
@@ -68,6 +69,7 @@ type hooks struct {
 	onExtend     func(key string, ok bool) // a lease extension ran
 	onSubscribed func()                    // the invalidation subscription is (back) up
 	onInvalidate func(keys []string)       // another instance's invalidation was applied
+	onLoadWait   func()                    // a load waits for a slot under WithMaxLoads
 }
 
 // New returns a Cache backed by rdb, which may be a *redis.Client, a
@@ -98,6 +100,9 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.breaker = newBreaker(cfg.prefix, cfg.breakerFailures, cfg.breakerCooldown, func(from, to gobreaker.State) {
 			c.report("", fmt.Errorf("cacheguard: redis circuit %s -> %s", from, to))
 		})
+	}
+	if cfg.maxLoads > 0 {
+		c.loadSem = make(chan struct{}, cfg.maxLoads)
 	}
 	if cfg.fallbackLoads > 0 {
 		c.fallbackSem = make(chan struct{}, cfg.fallbackLoads)

@@ -355,9 +355,14 @@ func (c *Cache[V]) loadDirect(ctx context.Context, key string, load Loader[V]) (
 // callLoader runs load under the load timeout and turns a panic into an
 // error, since the load runs on a goroutine no caller could recover on.
 func (c *Cache[V]) callLoader(ctx context.Context, key string, load Loader[V]) (v V, err error) {
-	c.stats.loads.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.loadTimeout)
 	defer cancel()
+	release, err := c.loadSlot(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer release()
+	c.stats.loads.Add(1)
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("cacheguard: loader for %q panicked: %v", key, p)

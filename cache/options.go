@@ -32,6 +32,7 @@ type config struct {
 	breakerFailures int
 	breakerCooldown time.Duration
 	fallbackLoads   int
+	maxLoads        int
 
 	hooks *hooks // tests only: installed before any goroutine starts
 

@@ -1,0 +1,13 @@
+// Package benchmarks measures cacheguard side by side with raw go-redis, raw
+// ristretto and otter, and the libraries users would otherwise pick
+// (go-zero's cache, rockscache, gocache, go-redis/cache, jetcache-go), on
+// one redis-server, the same rows and the same simulated database. It is its
+// own module so that none of those libraries enter cacheguard's go.mod.
+//
+// Workloads: the Redis-hit and local-hit paths (also paired with their
+// baselines in one loop), local-store hit ratio, zipfian reads over 100 000
+// rows with and without a local tier, a stampede on one expiring key (in one
+// process and across three re-executed processes), penetration by absent
+// rows, mass expiry, and the invalidation race. run.sh runs them, summarises
+// them with benchstat and regenerates the results in README.md.
+package benchmarks

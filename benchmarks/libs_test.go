@@ -1,0 +1,92 @@
+package benchmarks
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Every library is driven through the same small adapter: read-through get,
+// invalidate after a write, close. Each adapter uses the library the way its
+// documentation shows, with its defaults unless a setting below says
+// otherwise; nothing is added to any library.
+
+// cacheImpl is one library, configured, on its own Redis client.
+type cacheImpl struct {
+	// get returns the row for key, loading it from the simulated database on
+	// a miss; errNoRow when the row does not exist.
+	get func(ctx context.Context, key string) (row, error)
+	// set stores r under key through the library's own write call (used
+	// to fill Redis quickly before a measurement).
+	set func(ctx context.Context, key string, r row) error
+	// del invalidates key after a write to its row.
+	del func(ctx context.Context, key string) error
+	// close releases the library's resources.
+	close func()
+	// rt counts the round trips of the library's Redis client.
+	rt *rtCounter
+}
+
+// implConfig is what a scenario asks of a library.
+type implConfig struct {
+	db      *simDB
+	prefix  string        // key prefix, unique per library and scenario
+	ttl     time.Duration // value TTL
+	nullTTL time.Duration // TTL of a cached absence, where the library has one
+
+	// local turns on the library's in-process tier, if it has one, with
+	// room for localEntries rows kept for localTTL.
+	local        bool
+	localEntries int
+	localTTL     time.Duration
+	// admitAll makes cacheguard's local tier admit every key instead of
+	// only the keys its hot-key detector promotes (the others always
+	// admit every key).
+	admitAll bool
+	// bloom puts a Bloom filter of the database's rows (1 % false
+	// positives) in front of cacheguard; no other library has one.
+	bloom bool
+}
+
+// library names a library and says what it can express.
+type library struct {
+	name string
+	// open builds the library for a scenario.
+	open func(tb testing.TB, cfg implConfig) *cacheImpl
+	// local: it has an in-process tier in front of Redis.
+	local bool
+	// crossProcess: concurrent misses in different processes share one load.
+	crossProcess bool
+	// nullCache: an absent row is cached.
+	nullCache bool
+}
+
+// libraries are the contestants, in table order.
+func libraries() []library {
+	return []library{
+		{name: "cacheguard", open: openCacheguard, local: true, crossProcess: true, nullCache: true},
+		{name: "go-zero", open: openGoZero, nullCache: true},
+		{name: "rockscache", open: openRocks, crossProcess: true, nullCache: true},
+		{name: "gocache", open: openGocache, local: true},
+		{name: "go-redis-cache", open: openGoRedisCache, local: true},
+		{name: "jetcache", open: openJetcache, local: true, nullCache: true},
+		{name: "go-redis", open: openNaive},
+	}
+}
+
+// libraryByName finds a library (child processes get its name).
+func libraryByName(name string) (library, bool) {
+	for _, l := range libraries() {
+		if l.name == name {
+			return l, true
+		}
+	}
+	return library{}, false
+}
+
+// roundTrips returns a function that reports the round trips since it was
+// made.
+func (c *cacheImpl) roundTrips() func() uint64 {
+	start := c.rt.load()
+	return func() uint64 { return c.rt.load() - start }
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs the benchmark suite, summarises it with benchstat and regenerates the
+# results part of README.md (between its two marker lines).
+#
+#   ./run.sh                        # 5 passes, -benchtime 500ms, every benchmark
+#   COUNT=10 BENCHTIME=1s ./run.sh  # more samples, longer runs
+#   BENCH='Zipfian|Stampede' ./run.sh
+#
+# The suite runs COUNT times in a row (-count 1 each time) rather than once
+# with -count COUNT: each sample of a benchmark then comes from a different
+# pass, so a slow stretch of a shared machine spreads over all benchmarks
+# instead of spoiling all samples of one. All passes use one redis-server
+# started here, so the zipfian rows are written to Redis once.
+#
+# Needs go and redis-server on PATH. The raw output, benchstat's summaries
+# and the machine description are kept in results/.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+COUNT=${COUNT:-5}
+BENCHTIME=${BENCHTIME:-500ms}
+BENCH=${BENCH:-.}
+# benchstat, pinned (golang.org/x/perf has no tagged releases).
+BENCHSTAT=${BENCHSTAT:-golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da}
+
+command -v redis-server >/dev/null || { echo "run.sh: redis-server is not on PATH" >&2; exit 1; }
+
+out=results
+mkdir -p "$out"
+
+# One redis-server for every pass, on a free loopback port, without
+# persistence; stopped on exit.
+dir=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 16379)
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" --loglevel warning >/dev/null 2>&1 &
+redis_pid=$!
+trap 'kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 100); do
+	redis-cli -p "$port" ping >/dev/null 2>&1 && break
+	sleep 0.1
+done
+export CACHEGUARD_BENCH_REDIS=127.0.0.1:$port
+
+pass="go test -run '^\$' -bench '$BENCH' -benchtime $BENCHTIME -count 1 -timeout 30m ."
+cmd="for i in \$(seq $COUNT); do $pass; done   # against one redis-server (CACHEGUARD_BENCH_REDIS)"
+
+machine() {
+	local cpu
+	cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//' || true)
+	echo "CPU: ${cpu:-unknown}, $(nproc) cores (GOMAXPROCS $(nproc))"
+	echo "memory: $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo 2>/dev/null || echo unknown)"
+	echo "OS: $(uname -sr)"
+	echo "Go: $(go env GOVERSION)"
+	echo "Redis: $(redis-server --version | sed 's/ sha=.*//')"
+	echo "load average when the run started: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+}
+machine >"$out/machine.txt"
+
+start=$(date +%s)
+: >"$out/raw.txt"
+for i in $(seq "$COUNT"); do
+	echo "pass $i of $COUNT: $pass" >&2
+	eval "$pass" | tee -a "$out/raw.txt"
+done
+echo "load average when the run ended: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)" >>"$out/machine.txt"
+echo "duration: $(($(date +%s) - start)) s" >>"$out/machine.txt"
+
+# With 5 samples benchstat can give a 90 % confidence interval, not a 95 % one.
+go run "$BENCHSTAT" -confidence 0.9 "$out/raw.txt" >"$out/benchstat.txt"
+go run "$BENCHSTAT" -confidence 0.9 -format csv "$out/raw.txt" >"$out/benchstat.csv" 2>/dev/null
+
+go run ./report -csv "$out/benchstat.csv" -machine "$out/machine.txt" -command "$cmd" -readme README.md
+echo "README.md updated; benchstat's summary is in $out/benchstat.txt" >&2

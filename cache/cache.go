@@ -181,6 +181,7 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	if err != nil {
 		return c.redisError(key, "set", err)
 	}
+	c.forget([]string{key})
 	c.afterWrite(ctx, key)
 	return nil
 }
@@ -218,6 +219,7 @@ func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
 	if err != nil {
 		return c.redisError(keys[0], "delete", err)
 	}
+	c.forget(keys)
 	c.afterWrite(ctx, keys...)
 	return nil
 }
@@ -285,4 +287,13 @@ func (c *Cache[V]) startLocal() error {
 	c.goBackground(c.runCoarseClock)
 	c.goBackground(c.subscribe)
 	return nil
+}
+
+// forget makes callers that arrive after a write start a fill of their own
+// instead of joining one that began before it (and may have loaded the old
+// row). The fill in flight is refused when it tries to store, and loads again.
+func (c *Cache[V]) forget(keys []string) {
+	for _, k := range keys {
+		c.group.Forget(c.cfg.prefix + k)
+	}
 }

@@ -189,6 +189,23 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 	if err != nil {
 		return result[V]{}, err
 	}
+	refills := 0
+	// loadAndFill, again once if the fill was refused: a Delete, Set or
+	// versioned write landed while we loaded, so what we loaded may be older
+	// than it, and callers that joined this fill after that write must not
+	// get it. The second load sees the write. A further refusal means writes
+	// keep coming; the value is then returned as loaded, uncached.
+	loadAndFill := func() (result[V], bool, error) {
+		r, landed, err := c.loadAndFill(ctx, key, l, load)
+		if err != nil || landed || refills >= maxRefills {
+			return r, false, err
+		}
+		refills++
+		if l, err = newLease(rkey); err != nil {
+			return r, false, err
+		}
+		return r, true, nil
+	}
 	deadline := time.Now().Add(c.cfg.wait)
 	backoff := minBackoff
 	waited := false
@@ -203,7 +220,11 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			return result[V]{}, c.redisError(key, "acquire lease", err)
 		}
 		if held {
-			return c.loadAndFill(ctx, key, l, load)
+			r, again, err := loadAndFill()
+			if again {
+				continue
+			}
+			return r, err
 		}
 		switch classify(prev) {
 		case kindEnvelope:
@@ -218,7 +239,11 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 				return result[V]{}, c.redisError(key, "take over", err)
 			}
 			if ok {
-				return c.loadAndFill(ctx, key, l, load)
+				r, again, err := loadAndFill()
+				if again {
+					continue
+				}
+				return r, err
 			}
 			continue // the key changed under us: look again
 		case kindLease:
@@ -268,9 +293,12 @@ func (c *Cache[V]) decodeFilled(key string, raw []byte) (result[V], bool) {
 	return result[V]{v: v, size: len(raw)}, true
 }
 
+// maxRefills is how many times a refused fill is loaded again.
+const maxRefills = 1
+
 // loadAndFill runs the loader while keeping the lease alive, then fills the
-// key if the lease is still ours.
-func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Loader[V]) (result[V], error) {
+// key if the lease is still ours; landed reports whether the fill did.
+func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Loader[V]) (r result[V], landed bool, err error) {
 	stop := make(chan struct{})
 	alive := make(chan struct{})
 	go func() {
@@ -286,15 +314,14 @@ func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Lo
 		c.hooks.afterLoad(key)
 	}
 	if errors.Is(err, ErrNotFound) {
-		c.store(ctx, key, l, nil, true, delta)
-		return result[V]{null: true}, nil
+		return result[V]{null: true}, c.store(ctx, key, l, nil, true, delta), nil
 	}
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		if rerr := l.release(ctx, c.rdb); rerr != nil {
 			c.report(key, c.redisError(key, "release lease", rerr))
 		}
-		return result[V]{}, err
+		return result[V]{}, true, err
 	}
 	payload, err := c.codec.encode(v)
 	switch {
@@ -311,16 +338,16 @@ func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Lo
 		if rerr := l.release(ctx, c.rdb); rerr != nil {
 			c.report(key, c.redisError(key, "release lease", rerr))
 		}
-		return result[V]{v: v}, nil
+		return result[V]{v: v}, true, nil
 	}
-	c.store(ctx, key, l, payload, false, delta)
-	return result[V]{v: v, size: len(payload)}, nil
+	return result[V]{v: v, size: len(payload)}, c.store(ctx, key, l, payload, false, delta), nil
 }
 
-// store writes the envelope through the lease. A refused fill is not an
-// error for the caller: the value it loaded is returned, only not cached,
-// because a Delete or Set made it possibly stale.
-func (c *Cache[V]) store(ctx context.Context, key string, l lease, payload []byte, null bool, delta time.Duration) {
+// store writes the envelope through the lease and reports whether it was
+// refused (false): a Delete or Set replaced the lease meanwhile, so the value
+// may be stale. A Redis error is reported, not returned (true: the value is
+// as good as it was, there is just no cached copy).
+func (c *Cache[V]) store(ctx context.Context, key string, l lease, payload []byte, null bool, delta time.Duration) bool {
 	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
 	if null {
 		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), flagNull
@@ -329,7 +356,7 @@ func (c *Cache[V]) store(ctx context.Context, key string, l lease, payload []byt
 	ok, err := l.fill(ctx, c.rdb, env, ttl)
 	if err != nil {
 		c.report(key, c.redisError(key, "fill", err))
-		return
+		return true
 	}
 	if !ok {
 		c.stats.rejectedFills.Add(1)
@@ -337,6 +364,7 @@ func (c *Cache[V]) store(ctx context.Context, key string, l lease, payload []byt
 	if c.hooks.onFill != nil {
 		c.hooks.onFill(key, ok)
 	}
+	return ok
 }
 
 // loadDirect calls the loader without caching, for WithLoadOnWaitTimeout.

@@ -12,7 +12,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	// Tests that kill servers make go-redis log every failed dial.
+	redis.SetLogger(quietRedisLog{})
+	redistest.Main(m)
+}
+
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 // onTopologies runs body against a single node and a three-master cluster
 // (shared by the package's tests; each test keeps to its own prefix).

@@ -67,6 +67,7 @@ func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys .
 	if err != nil {
 		return c.redisError(keys[0], "mark stale", err)
 	}
+	c.forget(keys)
 	c.afterWrite(ctx, keys...)
 	return nil
 }

@@ -80,6 +80,7 @@ func (c *Cache[V]) runVersioned(ctx context.Context, key string, version uint64,
 		return false, c.redisError(key, "versioned write", err)
 	}
 	if n == 1 {
+		c.forget([]string{key})
 		c.afterWrite(ctx, key)
 	}
 	return n == 1, nil

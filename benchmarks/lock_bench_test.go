@@ -1,0 +1,253 @@
+package benchmarks
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cacheguard/cacheguard/lock"
+)
+
+// A lockImpl takes and releases one named lock through one library. Each
+// "client" of a benchmark is a separate go-redis client and library client,
+// as separate processes would have.
+type lockImpl struct {
+	name string
+	// open returns the acquire function of a new client of the library.
+	open func(b *testing.B, key string, calls *atomic.Int64) func(ctx context.Context) (unlock func() error, err error)
+}
+
+// lockRedis returns a client of the shared server that counts the commands
+// it sends (pipelines count each command), so that the benchmarks can report
+// Redis calls per lock handover: the cost that polling puts on the server.
+func lockRedis(b *testing.B, calls *atomic.Int64) *redis.Client {
+	c := newClient(b)
+	c.AddHook(callCounter{calls})
+	return c
+}
+
+type callCounter struct{ n *atomic.Int64 }
+
+func (h callCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// lockLease is the lock TTL the libraries get where they need one.
+const lockLease = 10 * time.Second
+
+// lockRetry is how often the polling libraries retry a held lock in the
+// contended runs; cacheguard is woken by the release notification instead
+// (its backoff, 4 ms to 500 ms, is only the fallback).
+const lockRetry = time.Millisecond
+
+func lockImpls(contended bool) []lockImpl {
+	return []lockImpl{
+		{"cacheguard", func(b *testing.B, key string, calls *atomic.Int64) func(context.Context) (func() error, error) {
+			c, err := lock.New(lockRedis(b, calls))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { c.Close() })
+			m := c.Mutex(key)
+			take := m.TryLock
+			if contended {
+				take = m.Lock
+			}
+			return func(ctx context.Context) (func() error, error) {
+				h, err := take(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return h.Unlock(ctx) }, nil
+			}
+		}},
+		{"redislock", func(b *testing.B, key string, calls *atomic.Int64) func(context.Context) (func() error, error) {
+			c := redislock.New(lockRedis(b, calls))
+			opt := &redislock.Options{}
+			if contended {
+				opt.RetryStrategy = redislock.LinearBackoff(lockRetry)
+			}
+			return func(ctx context.Context) (func() error, error) {
+				l, err := c.Obtain(ctx, key, lockLease, opt)
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return l.Release(ctx) }, nil
+			}
+		}},
+		{"redsync", func(b *testing.B, key string, calls *atomic.Int64) func(context.Context) (func() error, error) {
+			rs := redsync.New(goredis.NewPool(lockRedis(b, calls)))
+			opts := []redsync.Option{redsync.WithExpiry(lockLease), redsync.WithTries(1)}
+			if contended {
+				opts = append(opts, redsync.WithTries(math.MaxInt32), redsync.WithRetryDelay(lockRetry))
+			}
+			return func(ctx context.Context) (func() error, error) {
+				// A redsync Mutex keeps the value of its current hold, so
+				// concurrent holders each need their own.
+				m := rs.NewMutex(key, opts...)
+				if err := m.LockContext(ctx); err != nil {
+					return nil, err
+				}
+				return func() error { _, err := m.UnlockContext(ctx); return err }, nil
+			}
+		}},
+	}
+}
+
+// BenchmarkLockUncontended measures one acquire plus release of a free lock:
+// two round trips for every library.
+func BenchmarkLockUncontended(b *testing.B) {
+	ctx := context.Background()
+	for _, impl := range lockImpls(false) {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			var calls atomic.Int64
+			take := impl.open(b, "bench:lock:uncontended:"+impl.name, &calls)
+			b.ReportAllocs()
+			calls.Store(0)
+			for b.Loop() {
+				unlock, err := take(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := unlock(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(calls.Load())/float64(b.N), "calls/op")
+		})
+	}
+}
+
+// BenchmarkLockUncontendedPaired alternates one uncontended acquire plus
+// release of cacheguard with one of another library, and reports the median
+// of each: on a shared, noisy machine both see the same conditions.
+func BenchmarkLockUncontendedPaired(b *testing.B) {
+	ctx := context.Background()
+	impls := lockImpls(false)
+	for _, other := range impls[1:] {
+		b.Run("vs="+other.name, func(b *testing.B) {
+			pair := []lockImpl{impls[0], other}
+			var calls atomic.Int64
+			takes := make([]func(context.Context) (func() error, error), len(pair))
+			for i, impl := range pair {
+				takes[i] = impl.open(b, "bench:lock:paired:"+impl.name, &calls)
+			}
+			samples := make([][]time.Duration, len(pair))
+			for n := 0; b.Loop(); n++ {
+				for k := range takes {
+					i := (n + k) % len(takes) // each goes first half the time
+					start := time.Now()
+					unlock, err := takes[i](ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := unlock(); err != nil {
+						b.Fatal(err)
+					}
+					samples[i] = append(samples[i], time.Since(start))
+				}
+			}
+			for i, impl := range pair {
+				slices.Sort(samples[i])
+				name := "other"
+				if i == 0 {
+					name = impl.name
+				}
+				b.ReportMetric(float64(samples[i][len(samples[i])/2])/1e3, name+"-p50-us")
+			}
+		})
+	}
+}
+
+// BenchmarkLockContended measures throughput on one hot lock: 16 goroutines,
+// spread over 1 or 4 clients, take it in turn and increment a plain counter
+// (checked at the end, so a broken lock fails the benchmark), either at once
+// (hold=0: the releaser usually takes the lock straight back) or after 1ms of
+// work under the lock (hold=1ms: every handover goes to a waiter). ns/op is
+// the time per handover.
+func BenchmarkLockContended(b *testing.B) {
+	const workers = 16
+	for _, hold := range []time.Duration{0, time.Millisecond} {
+		for _, clients := range []int{1, 4} {
+			for _, impl := range lockImpls(true) {
+				name := fmt.Sprintf("hold=%v/clients=%d/impl=%s", hold, clients, impl.name)
+				b.Run(name, func(b *testing.B) { lockContended(b, impl, workers, clients, hold) })
+			}
+		}
+	}
+}
+
+func lockContended(b *testing.B, impl lockImpl, workers, clients int, hold time.Duration) {
+	key := fmt.Sprintf("bench:lock:contended:%v:%d:%s", hold, clients, impl.name)
+	var calls atomic.Int64
+	takes := make([]func(context.Context) (func() error, error), clients)
+	for i := range takes {
+		takes[i] = impl.open(b, key, &calls)
+	}
+	calls.Store(0)
+	ctx := context.Background()
+	var next atomic.Int64
+	counter := 0
+	waits := make([]time.Duration, b.N)
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for w := 0; w < workers; w++ {
+		take := takes[w%clients]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				start := time.Now()
+				unlock, err := take(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				waits[i-1] = time.Since(start)
+				counter++
+				if hold > 0 {
+					time.Sleep(hold)
+				}
+				if err := unlock(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	if !b.Failed() && counter != b.N {
+		b.Fatalf("counter %d after %d locked increments", counter, b.N)
+	}
+	b.ReportMetric(float64(calls.Load())/float64(b.N), "calls/op")
+	// How long the unluckiest callers waited: a lock that lets
+	// the releaser take it straight back wins throughput by
+	// starving the others.
+	slices.Sort(waits)
+	b.ReportMetric(float64(waits[len(waits)*99/100])/1e6, "p99-wait-ms")
+	b.ReportMetric(float64(waits[len(waits)-1])/1e6, "max-wait-ms")
+}

@@ -1,0 +1,126 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Client takes locks on one Redis deployment (a single server, a sentinel
+// group or a cluster). It owns the watchdog goroutine of the locks it holds
+// and the subscriber connections of its waiters; Close stops them.
+type Client struct {
+	*engine
+	rdb redis.UniversalClient
+	cfg config
+	pub publisher
+}
+
+// New returns a Client for rdb. The options set defaults for every lock of
+// the client; see Option.
+func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
+	if rdb == nil {
+		return nil, errors.New("lock: nil redis client")
+	}
+	cfg := defaultConfig()
+	cfg.apply(opts)
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	id := newOwner()
+	c := &Client{rdb: rdb, cfg: cfg}
+	ntf := newNotifier(rdb, id, cfg.logger)
+	c.pub = publisher{cmd: ntf.publishCmd(), payload: id}
+	c.engine = newEngine(cfg.logger, ntf, c.renewBatch)
+	return c, nil
+}
+
+// Close stops the watchdog and the notification connections and waits for
+// them. Locks still held are no longer renewed: their handles' contexts are
+// cancelled (cause matching ErrLost and ErrClosed) and the locks expire with
+// their leases unless unlocked. Close does not close the Redis client.
+func (c *Client) Close() error {
+	c.engine.close()
+	return nil
+}
+
+// renewBatch renews the due holds in one pipeline (a cluster client splits
+// it by node).
+func (c *Client) renewBatch(ctx context.Context, batch []renewReq) []renewal {
+	out := make([]renewal, len(batch))
+	if len(batch) == 1 {
+		r := batch[0]
+		out[0].validUntil, out[0].err = r.h.b.renew(ctx, r.h.owner, r.lease)
+		return out
+	}
+	todo := make([]int, len(batch))
+	for i := range todo {
+		todo[i] = i
+	}
+	for attempt := 0; attempt < 2 && len(todo) > 0; attempt++ {
+		todo = c.renewPipelined(ctx, batch, out, todo)
+	}
+	for _, i := range todo {
+		// Still no script, or not pipelinable: one call each.
+		r := batch[i]
+		out[i].validUntil, out[i].err = r.h.b.renew(ctx, r.h.owner, r.lease)
+	}
+	return out
+}
+
+// renewPipelined renews batch[i] for i in todo in one pipeline and returns
+// the ones that met a script cache without the script (after loading it
+// again) or that cannot be pipelined.
+func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []renewal, todo []int) []int {
+	pipe := c.rdb.Pipeline()
+	cmds := make(map[int]*redis.Cmd, len(todo))
+	var left []int
+	start := time.Now()
+	for _, i := range todo {
+		if p, ok := batch[i].h.b.(pipelined); ok {
+			cmds[i] = p.queueRenew(ctx, pipe, batch[i].h.owner, batch[i].lease)
+		} else {
+			left = append(left, i)
+		}
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+	missing := map[*redis.Script]bool{}
+	for _, i := range todo {
+		cmd, ok := cmds[i]
+		if !ok {
+			continue
+		}
+		p := batch[i].h.b.(pipelined)
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			// The script cache was flushed, or this node never saw the
+			// script: load it (on every node) and renew these again.
+			missing[p.renewScript()] = true
+			left = append(left, i)
+			continue
+		}
+		out[i].validUntil, out[i].err = p.renewResult(cmd, start, batch[i].lease)
+	}
+	for s := range missing {
+		if err := s.Load(ctx, c.rdb).Err(); err != nil {
+			c.logger.Warn("lock: loading a script", "err", err)
+		}
+	}
+	return left
+}
+
+// Mutex returns the exclusive lock called name. Mutexes are cheap; the
+// options override the client's for this lock. An invalid name or option is
+// reported by Lock and TryLock.
+func (c *Client) Mutex(name string, opts ...Option) *Mutex {
+	m := &Mutex{e: c.engine, cfg: c.cfg}
+	m.cfg.apply(opts)
+	base, err := baseKey(m.cfg.prefix, name)
+	if err != nil && m.cfg.err == nil {
+		m.cfg.err = err
+	}
+	m.b = newHoldBackend(c.rdb, name, []string{base, base + fenceSuffix},
+		acquireScript, true, base+releasedSuffix, base+waitersSuffix, c.pub, &m.cfg)
+	return m
+}

@@ -1,0 +1,83 @@
+// Package lock provides distributed locks on Redis: a reentrant mutex with
+// fencing tokens, a read-write lock, and Redlock over independent masters.
+//
+// # Model
+//
+// A lock is a Redis hash under one key, {owner, n, token}, with a lease set
+// by PEXPIRE. Taking, renewing and releasing it are Lua scripts, so each
+// check-and-change is atomic: only the owner can extend or release its lock,
+// and a holder whose lease ran out can never delete its successor's lock.
+// All keys of one lock (and its release channel) share the hash tag {name},
+// so every script works unchanged on a Redis Cluster. Redis 6.2 or later is
+// needed (7.0 on a cluster, for sharded pub/sub).
+//
+//	c, err := lock.New(rdb)                 // rdb: any redis.UniversalClient
+//	defer c.Close()
+//	h, err := c.Mutex("orders:42").Lock(ctx)
+//	if err != nil { ... }                   // errors.Is(err, lock.ErrNotObtained)
+//	defer h.Unlock(ctx)
+//	err = db.Update(h.Context(), order, h.Token())
+//
+// Leases. By default a lock is taken with a 30 s lease and the client's
+// watchdog renews it every lease/3 while it is held, so work may take as long
+// as it needs, and a holder that crashes frees the lock within one lease.
+// WithLease gives a fixed lease instead (no renewal; Extend moves it). One
+// goroutine per client schedules all renewals and exists only while the
+// client holds something.
+//
+// Lost leases. A process can be paused (GC, swapping, a stopped VM) or cut
+// off from Redis longer than its lease. The handle's Context is cancelled as
+// soon as the holder can no longer trust the lock: when its lease runs out
+// by the local clock (less a drift allowance) without a successful renewal,
+// or when a renewal finds the key gone or taken. context.Cause says why.
+//
+// Fencing tokens. Cancellation cannot stop a write already on the wire, and
+// a paused process learns of nothing until it resumes. Handle.Token is the
+// answer for correctness: every new holder of a lock gets a strictly larger
+// token (an INCR in the acquire script), and a protected resource that
+// remembers the largest token it has accepted and refuses smaller ones (a
+// version column, a compare in a Lua script) turns a stale holder's write
+// into a refused write instead of lost data.
+//
+// Reentrancy. Go has no thread identity, so the owner is explicit: an id
+// carried in the context (WithOwner). Acquisitions with the same owner id
+// are counted in the hash and only the last Unlock releases. Without an id
+// every acquisition is a new owner. A handle's Context carries its owner id,
+// so code running under it reenters naturally.
+//
+// Waiting. Lock retries until its context ends. Waiters subscribe to the
+// lock's release channel (a shard channel with SSUBSCRIBE on a cluster), and
+// a client with waiters puts itself on the lock's wait list; each release
+// names one client of that list at random, which wakes its longest waiting
+// waiter, so a handover costs one attempt, not one per process. As a
+// fallback a waiter also retries on a jittered exponential backoff, never
+// sleeping longer than the current holder's remaining lease. A Lock may
+// barge in ahead of waiters (the releaser, already running, keeps a hot lock
+// busy) until a waiter of its client has waited 2 ms; then it queues, as in
+// sync.Mutex. When the context ends first, the error matches both
+// ErrNotObtained and ctx.Err().
+//
+// # Redlock: when it is and is not safe
+//
+// A lock on one Redis master is lost if that master fails over to a replica
+// that had not yet received the lock (replication is asynchronous), or
+// restarts without persistence. Redlock takes the lock on N independent
+// masters and holds it only if a majority granted it within the lease; it
+// then survives the loss of a minority of nodes, as the tests show with two
+// of five killed.
+//
+// Redlock's safety rests on timing assumptions: bounded network delay,
+// bounded process pauses and clocks that advance at about the same rate on
+// every node (the drift allowance covers small differences). A process paused
+// past its validity time, a node whose clock jumps, or a node that restarts
+// without persistence and forgets a lock it granted (unless it stays down for
+// at least one lease) can let two holders in at once. Redlock cannot issue
+// fencing tokens either: there is no single counter a majority agrees on.
+//
+// So: use a Mutex (with fencing tokens checked by the resource) when
+// correctness depends on mutual exclusion; use Redlock for efficiency (avoid
+// doing the same work twice) where an occasional overlap costs little, or
+// combine it with a fencing check in the resource. Give Redlock node clients
+// MaxRetries: -1 and DialerRetries: 1 so that a dead node costs a refused
+// connection rather than the node timeout.
+package lock

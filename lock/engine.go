@@ -1,0 +1,245 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// engine is what a Client and a Redlock share: taking locks (waiting when
+// asked), the watchdog, release notifications and the lifecycle.
+type engine struct {
+	wd     *watchdog
+	ntf    *notifier // nil when releases are not announced (Redlock)
+	logger *slog.Logger
+	done   chan struct{}
+
+	mu     sync.Mutex
+	closed bool
+	bg     sync.WaitGroup // best-effort cleanups
+
+	// hookWaiting, when set by tests, is called each time a Lock is about to
+	// block: its release subscription (if any) is confirmed and its last
+	// attempt failed.
+	hookWaiting func(lockName string)
+}
+
+func newEngine(logger *slog.Logger, ntf *notifier, renew func(context.Context, []renewReq) []renewal) *engine {
+	return &engine{
+		wd:     newWatchdog(logger, renew),
+		ntf:    ntf,
+		logger: logger,
+		done:   make(chan struct{}),
+	}
+}
+
+func (e *engine) close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	close(e.done)
+	e.mu.Unlock()
+	e.wd.close()
+	if e.ntf != nil {
+		e.ntf.close()
+	}
+	e.bg.Wait()
+}
+
+func (e *engine) isClosed() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// background runs f on a goroutine that Close waits for; after Close it does
+// nothing.
+func (e *engine) background(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		f()
+	}()
+}
+
+// obtain takes the lock of b, waiting for it when wait is set.
+func (e *engine) obtain(ctx context.Context, b backend, cfg *config, wait bool) (*Handle, error) {
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, notObtained(b.name(), err)
+	}
+	if e.isClosed() {
+		return nil, ErrClosed
+	}
+	owner, reentrant := OwnerFrom(ctx)
+	if !reentrant {
+		owner = newOwner()
+	}
+	if wait && !reentrant && e.starving(b) {
+		// Queue behind this client's waiters instead of barging in.
+		return e.wait(ctx, b, owner, cfg, reentrant, acquired{wait: -1})
+	}
+	a, err := e.try(ctx, b, owner, cfg, reentrant)
+	if err != nil || a.holds > 0 {
+		return e.handle(ctx, b, owner, cfg, a, err)
+	}
+	if !wait {
+		return nil, refused(b, a)
+	}
+	return e.wait(ctx, b, owner, cfg, reentrant, a)
+}
+
+// starveAfter is how long a waiter may lose to callers that barge in (try
+// the lock without waiting) before they must queue behind it. Barging keeps
+// a hot lock busy (the releaser, already running, usually wins), so it is
+// allowed until it starts to starve someone, as in sync.Mutex.
+const starveAfter = 2 * time.Millisecond
+
+// starving reports whether a new Lock of b should queue behind this client's
+// waiters rather than try at once. Only exclusive locks queue: readers do
+// not exclude each other.
+func (e *engine) starving(b backend) bool {
+	return e.ntf != nil && !b.shared() && b.channel() != "" && e.ntf.starving(b.channel(), starveAfter)
+}
+
+func refused(b backend, a acquired) error {
+	if a.why != nil {
+		return fmt.Errorf("%w: %q: %w", ErrNotObtained, b.name(), a.why)
+	}
+	return fmt.Errorf("%w: %q is held by another owner", ErrNotObtained, b.name())
+}
+
+// try makes one attempt.
+func (e *engine) try(ctx context.Context, b backend, owner string, cfg *config, reentrant bool) (acquired, error) {
+	a, err := b.acquire(ctx, owner, cfg.lease)
+	if err == nil {
+		return a, nil
+	}
+	if ambiguous(err) && !reentrant {
+		// The script may have run although the reply was lost: free the
+		// lock it may have taken rather than leave it until the lease ends.
+		// A reentrant owner is left alone; its extra hold, if any, lapses
+		// with the lease once its other handles are unlocked.
+		e.background(func() {
+			cctx, cancel := context.WithTimeout(context.Background(), min(cfg.lease, time.Second))
+			defer cancel()
+			if err := b.release(cctx, owner, true); err != nil && !errors.Is(err, ErrNotHeld) {
+				e.logger.Warn("lock: cleanup after a failed acquire", "lock", b.name(), "err", err)
+			}
+		})
+	}
+	if ctx.Err() != nil {
+		return a, fmt.Errorf("%w: %w", notObtained(b.name(), ctx.Err()), err)
+	}
+	return a, err
+}
+
+// ambiguous reports whether err leaves unknown whether the command ran:
+// anything but an error reply from Redis or a refusal by the script.
+func ambiguous(err error) bool {
+	var re redis.Error
+	return !errors.As(err, &re) && !errors.Is(err, ErrUpgrade)
+}
+
+func (e *engine) handle(ctx context.Context, b backend, owner string, cfg *config, a acquired, err error) (*Handle, error) {
+	if err != nil {
+		return nil, err
+	}
+	hd, err := e.wd.attach(b, owner, a, cfg.lease, !cfg.fixed, ctx)
+	if err != nil {
+		// Closed while acquiring: nothing would renew or track the lock.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(cfg.lease, time.Second))
+		defer cancel()
+		if rerr := b.release(rctx, owner, false); rerr != nil {
+			e.logger.Warn("lock: release after close", "lock", b.name(), "err", rerr)
+		}
+		return nil, err
+	}
+	hd.e = e
+	return hd, nil
+}
+
+// wait retries until the lock is obtained or ctx ends. A waiter is woken by
+// the release notification, or else by its backoff timer; each pause is
+// capped by the remaining lease of the current holder, so a holder that died
+// costs at most its lease.
+func (e *engine) wait(ctx context.Context, b backend, owner string, cfg *config, reentrant bool, a acquired) (*Handle, error) {
+	var w *waiter
+	obtained := false
+	if e.ntf != nil && b.channel() != "" {
+		w = e.ntf.join(ctx, b.channel(), b.waitList(), b.shared())
+		if w != nil {
+			defer func() { e.ntf.leave(w, obtained) }()
+		}
+	}
+	var wake, ready <-chan struct{}
+	if w != nil {
+		wake, ready = w.c, w.ready
+	}
+	bo := backoff{min: cfg.minBackoff, max: cfg.maxBackoff}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		delay := bo.next()
+		if a.wait >= 0 && a.wait+time.Millisecond < delay {
+			delay = a.wait + time.Millisecond
+		}
+		if ready == nil && e.hookWaiting != nil {
+			e.hookWaiting(b.name())
+		}
+		timer.Reset(delay)
+		select {
+		case <-wake:
+		case <-ready:
+			// Subscribed: a release just before may have gone unheard, so
+			// try again now rather than sleep.
+			ready = nil
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, notObtained(b.name(), ctx.Err())
+		case <-e.done:
+			return nil, ErrClosed
+		}
+		var err error
+		a, err = e.try(ctx, b, owner, cfg, reentrant)
+		if err != nil || a.holds > 0 {
+			obtained = err == nil
+			return e.handle(ctx, b, owner, cfg, a, err)
+		}
+	}
+}
+
+// backoff is exponential with equal jitter: each pause is between half and
+// all of the current step, so waiters that failed together spread out.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	half := b.cur / 2
+	return half + rand.N(b.cur-half+1)
+}

@@ -1,0 +1,45 @@
+package lock
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotObtained is returned when a lock could not be taken: TryLock found
+	// it held by another owner, or Lock gave up waiting. When Lock gave up
+	// because its context ended, the error also matches ctx.Err().
+	ErrNotObtained = errors.New("lock: not obtained")
+
+	// ErrNotHeld is returned by Unlock, Extend and TTL when the lock is no
+	// longer held by the handle's owner: its lease ran out, or it was deleted
+	// or taken by someone else. Nothing is changed in Redis in that case.
+	ErrNotHeld = errors.New("lock: not held")
+
+	// ErrLost is the cause (see context.Cause) of a handle's context when the
+	// lease was lost while the handle was still in use. The wrapping error
+	// says why: the lease ran out, the key was gone, another owner took it,
+	// or the client was closed.
+	ErrLost = errors.New("lock: lease lost")
+
+	// ErrReleased is the cause of a handle's context after a normal Unlock.
+	ErrReleased = errors.New("lock: released")
+
+	// ErrClosed is returned by calls on a closed Client or Redlock.
+	ErrClosed = errors.New("lock: client closed")
+
+	// ErrUpgrade is returned when an owner holding a read lock asks for the
+	// write lock of the same RWMutex. Waiting would deadlock on itself.
+	ErrUpgrade = errors.New("lock: cannot upgrade a read lock to a write lock")
+)
+
+// lostf builds a cause matching ErrLost that says why the lease was lost.
+func lostf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrLost, fmt.Sprintf(format, args...))
+}
+
+// notObtained wraps the context's error so that the result matches both
+// ErrNotObtained and ctx.Err() with errors.Is.
+func notObtained(name string, ctxErr error) error {
+	return fmt.Errorf("%w: %q: %w", ErrNotObtained, name, ctxErr)
+}

@@ -1,0 +1,192 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// Handle is one acquisition of a lock. It is safe for concurrent use.
+//
+// A handle's Context is cancelled as soon as the handle no longer confers the
+// lock: after Unlock (cause ErrReleased), or when the lease is lost (cause
+// matching ErrLost, saying why). Work done under the lock should run under
+// that context, and writes to a protected resource should carry Token so the
+// resource itself can refuse a holder whose lease has run out.
+type Handle struct {
+	h        *hold
+	e        *engine
+	released atomic.Bool
+
+	// guarded by e.wd.mu; created on first use of Context
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// hold is the state one owner has of one lock in one client. The handles of
+// a reentrant owner share it: one lease, one renewal, one lost signal.
+type hold struct {
+	b      backend
+	owner  string
+	token  int64
+	key    holdKey
+	parent context.Context // values for the hold's context
+
+	// guarded by watchdog.mu
+	refs     int           // handles not yet unlocked
+	lease    time.Duration // asked of Redis at each renewal
+	auto     bool          // renewed by the watchdog
+	deadline time.Time     // until when the holder may trust the lock
+	next     time.Time     // next renewal, when auto
+	renewing bool          // a renewal is in flight
+	idx      int           // position in the watchdog queue, -1 if out
+	err      error         // why the hold ended; nil while held
+	lastErr  error         // last failed renewal
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+}
+
+// at is when the watchdog must next look at h: its renewal, or its deadline
+// when it has none or one is in flight.
+func (h *hold) at() time.Time {
+	if h.auto && !h.renewing && h.next.Before(h.deadline) {
+		return h.next
+	}
+	return h.deadline
+}
+
+// expired is the cause of a hold whose deadline passed.
+func (h *hold) expired() error {
+	switch {
+	case h.auto && h.lastErr != nil:
+		return lostf("%q: the lease ran out before a renewal succeeded: %v", h.b.name(), h.lastErr)
+	case h.auto && h.renewing:
+		return lostf("%q: the lease ran out before a renewal came back", h.b.name())
+	case h.auto:
+		// The renewal was due two thirds of a lease earlier: the process
+		// was paused or starved of CPU for that long.
+		return lostf("%q: the lease ran out before a renewal could be sent (process paused?)", h.b.name())
+	}
+	return lostf("%q: the fixed lease of %v ran out", h.b.name(), h.lease)
+}
+
+func (h *hold) contextLocked() context.Context {
+	if h.ctx == nil {
+		h.ctx, h.cancel = context.WithCancelCause(WithOwner(context.WithoutCancel(h.parent), h.owner))
+		if h.err != nil {
+			h.cancel(h.err)
+		}
+	}
+	return h.ctx
+}
+
+// Name returns the lock's name.
+func (hd *Handle) Name() string { return hd.h.b.name() }
+
+// Owner returns the owner id of the hold. Passing it with WithOwner (or
+// passing Context, which carries it) makes further acquisitions reentrant.
+func (hd *Handle) Owner() string { return hd.h.owner }
+
+// Token returns the fencing token of the hold: a number drawn from a
+// per-lock counter each time the lock passes to a new holder, so it strictly
+// increases from one holder to the next. A resource that remembers the
+// highest token it has seen and refuses lower ones cannot be corrupted by a
+// holder whose lease ran out while it was paused. Reentrant handles share
+// their hold's token; a read lock reports the token of the last writer;
+// Redlock handles have none (0).
+func (hd *Handle) Token() int64 { return hd.h.token }
+
+// Context returns a context that carries the owner id and the values of the
+// context the lock was taken with, and is cancelled when the handle no longer
+// confers the lock. context.Cause tells why.
+func (hd *Handle) Context() context.Context {
+	wd := hd.e.wd
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	if hd.ctx == nil {
+		hd.ctx, hd.cancel = context.WithCancelCause(hd.h.contextLocked())
+		if hd.released.Load() {
+			hd.cancel(ErrReleased)
+		}
+	}
+	return hd.ctx
+}
+
+// Err returns nil while the handle holds the lock, ErrReleased after Unlock,
+// or an error matching ErrLost that says how the lease was lost.
+func (hd *Handle) Err() error {
+	if hd.released.Load() {
+		return ErrReleased
+	}
+	hd.e.wd.mu.Lock()
+	defer hd.e.wd.mu.Unlock()
+	return hd.h.err
+}
+
+// Deadline returns until when the holder may trust the lock as things stand:
+// the start of the last successful acquisition, renewal or extension plus
+// the lease, minus the drift allowance. The watchdog moves it forward.
+func (hd *Handle) Deadline() time.Time {
+	hd.e.wd.mu.Lock()
+	defer hd.e.wd.mu.Unlock()
+	return hd.h.deadline
+}
+
+// Validity returns how much of the lease is left by the local clock (zero
+// once it ran out). For a Redlock it is the validity time of the algorithm.
+func (hd *Handle) Validity() time.Duration {
+	return max(time.Until(hd.Deadline()), 0)
+}
+
+// TTL asks Redis for the remaining lease. It returns ErrNotHeld when the lock
+// is no longer this owner's.
+func (hd *Handle) TTL(ctx context.Context) (time.Duration, error) {
+	if hd.released.Load() {
+		return 0, fmt.Errorf("%w: %q: unlocked", ErrNotHeld, hd.Name())
+	}
+	return hd.h.b.ttl(ctx, hd.h.owner)
+}
+
+// Extend resets the lease to d from now. On a lock renewed by the watchdog, d
+// also becomes the lease the watchdog renews. It returns an error matching
+// ErrNotHeld (and ErrLost, ending the hold) when the lock was already lost.
+func (hd *Handle) Extend(ctx context.Context, d time.Duration) error {
+	if d < minLease {
+		return fmt.Errorf("lock: lease %v is shorter than %v", d, minLease)
+	}
+	if hd.released.Load() {
+		return fmt.Errorf("%w: %q: unlocked", ErrNotHeld, hd.Name())
+	}
+	start := time.Now()
+	validUntil, err := hd.h.b.renew(ctx, hd.h.owner, d)
+	if errors.Is(err, ErrLost) {
+		hd.e.wd.lose(hd.h, err)
+		return fmt.Errorf("%w: %w", ErrNotHeld, err)
+	}
+	if err != nil {
+		return err
+	}
+	hd.e.wd.extend(hd.h, validUntil, start, d)
+	return nil
+}
+
+// Unlock gives the handle up. The lock is released in Redis when the last
+// hold of its owner is unlocked, and only if that owner still holds it: a
+// holder whose lease ran out gets ErrNotHeld and cannot release its
+// successor's lock. Unlocking a handle again does nothing and returns nil.
+//
+// The context bounds the release; if it fails, the handle is given up anyway
+// and the lock expires with its lease.
+func (hd *Handle) Unlock(ctx context.Context) error {
+	if hd == nil {
+		return fmt.Errorf("%w: nil handle", ErrNotHeld)
+	}
+	if !hd.released.CompareAndSwap(false, true) {
+		return nil
+	}
+	err := hd.h.b.release(ctx, hd.h.owner, false)
+	hd.e.wd.detach(hd, err)
+	return err
+}

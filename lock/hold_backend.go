@@ -1,0 +1,128 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// holdBackend runs the hold scripts against one Redis deployment: it is a
+// Mutex, the writer side of an RWMutex (with a different acquire script that
+// also waits for readers), or, without fencing and notifications, one node
+// of a Redlock.
+type holdBackend struct {
+	rdb      redis.UniversalClient
+	lname    string
+	keys     []string // the hold hash, then the acquire script's other keys
+	relKeys  []string // the hold hash, then the wait list if any
+	acq      *redis.Script
+	fence    any    // "1" to draw fencing tokens
+	channelN string // release notifications; "" for none
+	cfg      *config
+	args     scriptArgs
+}
+
+func newHoldBackend(rdb redis.UniversalClient, name string, keys []string, acq *redis.Script,
+	fence bool, channel, waitList string, pub publisher, cfg *config) *holdBackend {
+	relKeys := keys[:1]
+	if waitList != "" {
+		relKeys = []string{keys[0], waitList}
+	}
+	return &holdBackend{
+		rdb: rdb, lname: name, keys: keys, relKeys: relKeys, acq: acq, fence: flag(fence),
+		channelN: channel, cfg: cfg,
+		args: newScriptArgs(cfg.lease, pub.cmd, channel, pub.payload),
+	}
+}
+
+func (b *holdBackend) name() string    { return b.lname }
+func (b *holdBackend) id() string      { return b.keys[0] }
+func (b *holdBackend) channel() string { return b.channelN }
+func (b *holdBackend) shared() bool    { return false }
+
+func (b *holdBackend) waitList() string {
+	if len(b.relKeys) > 1 {
+		return b.relKeys[1]
+	}
+	return ""
+}
+
+func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
+	start := time.Now()
+	v, err := b.acq.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease), b.fence).Int64Slice()
+	if err != nil {
+		return acquired{}, fmt.Errorf("lock: acquire %q: %w", b.lname, err)
+	}
+	return parseAcquired(v, start, lease, b.cfg)
+}
+
+// parseAcquired reads the {holds, token-or-pttl} reply of an acquire script.
+func parseAcquired(v []int64, start time.Time, lease time.Duration, cfg *config) (acquired, error) {
+	if len(v) != 2 {
+		return acquired{}, fmt.Errorf("lock: unexpected acquire reply %v", v)
+	}
+	if v[0] < 0 {
+		return acquired{}, ErrUpgrade
+	}
+	if v[0] == 0 {
+		return acquired{wait: time.Duration(v[1]) * time.Millisecond, start: start}, nil
+	}
+	return acquired{
+		holds:      v[0],
+		token:      v[1],
+		start:      start,
+		validUntil: start.Add(lease - cfg.driftFor(lease)),
+	}, nil
+}
+
+func (b *holdBackend) queueRenew(ctx context.Context, pipe redis.Pipeliner, owner string, lease time.Duration) *redis.Cmd {
+	return renewScript.EvalSha(ctx, pipe, b.keys[:1], owner, b.args.leaseArg(lease))
+}
+
+func (b *holdBackend) renewScript() *redis.Script { return renewScript }
+
+func (b *holdBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Duration) (time.Time, error) {
+	n, err := cmd.Int64()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("lock: renew %q: %w", b.lname, err)
+	}
+	switch n {
+	case 1:
+		return start.Add(lease - b.cfg.driftFor(lease)), nil
+	case 0:
+		return time.Time{}, lostf("%q: the lock key is gone (expired or deleted)", b.lname)
+	default:
+		return time.Time{}, lostf("%q: another owner holds the lock", b.lname)
+	}
+}
+
+func (b *holdBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
+	start := time.Now()
+	cmd := renewScript.Run(ctx, b.rdb, b.keys[:1], owner, b.args.leaseArg(lease))
+	return b.renewResult(cmd, start, lease)
+}
+
+func (b *holdBackend) release(ctx context.Context, owner string, all bool) error {
+	n, err := releaseScript.Run(ctx, b.rdb, b.relKeys,
+		owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()
+	if err != nil {
+		return fmt.Errorf("lock: release %q: %w", b.lname, err)
+	}
+	if n < 0 {
+		return fmt.Errorf("%w: %q", ErrNotHeld, b.lname)
+	}
+	return nil
+}
+
+func (b *holdBackend) ttl(ctx context.Context, owner string) (time.Duration, error) {
+	n, err := ttlScript.Run(ctx, b.rdb, b.keys[:1], owner).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("lock: ttl %q: %w", b.lname, err)
+	}
+	if n == -3 {
+		return 0, fmt.Errorf("%w: %q", ErrNotHeld, b.lname)
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}

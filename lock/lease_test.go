@@ -1,0 +1,297 @@
+package lock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+)
+
+func leaseTests(t *testing.T, rdb redis.UniversalClient) {
+	t.Run("paused holder loses the lock", func(t *testing.T) { testPausedHolder(t, rdb) })
+	t.Run("watchdog keeps the lock", func(t *testing.T) { testWatchdogKeeps(t, rdb) })
+	t.Run("deleted key is noticed", func(t *testing.T) { testDeletedKey(t, rdb) })
+	t.Run("taken key is noticed", func(t *testing.T) { testTakenKey(t, rdb) })
+	t.Run("killed holder frees within a lease", func(t *testing.T) { testKilledHolder(t, rdb) })
+}
+
+// testPausedHolder: a holder with a fixed lease stops (as if paused by GC or
+// a stalled VM) past its lease. Its context is cancelled, a successor gets
+// the lock with a higher token, the paused holder's write carrying its stale
+// token is refused by the resource, and its late Unlock does not release the
+// successor's lock.
+func testPausedHolder(t *testing.T, rdb redis.UniversalClient) {
+	ctx := testCtx(t)
+	rdb.Del(ctx, resourceKeys...)
+	a, b := newClient(t, rdb), newClient(t, rdb)
+	stale, err := a.Mutex("paused", WithLease(100*time.Millisecond)).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pause: the holder does nothing until its lock is gone.
+	waitDone(t, stale.Context(), 10*time.Second, "lost-lease signal")
+	cause := context.Cause(stale.Context())
+	if !errors.Is(cause, ErrLost) || !errors.Is(stale.Err(), ErrLost) {
+		t.Fatalf("cause %v, Err %v: want ErrLost", cause, stale.Err())
+	}
+	t.Logf("cause: %v", cause)
+
+	succ, err := b.Mutex("paused").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer succ.Unlock(ctx)
+	if succ.Token() <= stale.Token() {
+		t.Fatalf("successor token %d <= stale %d", succ.Token(), stale.Token())
+	}
+	if ok, err := writeFenced(ctx, rdb, succ.Token(), "successor"); err != nil || !ok {
+		t.Fatalf("successor's write refused: %v", err)
+	}
+	if ok, err := writeFenced(ctx, rdb, stale.Token(), "stale"); err != nil || ok {
+		t.Fatalf("stale write accepted (%v)", err)
+	}
+	if v, _ := rdb.HGet(ctx, resourceKeys[0], "value").Result(); v != "successor" {
+		t.Fatalf("resource holds %q", v)
+	}
+	// Unlock by a holder that is no longer the owner releases nothing.
+	if err := stale.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("stale unlock: %v, want ErrNotHeld", err)
+	}
+	if err := stale.Extend(ctx, time.Minute); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("stale extend: %v", err)
+	}
+	if _, err := succ.TTL(ctx); err != nil {
+		t.Fatalf("successor lost its lock to a stale unlock: %v", err)
+	}
+	hx, err := a.Mutex("paused").TryLock(ctx)
+	mustNotObtain(t, hx, err)
+}
+
+// testWatchdogKeeps: with a 400ms lease and work that lasts 15 renewals (5
+// leases), the lock is never lost and never free.
+func testWatchdogKeeps(t *testing.T, rdb redis.UniversalClient) {
+	ctx := testCtx(t)
+	const lease = 400 * time.Millisecond
+	c, other := newClient(t, rdb, WithWatchdog(lease)), newClient(t, rdb)
+	renewed := make(chan error, 64)
+	c.wd.hookRenewed = func(_ string, err error) { renewed <- err }
+	h, err := c.Mutex("dog").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := 0; i < 15; i++ {
+		select {
+		case err := <-renewed:
+			if err != nil {
+				t.Fatalf("renewal %d: %v", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("renewal %d never came (hold: %v)", i, h.Err())
+		}
+		if h.Err() != nil {
+			t.Fatalf("lost after %d renewals: %v", i, h.Err())
+		}
+		hx, err := other.Mutex("dog").TryLock(ctx)
+		mustNotObtain(t, hx, err)
+	}
+	if el := time.Since(start); el < 4*lease {
+		t.Fatalf("15 renewals took %v: not paced at lease/3", el)
+	}
+	ttl, err := h.TTL(ctx)
+	if err != nil || ttl < lease/2 {
+		t.Fatalf("ttl %v (%v) after 5 leases", ttl, err)
+	}
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Unlock stops the renewals.
+	c.wd.mu.Lock()
+	queued := len(c.wd.queue)
+	c.wd.mu.Unlock()
+	if queued != 0 {
+		t.Fatalf("%d holds still scheduled after unlock", queued)
+	}
+}
+
+// testDeletedKey: the key disappears under a watchdog-held lock; the next
+// renewal notices and cancels the handle's context saying why.
+func testDeletedKey(t *testing.T, rdb redis.UniversalClient) {
+	ctx := testCtx(t)
+	c := newClient(t, rdb, WithWatchdog(150*time.Millisecond))
+	h, err := c.Mutex("deleted").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.Del(ctx, "lock:{deleted}")
+	waitDone(t, h.Context(), 10*time.Second, "lost signal")
+	if err := context.Cause(h.Context()); !errors.Is(err, ErrLost) {
+		t.Fatalf("cause %v", err)
+	}
+	if err := h.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("unlock: %v", err)
+	}
+}
+
+func testTakenKey(t *testing.T, rdb redis.UniversalClient) {
+	ctx := testCtx(t)
+	c := newClient(t, rdb, WithWatchdog(150*time.Millisecond))
+	h, err := c.Mutex("taken").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.HSet(ctx, "lock:{taken}", "owner", "intruder")
+	waitDone(t, h.Context(), 10*time.Second, "lost signal")
+	if err := context.Cause(h.Context()); !errors.Is(err, ErrLost) {
+		t.Fatalf("cause %v", err)
+	}
+	if err := h.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("unlock: %v", err)
+	}
+	if o, _ := rdb.HGet(ctx, "lock:{taken}", "owner").Result(); o != "intruder" {
+		t.Fatalf("owner %q: unlock released someone else's lock", o)
+	}
+}
+
+const (
+	killLease  = 600 * time.Millisecond
+	envKill    = "LOCK_TEST_KILL"
+	readyKey   = "test:{killed}:ready"
+	renewedKey = "test:{killed}:renewed"
+)
+
+// testKilledHolder kills (SIGKILL) a process that holds a watchdog lock:
+// with nobody renewing it, the lock is free again within one lease.
+func testKilledHolder(t *testing.T, rdb redis.UniversalClient) {
+	{
+		ctx := testCtx(t)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTopologies$", "-test.count=1")
+		cmd.Env = append(os.Environ(), redistest.ChildEnv+"=0", envRole+"="+roleKilled,
+			envAddrs+"="+joinAddrs(rdb), envCluster+"="+strconv.FormatBool(isCluster(rdb)))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			if t.Failed() {
+				t.Logf("child output:\n%s", out.String())
+			}
+		}()
+		// The child says when it holds the lock.
+		v, err := rdb.BLPop(ctx, 20*time.Second, readyKey).Result()
+		if err != nil {
+			t.Fatalf("child never took the lock: %v", err)
+		}
+		childToken, _ := strconv.ParseInt(v[1], 10, 64)
+		c := newClient(t, rdb)
+		defer rdb.Del(ctx, readyKey, renewedKey)
+		// Wait until the child's watchdog has renewed the lock once, so it
+		// is the kill (not a missing watchdog) that stops the renewals.
+		if _, err := rdb.BLPop(ctx, 20*time.Second, renewedKey).Result(); err != nil {
+			t.Fatalf("child never renewed: %v", err)
+		}
+		hx, err := c.Mutex("killed").TryLock(ctx)
+		mustNotObtain(t, hx, err)
+		cmd.Process.Kill()
+		killed := time.Now()
+		pttl, err := rdb.PTTL(ctx, "lock:{killed}").Result()
+		if err != nil || pttl <= 0 || pttl > killLease {
+			t.Fatalf("after the kill the lock expires in %v (%v), want within %v", pttl, err, killLease)
+		}
+		h, err := c.Mutex("killed").Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Unlock(ctx)
+		took := time.Since(killed)
+		t.Logf("lock free %v after the kill (lease %v)", took, killLease)
+		if took > killLease+time.Second {
+			t.Fatalf("lock took %v to come free, lease %v", took, killLease)
+		}
+		if h.Token() <= childToken {
+			t.Fatalf("token %d after the child's %d", h.Token(), childToken)
+		}
+	}
+}
+
+func killedChild(t *testing.T) {
+	rdb := clientFromEnv(t)
+	c := newClient(t, rdb, WithWatchdog(killLease))
+	ctx := context.Background()
+	c.wd.hookRenewed = func(_ string, err error) {
+		if err == nil {
+			rdb.RPush(ctx, renewedKey, 1)
+		}
+	}
+	h, err := c.Mutex("killed").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.RPush(ctx, readyKey, h.Token())
+	// Work "forever": the parent kills this process. The bound only
+	// guards against an orphan.
+	select {
+	case <-h.Context().Done():
+		t.Fatalf("child lost its lock: %v", context.Cause(h.Context()))
+	case <-time.After(30 * time.Second):
+	}
+}
+
+func joinAddrs(rdb redis.UniversalClient) string {
+	s := ""
+	for i, a := range addrsOf(rdb) {
+		if i > 0 {
+			s += ","
+		}
+		s += a
+	}
+	return s
+}
+
+// TestRenewalFailureLosesLock: Redis goes away under a watchdog-held lock.
+// The renewals fail, and the handle is told within a lease.
+func TestRenewalFailureLosesLock(t *testing.T) {
+	s, rdb := redistest.RealSingle(t)
+	ctx := testCtx(t)
+	const lease = 300 * time.Millisecond
+	c := newClient(t, rdb, WithWatchdog(lease))
+	failed := make(chan error, 64)
+	c.wd.hookRenewed = func(_ string, err error) {
+		if err != nil {
+			failed <- err
+		}
+	}
+	h, err := c.Mutex("vanishing").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Kill()
+	killed := time.Now()
+	waitDone(t, h.Context(), 10*time.Second, "lost signal")
+	// The signal comes at the local deadline: at most a lease after the
+	// last renewal, which preceded the kill (plus timer slack).
+	if took := time.Since(killed); took > lease+250*time.Millisecond {
+		t.Fatalf("told %v after the kill, lease %v", took, lease)
+	}
+	cause := context.Cause(h.Context())
+	if !errors.Is(cause, ErrLost) {
+		t.Fatalf("cause %v", cause)
+	}
+	select {
+	case err := <-failed:
+		t.Logf("renewal error: %v; cause: %v", err, cause)
+	case <-time.After(10 * time.Second):
+		t.Fatal("lost without a failed renewal")
+	}
+}

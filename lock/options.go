@@ -1,0 +1,173 @@
+package lock
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults. The watchdog lease follows Redisson's: long enough that a GC
+// pause or a slow network does not lose the lock, short enough that a crashed
+// holder frees it within half a minute.
+const (
+	// DefaultLease is the lease the watchdog renews (see WithWatchdog).
+	DefaultLease = 30 * time.Second
+	// DefaultPrefix starts every key and channel (see WithPrefix).
+	DefaultPrefix = "lock:"
+	// DefaultMinBackoff and DefaultMaxBackoff bound the fallback retries
+	// of a waiting Lock (see WithBackoff).
+	DefaultMinBackoff = 4 * time.Millisecond
+	DefaultMaxBackoff = 500 * time.Millisecond
+	// DefaultDriftFactor is the clock drift allowance, as a fraction of
+	// the lease (see WithDriftFactor).
+	DefaultDriftFactor = 0.01
+	// DefaultNodeTimeout bounds each Redlock call to one node (see
+	// WithNodeTimeout).
+	DefaultNodeTimeout = 50 * time.Millisecond
+
+	// minLease keeps leases above the millisecond granularity of PEXPIRE and
+	// above the drift allowance.
+	minLease = 10 * time.Millisecond
+	// driftFloor is added to every drift allowance (Redlock's 2 ms).
+	driftFloor = 2 * time.Millisecond
+)
+
+// Option configures a Client, a Redlock, or one Mutex or RWMutex. Options
+// given to a lock override those of its client; options that do not apply
+// to a kind of lock are ignored by it.
+type Option func(*config)
+
+type config struct {
+	prefix      string
+	lease       time.Duration
+	fixed       bool // the lease is fixed: no watchdog renews it
+	minBackoff  time.Duration
+	maxBackoff  time.Duration
+	drift       float64
+	nodeTimeout time.Duration
+	logger      *slog.Logger
+	err         error // the first invalid option
+}
+
+func defaultConfig() config {
+	return config{
+		prefix:      DefaultPrefix,
+		lease:       DefaultLease,
+		minBackoff:  DefaultMinBackoff,
+		maxBackoff:  DefaultMaxBackoff,
+		drift:       DefaultDriftFactor,
+		nodeTimeout: DefaultNodeTimeout,
+		logger:      slog.New(slog.DiscardHandler),
+	}
+}
+
+func (c *config) apply(opts []Option) {
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+}
+
+func (c *config) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("lock: "+format, args...)
+	}
+}
+
+// driftFor is the allowance subtracted from a lease when computing how long
+// the holder may trust it: clocks of the holder and of Redis advance at
+// slightly different rates.
+func (c *config) driftFor(lease time.Duration) time.Duration {
+	return time.Duration(float64(lease)*c.drift) + driftFloor
+}
+
+// WithPrefix sets the prefix of every key and channel (default "lock:").
+// It may not contain '{' or '}', which would change the hash tag.
+func WithPrefix(prefix string) Option {
+	return func(c *config) {
+		if err := validPrefix(prefix); err != nil {
+			c.fail("%v", err)
+			return
+		}
+		c.prefix = prefix
+	}
+}
+
+// WithLease gives locks a fixed lease: the lock expires d after it was taken
+// (or last extended with Handle.Extend) and no watchdog renews it. The
+// handle's context is cancelled when the lease runs out.
+func WithLease(d time.Duration) Option {
+	return func(c *config) {
+		if d < minLease {
+			c.fail("lease %v is shorter than %v", d, minLease)
+			return
+		}
+		c.lease, c.fixed = d, true
+	}
+}
+
+// WithWatchdog makes locks renewable (the default): the lock is taken with
+// lease d and the client's watchdog renews it every d/3 for as long as the
+// handle is held, so a holder that dies frees the lock within d.
+func WithWatchdog(d time.Duration) Option {
+	return func(c *config) {
+		if d < minLease {
+			c.fail("watchdog lease %v is shorter than %v", d, minLease)
+			return
+		}
+		c.lease, c.fixed = d, false
+	}
+}
+
+// WithBackoff bounds the jittered exponential backoff between attempts of a
+// waiting Lock. Waiters are normally woken by the release notification; the
+// backoff is the fallback when a notification is missed, and every wait is
+// also capped by the remaining lease of the current holder.
+func WithBackoff(min, max time.Duration) Option {
+	return func(c *config) {
+		if min <= 0 || max < min {
+			c.fail("invalid backoff [%v, %v]", min, max)
+			return
+		}
+		c.minBackoff, c.maxBackoff = min, max
+	}
+}
+
+// WithDriftFactor sets the clock drift allowance as a fraction of the lease
+// (default 0.01, plus 2 ms). A holder trusts its lock for lease minus the
+// allowance.
+func WithDriftFactor(f float64) Option {
+	return func(c *config) {
+		if f < 0 || f >= 0.5 {
+			c.fail("drift factor %v outside [0, 0.5)", f)
+			return
+		}
+		c.drift = f
+	}
+}
+
+// WithNodeTimeout bounds each Redlock call to one node (default 50 ms), so
+// that a dead node costs a bounded part of the lease.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.fail("node timeout %v is not positive", d)
+			return
+		}
+		c.nodeTimeout = d
+	}
+}
+
+// WithLogger sets the logger for errors the package handles itself (failed
+// renewals, notification connection trouble, best-effort cleanups). The
+// default discards them.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			c.fail("nil logger")
+			return
+		}
+		c.logger = l
+	}
+}

@@ -1,0 +1,231 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redlock takes locks on N independent Redis masters (not replicas of each
+// other, not one cluster) with the Redlock algorithm: a lock is held when a
+// majority of nodes (N/2+1) granted it within its lease, and is trusted for
+// the lease minus the time the acquisition took minus a clock drift
+// allowance. See the package documentation for when that is and is not safe.
+//
+// A Redlock mutex supports Lock, TryLock, reentrancy, Extend, TTL and the
+// watchdog like any Mutex. It has no fencing tokens (Token is 0) and no
+// release notifications: waiters retry on their jittered backoff.
+type Redlock struct {
+	*engine
+	nodes  []redis.UniversalClient
+	quorum int
+	cfg    config
+}
+
+// NewRedlock returns a Redlock over nodes. Each node must be an independent
+// master; using the clients of one replicated deployment would defeat the
+// algorithm. Close does not close the node clients.
+func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error) {
+	if len(nodes) == 0 {
+		return nil, errors.New("lock: redlock needs at least one node")
+	}
+	for i, n := range nodes {
+		if n == nil {
+			return nil, fmt.Errorf("lock: redlock node %d is nil", i)
+		}
+	}
+	cfg := defaultConfig()
+	cfg.apply(opts)
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	r := &Redlock{nodes: slices.Clone(nodes), quorum: len(nodes)/2 + 1, cfg: cfg}
+	r.engine = newEngine(cfg.logger, nil, r.renewBatch)
+	return r, nil
+}
+
+// Close stops the watchdog. Held locks expire with their leases.
+func (r *Redlock) Close() error {
+	r.engine.close()
+	return nil
+}
+
+// Quorum returns how many nodes must grant a lock: len(nodes)/2 + 1.
+func (r *Redlock) Quorum() int { return r.quorum }
+
+// Mutex returns the exclusive lock called name, held on a quorum of nodes.
+func (r *Redlock) Mutex(name string, opts ...Option) *Mutex {
+	m := &Mutex{e: r.engine, cfg: r.cfg}
+	m.cfg.apply(opts)
+	base, err := baseKey(m.cfg.prefix, name)
+	if err != nil && m.cfg.err == nil {
+		m.cfg.err = err
+	}
+	b := &redlockBackend{lname: name, quorum: r.quorum, cfg: &m.cfg}
+	for _, n := range r.nodes {
+		b.nodes = append(b.nodes, newHoldBackend(n, name, []string{base, base + fenceSuffix},
+			acquireScript, false, "", "", publisher{}, &m.cfg))
+	}
+	m.b = b
+	return m
+}
+
+func (r *Redlock) renewBatch(ctx context.Context, batch []renewReq) []renewal {
+	out := make([]renewal, len(batch))
+	for i, req := range batch {
+		out[i].validUntil, out[i].err = req.h.b.renew(ctx, req.h.owner, req.lease)
+	}
+	return out
+}
+
+// redlockBackend runs every operation on all nodes at once, each call
+// bounded by the node timeout, and judges the outcome by the quorum.
+type redlockBackend struct {
+	lname  string
+	nodes  []*holdBackend
+	quorum int
+	cfg    *config
+}
+
+func (b *redlockBackend) name() string     { return b.lname }
+func (b *redlockBackend) id() string       { return b.nodes[0].keys[0] }
+func (b *redlockBackend) channel() string  { return "" }
+func (b *redlockBackend) shared() bool     { return false }
+func (b *redlockBackend) waitList() string { return "" }
+
+// each runs f on every node in parallel with the node timeout.
+func (b *redlockBackend) each(ctx context.Context, f func(ctx context.Context, i int, n *holdBackend)) {
+	var wg sync.WaitGroup
+	for i, n := range b.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nctx, cancel := context.WithTimeout(ctx, b.cfg.nodeTimeout)
+			defer cancel()
+			f(nctx, i, n)
+		}()
+	}
+	wg.Wait()
+}
+
+func (b *redlockBackend) acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
+	start := time.Now()
+	res := make([]acquired, len(b.nodes))
+	errs := make([]error, len(b.nodes))
+	b.each(ctx, func(ctx context.Context, i int, n *holdBackend) {
+		res[i], errs[i] = n.acquire(ctx, owner, lease)
+	})
+	granted, wait := 0, time.Duration(-1)
+	var holds int64
+	for i, a := range res {
+		switch {
+		case errs[i] != nil:
+		case a.holds > 0:
+			granted++
+			holds = max(holds, a.holds)
+		case a.wait >= 0 && (wait < 0 || a.wait < wait):
+			wait = a.wait
+		}
+	}
+	drift := b.cfg.driftFor(lease)
+	validity := lease - time.Since(start) - drift
+	if granted >= b.quorum && validity > 0 {
+		return acquired{holds: holds, start: start, validUntil: start.Add(lease - drift)}, nil
+	}
+	// Not enough: give back what was granted, and what may have been
+	// granted where the reply was lost.
+	b.undo(ctx, owner, res, errs)
+	why := fmt.Errorf("%d of %d nodes granted the lock (quorum %d)", granted, len(b.nodes), b.quorum)
+	if granted >= b.quorum {
+		why = fmt.Errorf("quorum reached too late: the acquisition took longer than the lease of %v", lease)
+	}
+	if err := errors.Join(errs...); err != nil {
+		why = fmt.Errorf("%w: %w", why, err)
+	}
+	return acquired{wait: wait, start: start, why: why}, nil
+}
+
+func (b *redlockBackend) undo(ctx context.Context, owner string, res []acquired, errs []error) {
+	b.each(context.WithoutCancel(ctx), func(ctx context.Context, i int, n *holdBackend) {
+		if res[i].holds > 0 || (errs[i] != nil && ambiguous(errs[i])) {
+			_ = n.release(ctx, owner, false)
+		}
+	})
+}
+
+func (b *redlockBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
+	start := time.Now()
+	errs := make([]error, len(b.nodes))
+	b.each(ctx, func(ctx context.Context, i int, n *holdBackend) {
+		_, errs[i] = n.renew(ctx, owner, lease)
+	})
+	ok, lost := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrLost):
+			lost++
+		}
+	}
+	drift := b.cfg.driftFor(lease)
+	if ok >= b.quorum && time.Since(start) < lease-drift {
+		return start.Add(lease - drift), nil
+	}
+	if lost > len(b.nodes)-b.quorum {
+		return time.Time{}, lostf("%q: only %d of %d nodes still hold the lock (quorum %d)", b.lname, len(b.nodes)-lost, len(b.nodes), b.quorum)
+	}
+	return time.Time{}, fmt.Errorf("lock: renew %q: %d of %d nodes renewed (quorum %d): %w", b.lname, ok, len(b.nodes), b.quorum, errors.Join(errs...))
+}
+
+func (b *redlockBackend) release(ctx context.Context, owner string, all bool) error {
+	errs := make([]error, len(b.nodes))
+	b.each(ctx, func(ctx context.Context, i int, n *holdBackend) {
+		errs[i] = n.release(ctx, owner, all)
+	})
+	released, notHeld := 0, 0
+	var failed []error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			released++
+		case errors.Is(err, ErrNotHeld):
+			notHeld++
+		default:
+			failed = append(failed, err)
+		}
+	}
+	if released+notHeld < b.quorum {
+		return fmt.Errorf("lock: release %q: %d of %d nodes answered (quorum %d): %w", b.lname, released+notHeld, len(b.nodes), b.quorum, errors.Join(failed...))
+	}
+	if released == 0 {
+		return fmt.Errorf("%w: %q", ErrNotHeld, b.lname)
+	}
+	return nil
+}
+
+func (b *redlockBackend) ttl(ctx context.Context, owner string) (time.Duration, error) {
+	ttls := make([]time.Duration, len(b.nodes))
+	errs := make([]error, len(b.nodes))
+	b.each(ctx, func(ctx context.Context, i int, n *holdBackend) {
+		ttls[i], errs[i] = n.ttl(ctx, owner)
+	})
+	var held []time.Duration
+	for i, err := range errs {
+		if err == nil {
+			held = append(held, ttls[i])
+		}
+	}
+	if len(held) < b.quorum {
+		return 0, fmt.Errorf("%w: %q: held on %d of %d nodes (quorum %d)", ErrNotHeld, b.lname, len(held), len(b.nodes), b.quorum)
+	}
+	// The lock stands while a quorum holds it: the quorum-th longest lease.
+	slices.Sort(held)
+	slices.Reverse(held)
+	return held[b.quorum-1], nil
+}

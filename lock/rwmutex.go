@@ -1,0 +1,134 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RWMutex is a read-write lock: any number of readers, or one writer. Each
+// reader holds its own lease (renewed by the watchdog like any lock), so a
+// crashed reader frees its share within its lease. Readers get in while a
+// writer waits, so a steady stream of readers can delay writers; upgrading a
+// read lock to a write lock is refused with ErrUpgrade, while a writer may
+// take read locks (downgrade) with its own owner id.
+type RWMutex struct {
+	e      *engine
+	cfg    config
+	writer backend
+	reader backend
+}
+
+// RWMutex returns the read-write lock called name. Its keys differ from
+// those of the Mutex of the same name: the two are different locks.
+func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
+	rw := &RWMutex{e: c.engine, cfg: c.cfg}
+	rw.cfg.apply(opts)
+	base, err := baseKey(rw.cfg.prefix, name)
+	if err != nil && rw.cfg.err == nil {
+		rw.cfg.err = err
+	}
+	keys := []string{base + rwSuffix, base + readersSuffix, base + holdsSuffix, base + fenceSuffix}
+	channel := base + rwSuffix + releasedSuffix
+	// Releases of an RWMutex wake every client: all of their readers may
+	// get in at once.
+	rw.writer = newHoldBackend(c.rdb, name, keys, writeAcquireScript, true, channel, "", c.pub, &rw.cfg)
+	rw.reader = &readBackend{rdb: c.rdb, lname: name, keys: keys, channelN: channel, cfg: &rw.cfg,
+		args: newScriptArgs(rw.cfg.lease, c.pub.cmd, channel, c.pub.payload)}
+	return rw
+}
+
+// Name returns the lock's name.
+func (rw *RWMutex) Name() string { return rw.writer.name() }
+
+// Lock takes the write lock, waiting for the writer and all readers to leave.
+func (rw *RWMutex) Lock(ctx context.Context) (*Handle, error) {
+	return rw.e.obtain(ctx, rw.writer, &rw.cfg, true)
+}
+
+// TryLock takes the write lock if nobody else holds the lock.
+func (rw *RWMutex) TryLock(ctx context.Context) (*Handle, error) {
+	return rw.e.obtain(ctx, rw.writer, &rw.cfg, false)
+}
+
+// RLock takes a read lock, waiting while another owner holds the write lock.
+func (rw *RWMutex) RLock(ctx context.Context) (*Handle, error) {
+	return rw.e.obtain(ctx, rw.reader, &rw.cfg, true)
+}
+
+// TryRLock takes a read lock unless another owner holds the write lock.
+func (rw *RWMutex) TryRLock(ctx context.Context) (*Handle, error) {
+	return rw.e.obtain(ctx, rw.reader, &rw.cfg, false)
+}
+
+// readBackend is the reader side of an RWMutex.
+type readBackend struct {
+	rdb      redis.UniversalClient
+	lname    string
+	keys     []string
+	channelN string
+	cfg      *config
+	args     scriptArgs
+}
+
+func (b *readBackend) name() string     { return b.lname }
+func (b *readBackend) id() string       { return b.keys[1] }
+func (b *readBackend) channel() string  { return b.channelN }
+func (b *readBackend) shared() bool     { return true }
+func (b *readBackend) waitList() string { return "" }
+
+func (b *readBackend) acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
+	start := time.Now()
+	v, err := readAcquireScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64Slice()
+	if err != nil {
+		return acquired{}, fmt.Errorf("lock: read-acquire %q: %w", b.lname, err)
+	}
+	return parseAcquired(v, start, lease, b.cfg)
+}
+
+func (b *readBackend) queueRenew(ctx context.Context, pipe redis.Pipeliner, owner string, lease time.Duration) *redis.Cmd {
+	return readRenewScript.EvalSha(ctx, pipe, b.keys, owner, b.args.leaseArg(lease))
+}
+
+func (b *readBackend) renewScript() *redis.Script { return readRenewScript }
+
+func (b *readBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Duration) (time.Time, error) {
+	n, err := cmd.Int64()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("lock: renew read lock %q: %w", b.lname, err)
+	}
+	if n != 1 {
+		return time.Time{}, lostf("%q: the read hold is gone (expired or deleted)", b.lname)
+	}
+	return start.Add(lease - b.cfg.driftFor(lease)), nil
+}
+
+func (b *readBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
+	start := time.Now()
+	return b.renewResult(readRenewScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)), start, lease)
+}
+
+func (b *readBackend) release(ctx context.Context, owner string, all bool) error {
+	n, err := readReleaseScript.Run(ctx, b.rdb, b.keys,
+		owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()
+	if err != nil {
+		return fmt.Errorf("lock: release read lock %q: %w", b.lname, err)
+	}
+	if n == -1 {
+		return fmt.Errorf("%w: %q (read)", ErrNotHeld, b.lname)
+	}
+	return nil
+}
+
+func (b *readBackend) ttl(ctx context.Context, owner string) (time.Duration, error) {
+	n, err := readTTLScript.Run(ctx, b.rdb, b.keys, owner).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("lock: ttl of read lock %q: %w", b.lname, err)
+	}
+	if n == -3 {
+		return 0, fmt.Errorf("%w: %q (read)", ErrNotHeld, b.lname)
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}

@@ -1,0 +1,103 @@
+package lock
+
+import "github.com/redis/go-redis/v9"
+
+// The read-write lock scripts. KEYS[1] is the writer's hold hash (the same
+// layout as a Mutex), KEYS[2] a sorted set of reader owners scored by the
+// expiry of their lease (Redis server time, ms), KEYS[3] a hash of reader
+// hold counts, KEYS[4] the fencing counter. Every reader has its own lease,
+// so a dead reader frees its share on time even while others keep renewing;
+// readersPrelude drops the expired ones before anything else.
+const readersPrelude = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local dead = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+for i = 1, #dead do redis.call('HDEL', KEYS[3], dead[i]) end
+if #dead > 0 then redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now) end
+local function keepReaders()
+  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+  if #last == 0 then
+    redis.call('DEL', KEYS[2], KEYS[3])
+    return 0
+  end
+  local ttl = tonumber(last[2]) - now
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+  return ttl
+end
+`
+
+// readAcquireScript adds a read hold for ARGV[1] with lease ARGV[2] ms,
+// unless another owner holds the write lock (its owner may also read: a
+// writer can downgrade). Replies {holds, current fencing counter} or {0,
+// pttl of the writer}.
+var readAcquireScript = redis.NewScript(readersPrelude + `
+local w = redis.call('HGET', KEYS[1], 'owner')
+if w and w ~= ARGV[1] then return {0, redis.call('PTTL', KEYS[1])} end
+local n = redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
+local exp = now + tonumber(ARGV[2])
+local cur = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]) or '0')
+if cur < exp then redis.call('ZADD', KEYS[2], exp, ARGV[1]) end
+keepReaders()
+return {n, tonumber(redis.call('GET', KEYS[4]) or '0')}
+`)
+
+// writeAcquireScript is acquireScript for the writer: the lock must also have
+// no reader. Replies {-1, 0} when ARGV[1] itself holds a read lock, since
+// waiting for itself would never end; {0, ms} gives the wait for the writer
+// or for the longest reader.
+var writeAcquireScript = redis.NewScript(readersPrelude + `
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner ~= ARGV[1] then
+  if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return {-1, 0} end
+  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+  if #last > 0 then return {0, tonumber(last[2]) - now} end
+end
+if not owner then
+  local token = redis.call('INCR', KEYS[4])
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'n', 1, 'token', token)
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, token}
+end
+if owner == ARGV[1] then
+  local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
+  return {n, tonumber(redis.call('HGET', KEYS[1], 'token'))}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`)
+
+// readRenewScript resets ARGV[1]'s read lease to ARGV[2] ms. Replies 1, or 0
+// when its read hold is gone.
+var readRenewScript = redis.NewScript(readersPrelude + `
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+keepReaders()
+return 1
+`)
+
+// readReleaseScript drops one read hold of ARGV[1] (all when ARGV[2] is
+// "1"). When the last reader leaves it announces the release like
+// releaseScript (ARGV[3..5]). Replies the holds left, 0 when the lock became
+// free, -2 when other readers remain, -1 when ARGV[1] held no read lock.
+var readReleaseScript = redis.NewScript(readersPrelude + `
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return -1 end
+if ARGV[2] ~= '1' then
+  local n = redis.call('HINCRBY', KEYS[3], ARGV[1], -1)
+  if n > 0 then return n end
+end
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+if keepReaders() > 0 then return -2 end
+if ARGV[3] ~= '' then redis.call(ARGV[3], ARGV[4], ARGV[5]) end
+return 0
+`)
+
+// readTTLScript replies the remaining read lease of ARGV[1] in ms, or -3.
+var readTTLScript = redis.NewScript(readersPrelude + `
+local s = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not s then return -3 end
+return tonumber(s) - now
+`)

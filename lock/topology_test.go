@@ -1,0 +1,41 @@
+package lock
+
+import (
+	"os"
+	"testing"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+)
+
+// Child processes started by the tests run TestTopologies with envRole set.
+const (
+	envRole       = "LOCK_TEST_ROLE"
+	roleExclusion = "exclusion"
+	roleKilled    = "killed"
+)
+
+// TestTopologies runs every single-Redis test against a single server and a
+// three-master cluster, starting each layout once.
+func TestTopologies(t *testing.T) {
+	if _, ok := redistest.IsChild(); ok {
+		switch os.Getenv(envRole) {
+		case roleExclusion:
+			exclusionChild(t)
+		case roleKilled:
+			killedChild(t)
+		}
+		return
+	}
+	for _, topo := range redistest.Topologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			rdb := topo.New(t)
+			t.Run("mutex", func(t *testing.T) { mutexTests(t, rdb) })
+			t.Run("rwmutex", func(t *testing.T) { rwTests(t, rdb) })
+			t.Run("lease", func(t *testing.T) { leaseTests(t, rdb) })
+			t.Run("subscriptions", func(t *testing.T) { testSubscriptionLifecycle(t, rdb) })
+			t.Run("release names one client", func(t *testing.T) { testReleaseNamesOneClient(t, rdb) })
+			t.Run("close", func(t *testing.T) { testClose(t, rdb) })
+			t.Run("exclusion across processes", func(t *testing.T) { testExclusion(t, rdb) })
+		})
+	}
+}

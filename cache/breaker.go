@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
+	"golang.org/x/sync/singleflight"
 )
 
 // When Redis is down, every call to it waits for a dial or read timeout
@@ -107,8 +108,12 @@ func newBreaker(prefix string, failures int, cooldown time.Duration, onChange fu
 			var reply redis.Error
 			return err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply)
 		},
-		// The caller giving up says nothing about Redis.
-		IsExcluded: func(err error) bool { return errors.Is(err, context.Canceled) },
+		// The caller giving up, or its deadline passing, says nothing
+		// about Redis (with ContextTimeoutEnabled a tight deadline surfaces
+		// as an error here).
+		IsExcluded: func(err error) bool {
+			return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+		},
 	})
 }
 
@@ -136,29 +141,54 @@ func (c *Cache[V]) fallbackLoad(ctx context.Context, key string, load Loader[V],
 	if c.fallbackSem == nil {
 		return zero, redisErr
 	}
-	v, err, _ := c.fallbackGroup.Do(key, func() (any, error) {
-		select {
-		case c.fallbackSem <- struct{}{}:
-		default:
-			c.stats.fallbackRejected.Add(1)
-			return nil, redisErr
-		}
-		defer func() { <-c.fallbackSem }()
-		c.stats.fallbackLoads.Add(1)
-		v, err := c.callLoader(ctx, key, load)
-		if errors.Is(err, ErrNotFound) {
-			return result[V]{null: true}, nil
-		}
-		if err != nil {
-			c.stats.loadErrors.Add(1)
-			return nil, err
-		}
-		return result[V]{v: v}, nil
+	// The shared load runs detached from any one caller (Close cancels it
+	// and waits for it); each caller waits only as long as its own context.
+	detached := context.WithoutCancel(ctx)
+	ch := make(chan singleflight.Result, 1)
+	started := c.goBackground(func() {
+		v, err, shared := c.fallbackGroup.Do(key, func() (r any, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					r, err = nil, fmt.Errorf("cacheguard: fallback load of %q panicked: %v", key, p)
+				}
+			}()
+			ctx, cancel := context.WithCancel(detached)
+			defer cancel()
+			stop := context.AfterFunc(c.closing, cancel)
+			defer stop()
+			select {
+			case c.fallbackSem <- struct{}{}:
+			default:
+				c.stats.fallbackRejected.Add(1)
+				return nil, redisErr
+			}
+			defer func() { <-c.fallbackSem }()
+			c.stats.fallbackLoads.Add(1)
+			v, err := c.callLoader(ctx, key, load)
+			if errors.Is(err, ErrNotFound) {
+				return result[V]{null: true}, nil
+			}
+			if err != nil {
+				c.stats.loadErrors.Add(1)
+				return nil, err
+			}
+			return result[V]{v: v}, nil
+		})
+		ch <- singleflight.Result{Val: v, Err: err, Shared: shared}
 	})
-	if err != nil {
-		return zero, err
+	if !started {
+		return zero, ErrClosed
 	}
-	r := v.(result[V])
+	var res singleflight.Result
+	select {
+	case res = <-ch:
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+	if res.Err != nil {
+		return zero, res.Err
+	}
+	r := res.Val.(result[V])
 	if r.null {
 		return zero, ErrNotFound
 	}

@@ -88,6 +88,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	var err error
 	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger, hot: cfg.local.hot}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -96,6 +97,13 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.hooks = *cfg.hooks
 	}
 	c.subscribed = make(chan struct{})
+	if c.source, err = newSourceID(); err != nil {
+		return nil, err
+	}
+	c.channel = cfg.local.channel
+	if c.channel == "" {
+		c.channel = "cacheguard:invalidate:" + cfg.prefix
+	}
 	if cfg.breakerFailures > 0 {
 		c.breaker = newBreaker(cfg.prefix, cfg.breakerFailures, cfg.breakerCooldown, func(from, to gobreaker.State) {
 			c.report("", fmt.Errorf("cacheguard: redis circuit %s -> %s", from, to))
@@ -274,14 +282,7 @@ func (c *Cache[V]) startLocal() error {
 	if err != nil {
 		return err
 	}
-	if c.source, err = newSourceID(); err != nil {
-		return err
-	}
 	c.local = store
-	c.channel = l.channel
-	if c.channel == "" {
-		c.channel = "cacheguard:invalidate:" + c.cfg.prefix
-	}
 	c.epoch.Store(1) // down until the first subscription is confirmed
 	c.coarseNow.Store(time.Now().UnixNano())
 	c.goBackground(c.runCoarseClock)

@@ -23,6 +23,9 @@ type result[V any] struct {
 	v    V
 	null bool
 	size int // encoded size, the local tier's cost
+	// noLocal keeps the result out of the local tier: its fill was refused
+	// (a write raced it), or the entry is stale or being refreshed.
+	noLocal bool
 }
 
 // Get returns the value for key, loading it with load on a miss.
@@ -146,7 +149,7 @@ func (c *Cache[V]) decodeHit(key string, raw []byte) (result[V], envelope, bool)
 		return result[V]{}, env, false
 	}
 	c.stats.hits.Add(1)
-	return result[V]{v: v}, env, true
+	return result[V]{v: v, noLocal: env.flags&(flagStale|flagRefreshing) != 0}, env, true
 }
 
 // sharedFill runs one fill per key in this process and hands its result to
@@ -162,7 +165,14 @@ func (c *Cache[V]) sharedFill(ctx context.Context, key, rkey string, load Loader
 	done := make(chan outcome, 1)
 	detached := context.WithoutCancel(ctx)
 	started := c.goBackground(func() {
-		v, err, _ := c.group.Do(rkey, func() (any, error) {
+		v, err, _ := c.group.Do(rkey, func() (r any, err error) {
+			// A panic here (a codec's, say) would be re-raised by
+			// singleflight on a goroutine nobody can recover on.
+			defer func() {
+				if p := recover(); p != nil {
+					r, err = nil, fmt.Errorf("cacheguard: fill of %q panicked: %v", key, p)
+				}
+			}()
 			fctx, cancel := context.WithCancel(detached)
 			defer cancel()
 			stop := context.AfterFunc(c.closing, cancel)
@@ -233,7 +243,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			}
 			fallthrough // undecodable: replace it
 		case kindForeign:
-			c.stats.corrupt.Add(1)
+			// Counted as corrupt where it was first read (decodeHit).
 			ok, err := l.takeOver(ctx, c.rdb, prev, c.cfg.lease)
 			if err != nil {
 				return result[V]{}, c.redisError(key, "take over", err)
@@ -245,7 +255,15 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 				}
 				return r, err
 			}
-			continue // the key changed under us: look again
+			// The key changed under us: look again, within the wait
+			// budget and the caller's patience.
+			if time.Now().After(deadline) {
+				return result[V]{}, fmt.Errorf("%w: %q kept changing under takeover", ErrWaitTimeout, key)
+			}
+			if err := ctx.Err(); err != nil {
+				return result[V]{}, err
+			}
+			continue
 		case kindLease:
 		}
 		// Someone else holds the lease.
@@ -314,7 +332,8 @@ func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Lo
 		c.hooks.afterLoad(key)
 	}
 	if errors.Is(err, ErrNotFound) {
-		return result[V]{null: true}, c.store(ctx, key, l, nil, true, delta), nil
+		landed = c.store(ctx, key, l, nil, true, delta)
+		return result[V]{null: true, noLocal: !landed}, landed, nil
 	}
 	if err != nil {
 		c.stats.loadErrors.Add(1)
@@ -338,9 +357,10 @@ func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Lo
 		if rerr := l.release(ctx, c.rdb); rerr != nil {
 			c.report(key, c.redisError(key, "release lease", rerr))
 		}
-		return result[V]{v: v}, true, nil
+		return result[V]{v: v, noLocal: true}, true, nil
 	}
-	return result[V]{v: v, size: len(payload)}, c.store(ctx, key, l, payload, false, delta), nil
+	landed = c.store(ctx, key, l, payload, false, delta)
+	return result[V]{v: v, size: len(payload), noLocal: !landed}, landed, nil
 }
 
 // store writes the envelope through the lease and reports whether it was

@@ -21,7 +21,10 @@ type BatchLoader[V any] func(ctx context.Context, keys []string) (map[string]V, 
 // reads, one for the leases, one for the fills. Keys whose lease another
 // caller holds are waited for (up to WithWait) and retried together. If the
 // wait runs out, GetMany returns what it has with an error wrapping
-// ErrWaitTimeout; a Redis error fails the whole call.
+// ErrWaitTimeout; after a Redis error it likewise returns what it has (local
+// hits, say) with an error wrapping ErrRedis, and releases any lease it took.
+// GetMany goes through the circuit breaker but has no stale or fallback
+// answers: use Get for keys that must be served while Redis is down.
 func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[V]) (map[string]V, error) {
 	if load == nil {
 		return nil, ErrNilLoader
@@ -67,19 +70,25 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 
 	clock := c.localClock()
 	gets := make([]*redis.StringCmd, len(todo))
-	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	done, err := c.allow(todo[0])
+	if err != nil {
+		return out, err
+	}
+	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range todo {
 			gets[i] = p.Get(ctx, c.cfg.prefix+k)
 		}
 		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, c.redisError(todo[0], "get many", err)
+	})
+	done(err)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return out, c.redisError(todo[0], "get many", err)
 	}
 	var misses []string
 	for i, k := range todo {
 		raw, err := gets[i].Bytes()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, c.redisError(k, "get many", err)
+			return out, c.redisError(k, "get many", err)
 		}
 		if err == nil {
 			if r, _, ok := c.decodeHit(k, raw); ok {
@@ -118,26 +127,35 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			}
 			leases[i] = l
 		}
-		if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		done, err := c.allow(pending[0])
+		if err != nil {
+			return err
+		}
+		_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, l := range leases {
 				acq[i] = p.SetArgs(ctx, l.key, l.ph, redis.SetArgs{Mode: "NX", Get: true, TTL: c.cfg.lease})
 			}
 			return nil
-		}); err != nil && !errors.Is(err, redis.Nil) {
-			return c.redisError(pending[0], "acquire leases", err)
-		}
+		})
+		done(err)
+		// Read every reply before acting on an error, so that leases this
+		// round did take are released rather than left to block others.
 		var held []lease
-		var heldKeys, waiting []string
+		var heldKeys, waiting, foreign []string
+		var foreignLeases []lease
+		var foreignPrev [][]byte
+		var firstErr error
 		for i, k := range pending {
 			prev, err := acq[i].Bytes()
-			if errors.Is(err, redis.Nil) {
+			switch {
+			case errors.Is(err, redis.Nil):
 				held, heldKeys = append(held, leases[i]), append(heldKeys, k)
 				continue
-			}
-			if err != nil {
-				// Leases taken in this round stay until they expire; the
-				// caller sees the outage.
-				return c.redisError(k, "acquire lease", err)
+			case err != nil:
+				if firstErr == nil {
+					firstErr = c.redisError(k, "acquire lease", err)
+				}
+				continue
 			}
 			switch classify(prev) {
 			case kindLease:
@@ -151,13 +169,24 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 					continue
 				}
 			}
-			c.stats.corrupt.Add(1)
-			ok, err := leases[i].takeOver(ctx, c.rdb, prev, c.cfg.lease)
+			foreign, foreignLeases, foreignPrev = append(foreign, k), append(foreignLeases, leases[i]), append(foreignPrev, prev)
+		}
+		if firstErr != nil {
+			if len(held) > 0 {
+				c.releaseMany(ctx, held)
+			}
+			return firstErr
+		}
+		for i, k := range foreign {
+			ok, err := foreignLeases[i].takeOver(ctx, c.rdb, foreignPrev[i], c.cfg.lease)
 			if err != nil {
+				if len(held) > 0 {
+					c.releaseMany(ctx, held)
+				}
 				return c.redisError(k, "take over", err)
 			}
 			if ok {
-				held, heldKeys = append(held, leases[i]), append(heldKeys, k)
+				held, heldKeys = append(held, foreignLeases[i]), append(heldKeys, k)
 			} else {
 				waiting = append(waiting, k)
 			}

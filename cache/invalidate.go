@@ -80,13 +80,15 @@ func (c *Cache[V]) sharded() bool {
 
 // afterWrite runs after a write to keys landed in Redis: it drops them from
 // the local tier and tells the other instances to.
+//
+// It publishes even when this instance has no local tier: a writer service
+// often has none while its readers do.
 func (c *Cache[V]) afterWrite(ctx context.Context, keys ...string) {
-	if c.local == nil {
-		return
-	}
-	c.invalSeq.Add(1)
-	for _, k := range keys {
-		c.local.Del(k)
+	if c.local != nil {
+		c.invalSeq.Add(1)
+		for _, k := range keys {
+			c.local.Del(k)
+		}
 	}
 	msg := encodeInvalidation(c.source, keys)
 	var err error
@@ -145,8 +147,22 @@ func (c *Cache[V]) subscribe() {
 		retry = subscribeRetryMin
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
 				c.subscriptionUp()
+			case "unsubscribe", "sunsubscribe":
+				// The server dropped us: on a cluster, the channel's slot
+				// moved. go-redis does not resubscribe by itself.
+				c.subscriptionDown(fmt.Errorf("server ended the subscription (%s)", m.Kind))
+				var err error
+				if c.sharded() {
+					err = ps.SSubscribe(ctx, c.channel)
+				} else {
+					err = ps.Subscribe(ctx, c.channel)
+				}
+				if err != nil {
+					c.report("", fmt.Errorf("cacheguard: resubscribe %s: %w", c.channel, err))
+				}
 			}
 		case *redis.Message:
 			c.onInvalidation(m.Payload)
@@ -157,8 +173,8 @@ func (c *Cache[V]) subscribe() {
 func (c *Cache[V]) subscriptionDown(err error) {
 	if e := c.epoch.Load(); e%2 == 0 {
 		c.epoch.CompareAndSwap(e, e+1)
-		c.report("", fmt.Errorf("cacheguard: invalidation subscription lost, local tier off until it is back: %w", err))
 	}
+	c.report("", fmt.Errorf("cacheguard: invalidation subscription down, local tier off until it is back: %w", err))
 }
 
 func (c *Cache[V]) subscriptionUp() {
@@ -190,6 +206,7 @@ func (c *Cache[V]) onInvalidation(payload string) {
 	for _, k := range keys {
 		c.local.Del(k)
 	}
+	c.forget(keys)
 	if c.hooks.onInvalidate != nil {
 		c.hooks.onInvalidate(keys)
 	}

@@ -123,7 +123,7 @@ func (c *Cache[V]) keepAlive(ctx context.Context, l lease, stop <-chan struct{})
 			c.hooks.onExtend(l.key, ok)
 		}
 		if err != nil {
-			c.redisError(l.key, "extend lease", err)
+			c.report(l.key, c.redisError(l.key, "extend lease", err))
 		} else if !ok {
 			// Deleted or overwritten: the fill will be refused; no point
 			// extending a lease we no longer hold.

@@ -198,7 +198,7 @@ func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
 // admit puts a value that just came from Redis or a load into the local tier,
 // if the key qualifies and the invalidation subscription is up.
 func (c *Cache[V]) admit(key string, r result[V], size int, before localClock) {
-	if c.local == nil || before.epoch%2 == 1 || before != c.localClock() {
+	if c.local == nil || r.noLocal || before.epoch%2 == 1 || before != c.localClock() {
 		return // subscription down, or an invalidation arrived since the read
 	}
 	epoch := before.epoch
@@ -210,6 +210,11 @@ func (c *Cache[V]) admit(key string, r result[V], size int, before localClock) {
 	e := &LocalEntry[V]{Value: r.v, Null: r.null, epoch: epoch,
 		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano()}
 	c.local.Set(key, e, int64(size+len(key)+64), ttl+c.cfg.local.stale)
+	if c.localClock() != before {
+		// An invalidation landed between the check above and the Set; it
+		// may have missed the entry, so drop it ourselves.
+		c.local.Del(key)
+	}
 }
 
 // localClock is read before going to Redis and compared before admitting what

@@ -16,6 +16,7 @@ type config struct {
 	ttl           time.Duration
 	jitter        float64
 	nullTTL       time.Duration
+	nullTTLSet    bool
 	lease         time.Duration
 	wait          time.Duration
 	loadTimeout   time.Duration
@@ -85,13 +86,14 @@ func WithJitter(f float64) Option {
 }
 
 // WithNullTTL sets how long an absence (the loader returned ErrNotFound) is
-// cached, jittered like values (default 1 minute). It must not exceed the TTL.
+// cached, jittered like values (default 1 minute, or the TTL if shorter). It
+// must not exceed the TTL.
 func WithNullTTL(ttl time.Duration) Option {
 	return func(c *config) {
 		if ttl <= 0 {
 			c.invalid("null TTL %v must be positive", ttl)
 		}
-		c.nullTTL = ttl
+		c.nullTTL, c.nullTTLSet = ttl, true
 	}
 }
 
@@ -176,6 +178,9 @@ func WithEarlyRefresh(beta float64) Option {
 }
 
 func (c *config) validate() error {
+	if !c.nullTTLSet && c.nullTTL > c.ttl {
+		c.nullTTL = c.ttl // the default adapts to a short TTL
+	}
 	if c.nullTTL > c.ttl {
 		c.invalid("null TTL %v longer than TTL %v", c.nullTTL, c.ttl)
 	}

@@ -2,7 +2,9 @@ package cache
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -95,6 +97,11 @@ func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envel
 }
 
 func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte, load Loader[V]) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.report(key, fmt.Errorf("cacheguard: refresh of %q panicked: %v", key, p))
+		}
+	}()
 	marked := append([]byte(nil), header...)
 	marked[3] |= flagRefreshing
 	ok, err := markRefreshScript.Run(ctx, c.rdb, []string{rkey}, header, marked[3:4]).Int()
@@ -133,7 +140,10 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 			return
 		}
 	}
-	env := appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, 0, c.now().Add(ttl), delta, payload)
+	// Keep the replaced entry's version, so that a versioned write older
+	// than it is still refused after the refresh.
+	version := binary.BigEndian.Uint64(header[4:12])
+	env := appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload)
 	n, err := refreshFillScript.Run(ctx, c.rdb, []string{rkey}, marked, env, ttl.Milliseconds()).Int()
 	if err != nil {
 		c.report(key, c.redisError(key, "refresh fill", err))

@@ -18,8 +18,9 @@ import (
 
 // markStaleScript: for a value envelope, set flagStale, clear flagRefreshing (a
 // refresh that loaded before the write must not land: the header changes) and
-// cap the TTL at ARGV[1] ms; return 1. Anything else (a lease, a cached
-// absence, foreign bytes) is deleted as by Delete; return 2. Missing: 0.
+// cap the TTL at ARGV[1] ms; return 1. A versioned tombstone is left as it is
+// (3). Anything else (a lease, a cached absence, foreign bytes) is deleted as
+// by Delete; return 2. Missing: 0.
 var markStaleScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if not v then
@@ -33,6 +34,11 @@ if #v >= ` + headerSizeLua + ` and string.byte(v, 1) == 254 and string.byte(v, 2
 		redis.call('PEXPIRE', KEYS[1], ARGV[1])
 	end
 	return 1
+end
+-- A versioned tombstone (a null entry with a version) stays: deleting it
+-- would let an older versioned write land.
+if #v >= ` + headerSizeLua + ` and string.byte(v, 1) == 254 and string.byte(v, 2) == 99 and string.sub(v, 5, 12) ~= string.rep('\0', 8) then
+	return 3
 end
 redis.call('DEL', KEYS[1])
 return 2

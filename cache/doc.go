@@ -27,6 +27,10 @@
 //   - Inconsistency (a slow reader writes an old value back after a writer's
 //     delete): refused by the lease, whatever the timing.
 //
+// Values handed out may be shared: callers of one load get the same value,
+// and a local-tier hit returns the stored one. Treat them as read-only (copy
+// a slice, map or pointed-to struct before changing it).
+//
 // Values of type string and []byte are stored as they are; other types go
 // through a Codec (JSON by default). Bytes under a key that are not an
 // envelope this package wrote are treated as a miss and overwritten, never

@@ -400,21 +400,31 @@ func (c *Cache[V]) loadDirect(ctx context.Context, key string, load Loader[V]) (
 	return result[V]{v: v}, nil
 }
 
-// callLoader runs load under the load timeout and turns a panic into an
-// error, since the load runs on a goroutine no caller could recover on.
+// callLoader runs load through runLoad.
 func (c *Cache[V]) callLoader(ctx context.Context, key string, load Loader[V]) (v V, err error) {
+	err = c.runLoad(ctx, fmt.Sprintf("loader for %q", key), func(ctx context.Context) (err error) {
+		v, err = load(ctx, key)
+		return err
+	})
+	return v, err
+}
+
+// runLoad runs one loader call: under the load timeout and the WithMaxLoads
+// cap, counted, and with a panic turned into an error, since loads run on
+// goroutines no caller could recover on.
+func (c *Cache[V]) runLoad(ctx context.Context, what string, call func(context.Context) error) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.loadTimeout)
 	defer cancel()
 	release, err := c.loadSlot(ctx)
 	if err != nil {
-		return v, err
+		return err
 	}
 	defer release()
 	c.stats.loads.Add(1)
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("cacheguard: loader for %q panicked: %v", key, p)
+			err = fmt.Errorf("cacheguard: %s panicked: %v", what, p)
 		}
 	}()
-	return load(ctx, key)
+	return call(ctx)
 }

@@ -354,20 +354,10 @@ func (c *Cache[V]) loadManyDirect(ctx context.Context, keys []string, load Batch
 }
 
 func (c *Cache[V]) callBatchLoader(ctx context.Context, keys []string, load BatchLoader[V]) (rows map[string]V, err error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.loadTimeout)
-	defer cancel()
-	release, err := c.loadSlot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	c.stats.loads.Add(1)
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("cacheguard: batch loader panicked: %v", p)
-		}
-	}()
-	rows, err = load(ctx, keys)
+	err = c.runLoad(ctx, "batch loader", func(ctx context.Context) (err error) {
+		rows, err = load(ctx, keys)
+		return err
+	})
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil // all missing
 	}

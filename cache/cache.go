@@ -171,15 +171,11 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	if err := c.check(ctx, key); err != nil {
 		return err
 	}
-	payload, err := c.codec.encode(v)
+	payload, err := c.encode(key, v)
 	if err != nil {
-		return fmt.Errorf("cacheguard: encode %q: %w", key, err)
+		return err
 	}
-	if c.tooLarge(payload) {
-		return fmt.Errorf("%w: %q encodes to %d bytes, limit %d", ErrValueTooLarge, key, len(payload), c.cfg.maxValueSize)
-	}
-	ttl := jittered(c.cfg.ttl, c.cfg.jitter)
-	env := appendEnvelope(make([]byte, 0, headerSize+len(payload)), 0, 0, c.now().Add(ttl), 0, payload)
+	env, ttl := c.entry(false, 0, 0, payload)
 	done, err := c.allow(key)
 	if err != nil {
 		return err
@@ -242,8 +238,36 @@ func (c *Cache[V]) check(ctx context.Context, key string) error {
 	return ctx.Err()
 }
 
-func (c *Cache[V]) tooLarge(payload []byte) bool {
-	return c.cfg.maxValueSize > 0 && len(payload) > c.cfg.maxValueSize
+// encode turns v into the bytes to cache: a codec error is wrapped, and a
+// payload over the size limit is an error wrapping ErrValueTooLarge.
+func (c *Cache[V]) encode(key string, v V) ([]byte, error) {
+	payload, err := c.codec.encode(v)
+	if err != nil {
+		return nil, fmt.Errorf("cacheguard: encode %q: %w", key, err)
+	}
+	if c.cfg.maxValueSize > 0 && len(payload) > c.cfg.maxValueSize {
+		return nil, fmt.Errorf("%w: %q encodes to %d bytes, limit %d", ErrValueTooLarge, key, len(payload), c.cfg.maxValueSize)
+	}
+	return payload, nil
+}
+
+// uncacheable reports an encode error for a value that is served but not
+// cached, counting the size limit's refusals.
+func (c *Cache[V]) uncacheable(key string, err error) {
+	if errors.Is(err, ErrValueTooLarge) {
+		c.stats.tooLarge.Add(1)
+	}
+	c.report(key, err)
+}
+
+// entry builds the envelope for payload (or for an absence, null) with its
+// jittered TTL: the value TTL, or the null TTL for an absence.
+func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload []byte) ([]byte, time.Duration) {
+	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
+	if null {
+		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), flagNull
+	}
+	return appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload), ttl
 }
 
 func (c *Cache[V]) now() time.Time {

@@ -123,33 +123,41 @@ func (c *Cache[V]) unavailable(ctx context.Context, key string, load Loader[V], 
 	return e.Value, nil
 }
 
-// decodeHit turns the bytes of a GET into a result; ok is false for a lease
-// placeholder or bytes that are not a decodable envelope (a miss).
+// decodeHit turns the bytes of a GET into a result, counting it; ok is false
+// for a lease placeholder or bytes that are not a decodable envelope (a miss).
 func (c *Cache[V]) decodeHit(key string, raw []byte) (result[V], envelope, bool) {
-	switch classify(raw) {
-	case kindLease:
-		return result[V]{}, envelope{}, false
-	case kindForeign:
-		c.stats.corrupt.Add(1)
+	if classify(raw) == kindLease {
 		return result[V]{}, envelope{}, false
 	}
+	r, env, ok := c.decodeEntry(key, raw)
+	switch {
+	case !ok:
+		c.stats.corrupt.Add(1)
+	case r.null:
+		c.stats.nullHits.Add(1)
+	default:
+		c.stats.hits.Add(1)
+	}
+	return r, env, ok
+}
+
+// decodeEntry decodes an envelope read from key; ok is false for anything
+// else, or for a payload the codec cannot decode (reported).
+func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, bool) {
 	env, ok := decodeEnvelope(raw)
 	if !ok {
-		c.stats.corrupt.Add(1)
 		return result[V]{}, env, false
 	}
-	if env.null() {
-		c.stats.nullHits.Add(1)
-		return result[V]{null: true}, env, true
+	r := result[V]{null: env.null(), size: len(raw), noLocal: env.flags&(flagStale|flagRefreshing) != 0}
+	if !r.null {
+		v, err := c.codec.decode(env.payload)
+		if err != nil {
+			c.report(key, fmt.Errorf("cacheguard: decode %q: %w", key, err))
+			return result[V]{}, env, false
+		}
+		r.v = v
 	}
-	v, err := c.codec.decode(env.payload)
-	if err != nil {
-		c.stats.corrupt.Add(1)
-		c.report(key, fmt.Errorf("cacheguard: decode %q: %w", key, err))
-		return result[V]{}, env, false
-	}
-	c.stats.hits.Add(1)
-	return result[V]{v: v, noLocal: env.flags&(flagStale|flagRefreshing) != 0}, env, true
+	return r, env, true
 }
 
 // sharedFill runs one fill per key in this process and hands its result to
@@ -238,7 +246,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 		}
 		switch classify(prev) {
 		case kindEnvelope:
-			if r, ok := c.decodeFilled(key, prev); ok {
+			if r, _, ok := c.decodeEntry(key, prev); ok {
 				return r, nil
 			}
 			fallthrough // undecodable: replace it
@@ -282,33 +290,25 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			}
 			return result[V]{}, fmt.Errorf("%w: %q after %v", ErrWaitTimeout, key, c.cfg.wait)
 		}
-		pause := min(backoff/2+rand.N(backoff/2+1), left)
-		backoff = min(2*backoff, maxBackoff)
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return result[V]{}, ctx.Err()
-		case <-t.C:
+		if err := pause(ctx, &backoff, left); err != nil {
+			return result[V]{}, err
 		}
 	}
 }
 
-// decodeFilled decodes an envelope found while trying to take the lease.
-func (c *Cache[V]) decodeFilled(key string, raw []byte) (result[V], bool) {
-	env, ok := decodeEnvelope(raw)
-	if !ok {
-		return result[V]{}, false
+// pause waits out one step of a waiter's backoff (jittered, doubling up to
+// maxBackoff, never longer than left) or until ctx ends.
+func pause(ctx context.Context, backoff *time.Duration, left time.Duration) error {
+	d := min(*backoff/2+rand.N(*backoff/2+1), left)
+	*backoff = min(2**backoff, maxBackoff)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	if env.null() {
-		return result[V]{null: true, size: len(raw)}, true
-	}
-	v, err := c.codec.decode(env.payload)
-	if err != nil {
-		c.report(key, fmt.Errorf("cacheguard: decode %q: %w", key, err))
-		return result[V]{}, false
-	}
-	return result[V]{v: v, size: len(raw)}, true
 }
 
 // maxRefills is how many times a refused fill is loaded again.
@@ -317,17 +317,10 @@ const maxRefills = 1
 // loadAndFill runs the loader while keeping the lease alive, then fills the
 // key if the lease is still ours; landed reports whether the fill did.
 func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Loader[V]) (r result[V], landed bool, err error) {
-	stop := make(chan struct{})
-	alive := make(chan struct{})
-	go func() {
-		defer close(alive)
-		c.keepAlive(ctx, l, stop)
-	}()
+	var v V
 	start := time.Now()
-	v, err := c.callLoader(ctx, key, load)
+	c.whileLeased(ctx, []lease{l}, func() { v, err = c.callLoader(ctx, key, load) })
 	delta := time.Since(start)
-	close(stop)
-	<-alive
 	if c.hooks.afterLoad != nil {
 		c.hooks.afterLoad(key)
 	}
@@ -342,18 +335,11 @@ func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Lo
 		}
 		return result[V]{}, true, err
 	}
-	payload, err := c.codec.encode(v)
-	switch {
-	case err != nil:
-		err = fmt.Errorf("cacheguard: encode %q: %w", key, err)
-	case c.tooLarge(payload):
-		c.stats.tooLarge.Add(1)
-		err = fmt.Errorf("%w: %q encodes to %d bytes, limit %d; served uncached", ErrValueTooLarge, key, len(payload), c.cfg.maxValueSize)
-	}
+	payload, err := c.encode(key, v)
 	if err != nil {
 		// The value is good; it just cannot be cached. Serve it, release
 		// the lease and say why.
-		c.report(key, err)
+		c.uncacheable(key, err)
 		if rerr := l.release(ctx, c.rdb); rerr != nil {
 			c.report(key, c.redisError(key, "release lease", rerr))
 		}
@@ -368,11 +354,7 @@ func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Lo
 // may be stale. A Redis error is reported, not returned (true: the value is
 // as good as it was, there is just no cached copy).
 func (c *Cache[V]) store(ctx context.Context, key string, l lease, payload []byte, null bool, delta time.Duration) bool {
-	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
-	if null {
-		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), flagNull
-	}
-	env := appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, 0, c.now().Add(ttl), delta, payload)
+	env, ttl := c.entry(null, 0, delta, payload)
 	ok, err := l.fill(ctx, c.rdb, env, ttl)
 	if err != nil {
 		c.report(key, c.redisError(key, "fill", err))

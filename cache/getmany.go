@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -162,7 +161,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 				waiting = append(waiting, k)
 				continue
 			case kindEnvelope:
-				if r, ok := c.decodeFilled(k, prev); ok {
+				if r, _, ok := c.decodeEntry(k, prev); ok {
 					if !r.null {
 						out[k] = r.v
 					}
@@ -217,14 +216,8 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			return fmt.Errorf("%w: %d keys (first %q) after %v", ErrWaitTimeout, len(waiting), waiting[0], c.cfg.wait)
 		}
 		pending = waiting
-		pause := min(backoff/2+rand.N(backoff/2+1), left)
-		backoff = min(2*backoff, maxBackoff)
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := pause(ctx, &backoff, left); err != nil {
+			return err
 		}
 	}
 }
@@ -232,17 +225,11 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 // loadAndFillMany loads keys (whose leases we hold) with one loader call and
 // fills them through their leases in one pipeline.
 func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], out map[string]V) error {
-	stop := make(chan struct{})
-	alive := make(chan struct{})
-	go func() {
-		defer close(alive)
-		c.keepAliveMany(ctx, leases, stop)
-	}()
+	var rows map[string]V
+	var err error
 	start := time.Now()
-	rows, err := c.callBatchLoader(ctx, keys, load)
+	c.whileLeased(ctx, leases, func() { rows, err = c.callBatchLoader(ctx, keys, load) })
 	delta := time.Since(start)
-	close(stop)
-	<-alive
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		c.releaseMany(ctx, leases)
@@ -253,22 +240,16 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 	for i, k := range keys {
 		v, found := rows[k]
 		if !found {
-			ttls[i] = jittered(c.cfg.nullTTL, c.cfg.jitter)
-			envs[i] = appendEnvelope(nil, flagNull, 0, c.now().Add(ttls[i]), delta, nil)
+			envs[i], ttls[i] = c.entry(true, 0, delta, nil)
 			continue
 		}
 		out[k] = v
-		payload, err := c.codec.encode(v)
-		if err == nil && c.tooLarge(payload) {
-			c.stats.tooLarge.Add(1)
-			err = fmt.Errorf("%w: %q encodes to %d bytes, limit %d; served uncached", ErrValueTooLarge, k, len(payload), c.cfg.maxValueSize)
-		}
+		payload, err := c.encode(k, v)
 		if err != nil {
-			c.report(k, err)
+			c.uncacheable(k, err)
 			continue // envs[i] stays nil: release instead of fill
 		}
-		ttls[i] = jittered(c.cfg.ttl, c.cfg.jitter)
-		envs[i] = appendEnvelope(make([]byte, 0, headerSize+len(payload)), 0, 0, c.now().Add(ttls[i]), delta, payload)
+		envs[i], ttls[i] = c.entry(false, 0, delta, payload)
 	}
 	fills := make([]*redis.Cmd, len(keys))
 	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -302,30 +283,6 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		}
 	}
 	return nil
-}
-
-func (c *Cache[V]) keepAliveMany(ctx context.Context, leases []lease, stop <-chan struct{}) {
-	period := c.cfg.lease / 3
-	t := time.NewTimer(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, l := range leases {
-				extendScript.Eval(ctx, p, []string{l.key}, l.ph, c.cfg.lease.Milliseconds())
-			}
-			return nil
-		}); err != nil {
-			c.report(leases[0].key, c.redisError(leases[0].key, "extend leases", err))
-		}
-		t.Reset(period)
-	}
 }
 
 func (c *Cache[V]) releaseMany(ctx context.Context, leases []lease) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -94,23 +95,33 @@ func (l lease) fill(ctx context.Context, rdb redis.UniversalClient, value []byte
 	return n == 1, err
 }
 
-func (l lease) extend(ctx context.Context, rdb redis.UniversalClient, ttl time.Duration) (bool, error) {
-	n, err := extendScript.Run(ctx, rdb, []string{l.key}, l.ph, ttl.Milliseconds()).Int()
-	return n == 1, err
-}
-
 func (l lease) release(ctx context.Context, rdb redis.UniversalClient) error {
 	return releaseScript.Run(ctx, rdb, []string{l.key}, l.ph).Err()
 }
 
-// keepAlive extends the lease every ttl/3 until stop is closed or the lease is
-// found gone. It runs in its own goroutine while a loader works; the caller
-// waits for it to return before going on.
-func (c *Cache[V]) keepAlive(ctx context.Context, l lease, stop <-chan struct{}) {
+// whileLeased runs fn while a goroutine keeps the leases alive, and returns
+// once both have finished.
+func (c *Cache[V]) whileLeased(ctx context.Context, leases []lease, fn func()) {
+	stop := make(chan struct{})
+	alive := make(chan struct{})
+	go func() {
+		defer close(alive)
+		c.keepAlive(ctx, leases, stop)
+	}()
+	fn()
+	close(stop)
+	<-alive
+}
+
+// keepAlive extends the leases every lease/3, in one pipeline, until stop is
+// closed or none of them is held any more: a lease found deleted or
+// overwritten is dropped, since its fill will be refused anyway.
+func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan struct{}) {
 	period := c.cfg.lease / 3
 	t := time.NewTimer(period)
 	defer t.Stop()
-	for {
+	leases = slices.Clone(leases)
+	for len(leases) > 0 {
 		select {
 		case <-stop:
 			return
@@ -118,17 +129,28 @@ func (c *Cache[V]) keepAlive(ctx context.Context, l lease, stop <-chan struct{})
 			return
 		case <-t.C:
 		}
-		ok, err := l.extend(ctx, c.rdb, c.cfg.lease)
-		if c.hooks.onExtend != nil {
-			c.hooks.onExtend(l.key, ok)
-		}
+		cmds := make([]*redis.Cmd, len(leases))
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, l := range leases {
+				cmds[i] = extendScript.Eval(ctx, p, []string{l.key}, l.ph, c.cfg.lease.Milliseconds())
+			}
+			return nil
+		})
 		if err != nil {
-			c.report(l.key, c.redisError(l.key, "extend lease", err))
-		} else if !ok {
-			// Deleted or overwritten: the fill will be refused; no point
-			// extending a lease we no longer hold.
-			return
+			c.report(leases[0].key, c.redisError(leases[0].key, "extend lease", err))
 		}
+		held := leases[:0]
+		for i, l := range leases {
+			n, err := cmds[i].Int()
+			ok := err == nil && n == 1
+			if c.hooks.onExtend != nil {
+				c.hooks.onExtend(l.key, ok)
+			}
+			if ok || err != nil { // on an error, try again next period
+				held = append(held, l)
+			}
+		}
+		leases = held
 		t.Reset(period)
 	}
 }

@@ -119,11 +119,10 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	start := time.Now()
 	v, err := c.callLoader(ctx, key, load)
 	delta := time.Since(start)
+	null := errors.Is(err, ErrNotFound)
 	var payload []byte
-	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), flagNull
+	case null:
 	case err != nil:
 		// The entry keeps serving until it expires; then the ordinary miss
 		// path loads it under a lease.
@@ -131,19 +130,14 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 		c.report(key, err)
 		return
 	default:
-		if payload, err = c.codec.encode(v); err != nil || c.tooLarge(payload) {
-			if err == nil {
-				c.stats.tooLarge.Add(1)
-				err = ErrValueTooLarge
-			}
-			c.report(key, err)
+		if payload, err = c.encode(key, v); err != nil {
+			c.uncacheable(key, err)
 			return
 		}
 	}
 	// Keep the replaced entry's version, so that a versioned write older
 	// than it is still refused after the refresh.
-	version := binary.BigEndian.Uint64(header[4:12])
-	env := appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload)
+	env, ttl := c.entry(null, binary.BigEndian.Uint64(header[4:12]), delta, payload)
 	n, err := refreshFillScript.Run(ctx, c.rdb, []string{rkey}, marked, env, ttl.Milliseconds()).Int()
 	if err != nil {
 		c.report(key, c.redisError(key, "refresh fill", err))

@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -48,15 +47,11 @@ func (c *Cache[V]) SetVersioned(ctx context.Context, key string, v V, version ui
 	if err := c.check(ctx, key); err != nil {
 		return false, err
 	}
-	payload, err := c.codec.encode(v)
+	payload, err := c.encode(key, v)
 	if err != nil {
-		return false, fmt.Errorf("cacheguard: encode %q: %w", key, err)
+		return false, err
 	}
-	if c.tooLarge(payload) {
-		return false, fmt.Errorf("%w: %q encodes to %d bytes, limit %d", ErrValueTooLarge, key, len(payload), c.cfg.maxValueSize)
-	}
-	ttl := jittered(c.cfg.ttl, c.cfg.jitter)
-	env := appendEnvelope(make([]byte, 0, headerSize+len(payload)), 0, version, c.now().Add(ttl), 0, payload)
+	env, ttl := c.entry(false, version, 0, payload)
 	return c.runVersioned(ctx, key, version, env, ttl.Milliseconds())
 }
 
@@ -68,8 +63,7 @@ func (c *Cache[V]) DeleteVersioned(ctx context.Context, key string, version uint
 	if err := c.check(ctx, key); err != nil {
 		return false, err
 	}
-	ttl := jittered(c.cfg.nullTTL, c.cfg.jitter)
-	env := appendEnvelope(nil, flagNull, version, c.now().Add(ttl), 0, nil)
+	env, ttl := c.entry(true, version, 0, nil)
 	return c.runVersioned(ctx, key, version, env, ttl.Milliseconds())
 }
 

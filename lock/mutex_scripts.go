@@ -13,9 +13,21 @@ import "github.com/redis/go-redis/v9"
 // {holds, token}, or {0, pttl of the holder} when someone else holds it.
 var acquireScript = redis.NewScript(`
 local owner = redis.call('HGET', KEYS[1], 'owner')
+local function fence()
+  if ARGV[3] == '1' then return redis.call('INCR', KEYS[2]) end
+  return 0
+end
+` + takeHoldLua)
+
+// takeHoldLua ends every acquire script that takes the hash lock at
+// KEYS[1] for owner ARGV[1] with lease ARGV[2] ms, once the script has
+// checked everything else: it needs the local owner (the current holder) and
+// a function fence() that draws the new holder's fencing token. A free lock
+// is taken; the holder gets one more hold with the same token and a lease at
+// least as long as asked; anyone else is answered {0, pttl}.
+const takeHoldLua = `
 if not owner then
-  local token = 0
-  if ARGV[3] == '1' then token = redis.call('INCR', KEYS[2]) end
+  local token = fence()
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'n', 1, 'token', token)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, token}
@@ -28,7 +40,7 @@ if owner == ARGV[1] then
   return {n, tonumber(redis.call('HGET', KEYS[1], 'token'))}
 end
 return {0, redis.call('PTTL', KEYS[1])}
-`)
+`
 
 // releaseScript drops one hold of ARGV[1] (all of them when ARGV[2] is "1")
 // and, when none is left, deletes the lock and announces it with command

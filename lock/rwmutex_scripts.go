@@ -53,21 +53,8 @@ if owner ~= ARGV[1] then
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
   if #last > 0 then return {0, tonumber(last[2]) - now} end
 end
-if not owner then
-  local token = redis.call('INCR', KEYS[4])
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'n', 1, 'token', token)
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, token}
-end
-if owner == ARGV[1] then
-  local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  end
-  return {n, tonumber(redis.call('HGET', KEYS[1], 'token'))}
-end
-return {0, redis.call('PTTL', KEYS[1])}
-`)
+local function fence() return redis.call('INCR', KEYS[4]) end
+` + takeHoldLua)
 
 // readRenewScript resets ARGV[1]'s read lease to ARGV[2] ms. Replies 1, or 0
 // when its read hold is gone.

@@ -20,7 +20,8 @@ import (
 //	4   8  version (0 for ordinary fills; versioned writes store theirs)
 //	12  8  logical expiry, Unix milliseconds
 //	20  4  load time δ in milliseconds (for probabilistic early refresh)
-//	24  4  fill nonce: random, so that two fills never share a header
+//	24  4  fill nonce: random, so that two fills never share a header;
+//	       MarkStale advances it, so no later header repeats an earlier one
 //	28  …  payload: the codec's bytes (empty for a null entry)
 //
 // An early refresh compares the whole header to make sure the entry it is

@@ -24,8 +24,10 @@ import (
 // Across processes, the refresher marks the entry by setting flagRefreshing in
 // its header (SETRANGE keeps the TTL) if the header is still the one it read,
 // so others skip; it then replaces the entry only if the header is still the
-// marked one. A Delete or Set in between changes or removes the header, so the
-// refreshed value is refused like any stale fill.
+// marked one. A Delete, Set or MarkStale in between changes or removes the
+// header (MarkStale advances its nonce, so a later refresh marking the entry
+// again cannot recreate it), so the refreshed value is refused like any stale
+// fill.
 
 // markRefreshScript sets the flags byte (offset 3) to ARGV[2] if the entry's
 // header is still ARGV[1].

@@ -16,19 +16,31 @@ import (
 // lands within maxStale the entry expires and the next read is an ordinary
 // miss, so maxStale bounds how stale a served value can be.
 
-// markStaleScript: for a value envelope, set flagStale, clear flagRefreshing (a
-// refresh that loaded before the write must not land: the header changes) and
-// cap the TTL at ARGV[1] ms; return 1. A versioned tombstone is left as it is
-// (3). Anything else (a lease, a cached absence, foreign bytes) is deleted as
-// by Delete; return 2. Missing: 0.
+// markStaleScript: for a value envelope, set flagStale, clear flagRefreshing,
+// advance the fill nonce (bytes 25..28) by one and cap the TTL at ARGV[1] ms;
+// return 1. The nonce is what makes a refresh that started before this call
+// unable to land: its compare-and-set holds the header it marked, and no
+// later marking can reproduce that header, since every MarkStale moves the
+// nonce on (flags alone would come back: stale -> refreshing -> stale ->
+// refreshing). A versioned tombstone is left as it is (3). Anything else (a
+// lease, a cached absence, foreign bytes) is deleted as by Delete; return 2.
+// Missing: 0. Flags are computed with arithmetic, not the bit library, so
+// that the script runs on every Lua Redis embeds.
 var markStaleScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if not v then
 	return 0
 end
-if #v >= ` + headerSizeLua + ` and string.byte(v, 1) == 254 and string.byte(v, 2) == 99 and bit.band(string.byte(v, 4), 1) == 0 then
-	local f = bit.band(bit.bor(string.byte(v, 4), 4), bit.bnot(8))
+local envelope = #v >= ` + headerSizeLua + ` and string.byte(v, 1) == 254 and string.byte(v, 2) == 99
+if envelope and string.byte(v, 4) % 2 == 0 then
+	local f = string.byte(v, 4)
+	if math.floor(f / 4) % 2 == 0 then f = f + 4 end
+	if math.floor(f / 8) % 2 == 1 then f = f - 8 end
+	local b1, b2, b3, b4 = string.byte(v, 25, 28)
+	local n = (((b1 * 256 + b2) * 256 + b3) * 256 + b4 + 1) % 4294967296
+	local nonce = string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256)
 	redis.call('SETRANGE', KEYS[1], 3, string.char(f))
+	redis.call('SETRANGE', KEYS[1], 24, nonce)
 	local pttl = redis.call('PTTL', KEYS[1])
 	if pttl < 0 or pttl > tonumber(ARGV[1]) then
 		redis.call('PEXPIRE', KEYS[1], ARGV[1])
@@ -37,7 +49,7 @@ if #v >= ` + headerSizeLua + ` and string.byte(v, 1) == 254 and string.byte(v, 2
 end
 -- A versioned tombstone (a null entry with a version) stays: deleting it
 -- would let an older versioned write land.
-if #v >= ` + headerSizeLua + ` and string.byte(v, 1) == 254 and string.byte(v, 2) == 99 and string.sub(v, 5, 12) ~= string.rep('\0', 8) then
+if envelope and string.sub(v, 5, 12) ~= string.rep('\0', 8) then
 	return 3
 end
 redis.call('DEL', KEYS[1])

@@ -314,11 +314,13 @@ func (c *Cache[V]) startLocal() error {
 	return nil
 }
 
-// forget makes callers that arrive after a write start a fill of their own
+// forget makes callers that arrive after a write start a load of their own
 // instead of joining one that began before it (and may have loaded the old
-// row). The fill in flight is refused when it tries to store, and loads again.
+// row): a fill, which is refused when it tries to store and loads again, or
+// a fallback load, which stores nothing and is simply no longer shared.
 func (c *Cache[V]) forget(keys []string) {
 	for _, k := range keys {
 		c.group.Forget(c.cfg.prefix + k)
+		c.fallbackGroup.Forget(k)
 	}
 }

@@ -224,8 +224,11 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 		}
 		return r, true, nil
 	}
-	deadline := time.Now().Add(c.cfg.wait)
-	backoff := minBackoff
+	// The wait budget runs from the start of each attempt: after a refused
+	// fill, whatever the slow load used of it is not held against the wait
+	// for the next holder.
+	freshBudget := func() (time.Time, time.Duration) { return time.Now().Add(c.cfg.wait), minBackoff }
+	deadline, backoff := freshBudget()
 	waited := false
 	for {
 		done, err := c.allow(key)
@@ -240,6 +243,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 		if held {
 			r, again, err := loadAndFill()
 			if again {
+				deadline, backoff = freshBudget()
 				continue
 			}
 			return r, err
@@ -259,6 +263,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			if ok {
 				r, again, err := loadAndFill()
 				if again {
+					deadline, backoff = freshBudget()
 					continue
 				}
 				return r, err

@@ -37,6 +37,7 @@ type Cache[V any] struct {
 	closed  atomic.Bool
 
 	refreshing sync.Map // rkey -> struct{}: early refreshes under way here
+	held       sync.Map // lease -> struct{}: leases taken here and not yet given up (close.go)
 
 	// The local tier (nil when off) and its invalidation state.
 	local     LocalStore[V]
@@ -124,41 +125,6 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	return c, nil
 }
 
-// Close stops background work (detached loads, early refreshes) and waits for
-// it to finish. It does not close the Redis client, which the caller owns.
-// Calls after Close return ErrClosed.
-func (c *Cache[V]) Close() error {
-	c.mu.Lock()
-	if c.closed.Load() {
-		c.mu.Unlock()
-		return nil
-	}
-	c.closed.Store(true)
-	c.mu.Unlock()
-	c.close()
-	c.bg.Wait()
-	if c.local != nil {
-		c.local.Close()
-	}
-	return nil
-}
-
-// goBackground runs fn in a goroutine that Close waits for; it returns false
-// (and runs nothing) once the cache is closed.
-func (c *Cache[V]) goBackground(fn func()) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if c.closed.Load() {
-		return false
-	}
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		fn()
-	}()
-	return true
-}
-
 func (c *Cache[V]) isClosed() bool { return c.closed.Load() }
 
 // Stats returns a snapshot of the counters.
@@ -180,7 +146,7 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	if err != nil {
 		return err
 	}
-	err = c.rdb.Set(ctx, c.cfg.prefix+key, env, ttl).Err()
+	err = callerErr(ctx, c.rdb.Set(ctx, c.cfg.prefix+key, env, ttl).Err())
 	done(err)
 	if err != nil {
 		return c.redisError(key, "set", err)
@@ -219,6 +185,7 @@ func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
 		}
 		return nil
 	})
+	err = callerErr(ctx, err)
 	done(err)
 	if err != nil {
 		return c.redisError(keys[0], "delete", err)
@@ -275,6 +242,19 @@ func (c *Cache[V]) now() time.Time {
 		return c.hooks.now()
 	}
 	return time.Now()
+}
+
+// callerErr returns ctx's own error in place of err once ctx has ended. With
+// ContextTimeoutEnabled, go-redis reports a caller's deadline that ran out
+// during a read as a network timeout; taken for a Redis failure, it would
+// count against the breaker and start fallback loads while Redis is healthy.
+func callerErr(ctx context.Context, err error) error {
+	if err != nil && !errors.Is(err, redis.Nil) {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+	}
+	return err
 }
 
 // redisError counts err and returns it wrapped in ErrRedis. A context error

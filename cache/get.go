@@ -74,6 +74,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 		return c.unavailable(ctx, key, load, stale, err)
 	}
 	raw, err := c.rdb.Get(ctx, rkey).Bytes()
+	err = callerErr(ctx, err)
 	done(err)
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return c.unavailable(ctx, key, load, stale, c.redisError(key, "get", err))
@@ -112,6 +113,9 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 // if configured, else with err.
 func (c *Cache[V]) unavailable(ctx context.Context, key string, load Loader[V], e *LocalEntry[V], err error) (V, error) {
 	var zero V
+	if !errors.Is(err, ErrRedis) {
+		return zero, err // the caller's context ended: nothing failed
+	}
 	if e == nil || c.coarseNow.Load() >= e.stale {
 		return c.fallbackLoad(ctx, key, load, err)
 	}
@@ -236,8 +240,13 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			return result[V]{}, err
 		}
 		held, prev, err := l.acquire(ctx, c.rdb, c.cfg.lease)
+		err = callerErr(ctx, err)
 		done(err)
 		if err != nil {
+			if ctx.Err() != nil {
+				// Cancelled (by Close) with the SET possibly applied.
+				c.releaseLeases(ctx, []lease{l})
+			}
 			return result[V]{}, c.redisError(key, "acquire lease", err)
 		}
 		if held {
@@ -258,6 +267,9 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			// Counted as corrupt where it was first read (decodeHit).
 			ok, err := l.takeOver(ctx, c.rdb, prev, c.cfg.lease)
 			if err != nil {
+				if ctx.Err() != nil {
+					c.releaseLeases(ctx, []lease{l})
+				}
 				return result[V]{}, c.redisError(key, "take over", err)
 			}
 			if ok {
@@ -322,6 +334,8 @@ const maxRefills = 1
 // loadAndFill runs the loader while keeping the lease alive, then fills the
 // key if the lease is still ours; landed reports whether the fill did.
 func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Loader[V]) (r result[V], landed bool, err error) {
+	c.hold(l)
+	defer c.unhold(l)
 	var v V
 	start := time.Now()
 	c.whileLeased(ctx, []lease{l}, func() { v, err = c.callLoader(ctx, key, load) })
@@ -335,9 +349,7 @@ func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Lo
 	}
 	if err != nil {
 		c.stats.loadErrors.Add(1)
-		if rerr := l.release(ctx, c.rdb); rerr != nil {
-			c.report(key, c.redisError(key, "release lease", rerr))
-		}
+		c.releaseLeases(ctx, []lease{l})
 		return result[V]{}, true, err
 	}
 	payload, err := c.encode(key, v)
@@ -345,9 +357,7 @@ func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Lo
 		// The value is good; it just cannot be cached. Serve it, release
 		// the lease and say why.
 		c.uncacheable(key, err)
-		if rerr := l.release(ctx, c.rdb); rerr != nil {
-			c.report(key, c.redisError(key, "release lease", rerr))
-		}
+		c.releaseLeases(ctx, []lease{l})
 		return result[V]{v: v, noLocal: true}, true, nil
 	}
 	landed = c.store(ctx, key, l, payload, false, delta)
@@ -357,12 +367,16 @@ func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Lo
 // store writes the envelope through the lease and reports whether it was
 // refused (false): a Delete or Set replaced the lease meanwhile, so the value
 // may be stale. A Redis error is reported, not returned (true: the value is
-// as good as it was, there is just no cached copy).
+// as good as it was, there is just no cached copy), and the lease released.
 func (c *Cache[V]) store(ctx context.Context, key string, l lease, payload []byte, null bool, delta time.Duration) bool {
 	env, ttl := c.entry(null, 0, delta, payload)
 	ok, err := l.fill(ctx, c.rdb, env, ttl)
 	if err != nil {
 		c.report(key, c.redisError(key, "fill", err))
+		c.releaseLeases(ctx, []lease{l})
+		if c.hooks.onFill != nil {
+			c.hooks.onFill(key, false)
+		}
 		return true
 	}
 	if !ok {

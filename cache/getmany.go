@@ -28,9 +28,15 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 	if load == nil {
 		return nil, ErrNilLoader
 	}
-	if c.isClosed() {
+	// Close cancels a GetMany in flight and waits for it, so that the
+	// leases it holds are released and its keep-alive goroutine is gone.
+	leave, ok := c.enter()
+	if !ok {
 		return nil, ErrClosed
 	}
+	defer leave()
+	ctx, cancel := c.untilClosed(ctx)
+	defer cancel()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -79,6 +85,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 		}
 		return nil
 	})
+	err = callerErr(ctx, err)
 	done(err)
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return out, c.redisError(todo[0], "get many", err)
@@ -86,6 +93,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 	var misses []string
 	for i, k := range todo {
 		raw, err := gets[i].Bytes()
+		err = callerErr(ctx, err)
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return out, c.redisError(k, "get many", err)
 		}
@@ -136,6 +144,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			}
 			return nil
 		})
+		err = callerErr(ctx, err)
 		done(err)
 		// Read every reply before acting on an error, so that leases this
 		// round did take are released rather than left to block others.
@@ -146,6 +155,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		var firstErr error
 		for i, k := range pending {
 			prev, err := acq[i].Bytes()
+			err = callerErr(ctx, err)
 			switch {
 			case errors.Is(err, redis.Nil):
 				held, heldKeys = append(held, leases[i]), append(heldKeys, k)
@@ -171,17 +181,16 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			foreign, foreignLeases, foreignPrev = append(foreign, k), append(foreignLeases, leases[i]), append(foreignPrev, prev)
 		}
 		if firstErr != nil {
-			if len(held) > 0 {
-				c.releaseMany(ctx, held)
-			}
+			// A SET whose reply was lost (a timeout, a cancelled context)
+			// may have taken its lease: release every one this round tried
+			// (the script leaves keys that are not ours alone).
+			c.releaseLeases(ctx, leases)
 			return firstErr
 		}
 		for i, k := range foreign {
 			ok, err := foreignLeases[i].takeOver(ctx, c.rdb, foreignPrev[i], c.cfg.lease)
 			if err != nil {
-				if len(held) > 0 {
-					c.releaseMany(ctx, held)
-				}
+				c.releaseLeases(ctx, append(held, foreignLeases[i]))
 				return c.redisError(k, "take over", err)
 			}
 			if ok {
@@ -225,6 +234,8 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 // loadAndFillMany loads keys (whose leases we hold) with one loader call and
 // fills them through their leases in one pipeline.
 func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], out map[string]V) error {
+	c.hold(leases...)
+	defer c.unhold(leases...)
 	var rows map[string]V
 	var err error
 	start := time.Now()
@@ -232,7 +243,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 	delta := time.Since(start)
 	if err != nil {
 		c.stats.loadErrors.Add(1)
-		c.releaseMany(ctx, leases)
+		c.releaseLeases(ctx, leases)
 		return err
 	}
 	envs := make([][]byte, len(keys))
@@ -264,7 +275,10 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 	})
 	if err != nil {
 		c.report(keys[0], c.redisError(keys[0], "fill many", err))
-		return nil // the values are good; they are just not cached
+		// The values are good; they are just not cached. Release the
+		// leases that did not fill.
+		c.releaseLeases(ctx, leases)
+		return nil
 	}
 	for i, f := range fills {
 		if f == nil {
@@ -283,17 +297,6 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		}
 	}
 	return nil
-}
-
-func (c *Cache[V]) releaseMany(ctx context.Context, leases []lease) {
-	if _, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, l := range leases {
-			releaseScript.Eval(ctx, p, []string{l.key}, l.ph)
-		}
-		return nil
-	}); err != nil {
-		c.report(leases[0].key, c.redisError(leases[0].key, "release leases", err))
-	}
 }
 
 func (c *Cache[V]) loadManyDirect(ctx context.Context, keys []string, load BatchLoader[V], out map[string]V) error {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
@@ -19,7 +20,8 @@ import (
 // (WithLocal); another implementation can be plugged in with WithLocalStore.
 // Implementations must be safe for concurrent use; Set may drop an entry
 // (admission policies do), Get must not return an entry after Del or Clear
-// returned.
+// returned. Close may be called while other calls are still finishing; calls
+// after it must do nothing (Get reports a miss).
 type LocalStore[V any] interface {
 	Get(key string) (*LocalEntry[V], bool)
 	// Set stores e with a cost in bytes, for at most ttl.
@@ -150,8 +152,14 @@ func newLocalStore[V any](l localConfig) (LocalStore[V], error) {
 // IgnoreInternalCost is set (otherwise ristretto adds its own per-item
 // estimate on top); counters are ten per expected item, as ristretto's
 // authors advise, assuming items of about 256 bytes.
+//
+// ristretto's Close must not run concurrently with any other call (it closes
+// channels that Set and Del send on), while the Cache's Close may race calls
+// that are still finishing; mu orders them, and calls after Close do nothing.
 type ristrettoStore[V any] struct {
-	c *ristretto.Cache[string, *LocalEntry[V]]
+	c      *ristretto.Cache[string, *LocalEntry[V]]
+	mu     sync.RWMutex
+	closed bool
 }
 
 func newRistrettoStore[V any](maxBytes int64) (*ristrettoStore[V], error) {
@@ -168,18 +176,53 @@ func newRistrettoStore[V any](maxBytes int64) (*ristrettoStore[V], error) {
 	return &ristrettoStore[V]{c: c}, nil
 }
 
-func (s *ristrettoStore[V]) Get(key string) (*LocalEntry[V], bool) { return s.c.Get(key) }
+func (s *ristrettoStore[V]) Get(key string) (*LocalEntry[V], bool) {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, false
+	}
+	e, ok := s.c.Get(key)
+	s.mu.RUnlock()
+	return e, ok
+}
 
 // Set ignores ttl on purpose: with a TTL, ristretto reads the wall clock on
 // every Get, which measured as the largest single cost of a local hit. The
 // cache checks freshness itself against a coarse clock, and an entry past its
 // stale bound is never served; it stays until overwritten or evicted by size.
 func (s *ristrettoStore[V]) Set(key string, e *LocalEntry[V], cost int64, _ time.Duration) {
-	s.c.Set(key, e, cost)
+	s.mu.RLock()
+	if !s.closed {
+		s.c.Set(key, e, cost)
+	}
+	s.mu.RUnlock()
 }
-func (s *ristrettoStore[V]) Del(key string) { s.c.Del(key) }
-func (s *ristrettoStore[V]) Clear()         { s.c.Clear() }
-func (s *ristrettoStore[V]) Close()         { s.c.Close() }
+
+func (s *ristrettoStore[V]) Del(key string) {
+	s.mu.RLock()
+	if !s.closed {
+		s.c.Del(key)
+	}
+	s.mu.RUnlock()
+}
+
+func (s *ristrettoStore[V]) Clear() {
+	s.mu.RLock()
+	if !s.closed {
+		s.c.Clear()
+	}
+	s.mu.RUnlock()
+}
+
+func (s *ristrettoStore[V]) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		s.c.Close()
+	}
+}
 
 // wait makes pending sets visible; tests use it where a promotion must be
 // seen at once.

@@ -34,6 +34,7 @@ type config struct {
 	breakerCooldown time.Duration
 	fallbackLoads   int
 	maxLoads        int
+	closeTimeout    time.Duration
 
 	hooks *hooks // tests only: installed before any goroutine starts
 
@@ -48,6 +49,7 @@ func defaultConfig() config {
 		lease:        3 * time.Second,
 		wait:         2 * time.Second,
 		loadTimeout:  10 * time.Second,
+		closeTimeout: 5 * time.Second,
 		maxValueSize: 1 << 20,
 		codec:        JSONCodec{},
 		local:        defaultLocalConfig(),
@@ -129,6 +131,19 @@ func WithLoadTimeout(d time.Duration) Option {
 			c.invalid("load timeout %v must be positive", d)
 		}
 		c.loadTimeout = d
+	}
+}
+
+// WithCloseTimeout bounds how long Close waits for the loads it cancels to
+// return (default 5 s). A loader that ignores its context can hold its
+// goroutine past that; Close then releases its lease anyway (the late fill
+// is refused) and returns an error wrapping context.DeadlineExceeded.
+func WithCloseTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.invalid("close timeout %v must be positive", d)
+		}
+		c.closeTimeout = d
 	}
 }
 

@@ -82,7 +82,7 @@ func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys .
 		}
 		return nil
 	})
-	if err != nil {
+	if err = callerErr(ctx, err); err != nil {
 		return c.redisError(keys[0], "mark stale", err)
 	}
 	c.forget(keys)

@@ -1,0 +1,139 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Shutting down. A process that stops while it holds fill leases (a rolling
+// deploy) must not leave them in Redis: every other process would wait them
+// out. So Close cancels what runs here, lets the cancelled fills release
+// their own leases, waits for them (bounded by WithCloseTimeout), then
+// releases any lease still held by a loader that ignored its cancellation:
+// that loader's fill, when it returns, finds its placeholder gone and is
+// refused like any stale fill.
+
+// releaseTimeout bounds a lease release. Releases run on a context detached
+// from the call that took the lease, since they matter most when that call
+// was cancelled.
+const releaseTimeout = time.Second
+
+// Close stops background work (shared fills, detached loads, early refreshes,
+// the invalidation subscriber) and GetMany calls in flight, releases the fill
+// leases this Cache holds, and waits for its goroutines, for at most the
+// close timeout (WithCloseTimeout, default 5 s). If a loader ignores its
+// cancellation past that, Close releases its lease anyway and returns an
+// error wrapping context.DeadlineExceeded. It does not close the Redis
+// client, which the caller owns. Calls after Close return ErrClosed; Close
+// may race any call.
+func (c *Cache[V]) Close() error {
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed.Store(true)
+	c.mu.Unlock()
+	c.close()
+	finished := make(chan struct{})
+	go func() {
+		c.bg.Wait()
+		close(finished)
+	}()
+	t := time.NewTimer(c.cfg.closeTimeout)
+	defer t.Stop()
+	var err error
+	select {
+	case <-finished:
+	case <-t.C:
+		err = fmt.Errorf("cacheguard: close: loads still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
+	}
+	c.releaseHeld()
+	if c.local != nil {
+		c.local.Close()
+	}
+	return err
+}
+
+// goBackground runs fn in a goroutine that Close waits for; it returns false
+// (and runs nothing) once the cache is closed.
+func (c *Cache[V]) goBackground(fn func()) bool {
+	leave, ok := c.enter()
+	if !ok {
+		return false
+	}
+	go func() {
+		defer leave()
+		fn()
+	}()
+	return true
+}
+
+// enter registers work that Close waits for; ok is false once the cache is
+// closed.
+func (c *Cache[V]) enter() (leave func(), ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed.Load() {
+		return nil, false
+	}
+	c.bg.Add(1)
+	return c.bg.Done, true
+}
+
+// untilClosed returns ctx, also cancelled by Close.
+func (c *Cache[V]) untilClosed(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.closing, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// hold and unhold keep the registry of leases Close must release.
+func (c *Cache[V]) hold(ls ...lease) {
+	for _, l := range ls {
+		c.held.Store(l, struct{}{})
+	}
+}
+
+func (c *Cache[V]) unhold(ls ...lease) {
+	for _, l := range ls {
+		c.held.Delete(l)
+	}
+}
+
+// releaseHeld releases every lease still registered, in one pipeline.
+func (c *Cache[V]) releaseHeld() {
+	var ls []lease
+	c.held.Range(func(k, _ any) bool {
+		ls = append(ls, k.(lease))
+		return true
+	})
+	if len(ls) > 0 {
+		c.releaseLeases(context.Background(), ls)
+	}
+}
+
+// releaseLeases deletes the leases' placeholders where they are still ours,
+// on a context detached from ctx (keeping its values) with its own timeout,
+// so that whatever ended the call that took them, they do not stay behind.
+func (c *Cache[V]) releaseLeases(ctx context.Context, ls []lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	var err error
+	if len(ls) == 1 {
+		err = ls[0].release(ctx, c.rdb)
+	} else {
+		_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, l := range ls {
+				releaseScript.Eval(ctx, p, []string{l.key}, l.ph)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		c.report(ls[0].key, c.redisError(ls[0].key, "release lease", err))
+	}
+}

@@ -120,6 +120,9 @@ func (c *Cache[V]) releaseHeld() {
 // on a context detached from ctx (keeping its values) with its own timeout,
 // so that whatever ended the call that took them, they do not stay behind.
 func (c *Cache[V]) releaseLeases(ctx context.Context, ls []lease) {
+	if len(ls) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	var err error

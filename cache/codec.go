@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/gob"
 	"encoding/json"
+	"fmt"
+	"reflect"
 )
 
 // Codec turns values into bytes and back. Values of type string and []byte
@@ -43,6 +45,21 @@ func (GobCodec) Marshal(v any) ([]byte, error) {
 // Unmarshal implements Codec.
 func (GobCodec) Unmarshal(data []byte, v any) error {
 	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
+}
+
+// checkValueType rejects an interface value type with JSONCodec: JSON
+// decodes into an interface as maps, float64s and strings, never as the
+// concrete types that were stored, so every hit would silently differ from
+// the value loaded.
+func checkValueType[V any](c Codec) error {
+	t := reflect.TypeFor[V]()
+	if t.Kind() != reflect.Interface {
+		return nil
+	}
+	if _, isJSON := c.(JSONCodec); isJSON {
+		return fmt.Errorf("%w: value type %v is an interface, which JSON cannot decode back into the stored types; use a concrete type, or WithCodec with a codec that records types", ErrInvalidOption, t)
+	}
+	return nil
 }
 
 // valueCodec is the per-type codec a Cache[V] uses: raw bytes for string and

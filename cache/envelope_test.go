@@ -8,17 +8,17 @@ import (
 
 func TestEnvelopeRoundTrip(t *testing.T) {
 	exp := time.UnixMilli(1_700_000_000_123)
-	b := appendEnvelope(nil, flagCompressed, 42, exp, 1500*time.Millisecond, []byte("payload"))
+	b := appendEnvelope(nil, flagStale, 42, exp, 1500*time.Millisecond, []byte("payload"))
 	if classify(b) != kindEnvelope {
 		t.Fatal("not classified as an envelope")
 	}
 	e, ok := decodeEnvelope(b)
 	if !ok || e.version != 42 || !e.expiry.Equal(exp) || e.delta != 1500*time.Millisecond ||
-		e.flags != flagCompressed || string(e.payload) != "payload" || len(e.header) != headerSize {
+		e.flags != flagStale || string(e.payload) != "payload" || len(e.header) != headerSize {
 		t.Fatalf("decoded %+v, %v", e, ok)
 	}
 	// Two fills of the same value never share a header (the nonce differs).
-	b2 := appendEnvelope(nil, flagCompressed, 42, exp, 1500*time.Millisecond, []byte("payload"))
+	b2 := appendEnvelope(nil, flagStale, 42, exp, 1500*time.Millisecond, []byte("payload"))
 	if bytes.Equal(b[:headerSize], b2[:headerSize]) {
 		t.Fatal("two envelopes share a header")
 	}

@@ -76,6 +76,10 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 	raw, err := c.rdb.Get(ctx, rkey).Bytes()
 	err = callerErr(ctx, err)
 	done(err)
+	if isWrongType(err) { // another Redis type: foreign data, a miss
+		c.stats.corrupt.Add(1)
+		err = redis.Nil
+	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return c.unavailable(ctx, key, load, stale, c.redisError(key, "get", err))
 	}
@@ -234,6 +238,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 	freshBudget := func() (time.Time, time.Duration) { return time.Now().Add(c.cfg.wait), minBackoff }
 	deadline, backoff := freshBudget()
 	waited := false
+	healChecked := false // a lease without a TTL was looked for (lease.go)
 	for {
 		done, err := c.allow(key)
 		if err != nil {
@@ -242,6 +247,12 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 		held, prev, err := l.acquire(ctx, c.rdb, c.cfg.lease)
 		err = callerErr(ctx, err)
 		done(err)
+		if isWrongType(err) {
+			held, err = l.takeOverType(ctx, c.rdb, c.cfg.lease)
+			if err == nil && !held {
+				continue // it became a string meanwhile: look again
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				// Cancelled (by Close) with the SET possibly applied.
@@ -290,6 +301,21 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			}
 			continue
 		case kindLease:
+			if !healChecked {
+				healChecked = true
+				ok, err := l.heal(ctx, c.rdb, prev, c.cfg.lease)
+				if err != nil {
+					return result[V]{}, c.redisError(key, "check lease", err)
+				}
+				if ok {
+					r, again, err := loadAndFill()
+					if again {
+						deadline, backoff = freshBudget()
+						continue
+					}
+					return r, err
+				}
+			}
 		}
 		// Someone else holds the lease.
 		if !waited {

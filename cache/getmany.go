@@ -87,13 +87,19 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 	})
 	err = callerErr(ctx, err)
 	done(err)
-	if err != nil && !errors.Is(err, redis.Nil) {
+	var reply redis.Error
+	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
 		return out, c.redisError(todo[0], "get many", err)
 	}
+	// Reply errors belong to single keys: read them key by key below.
 	var misses []string
 	for i, k := range todo {
 		raw, err := gets[i].Bytes()
 		err = callerErr(ctx, err)
+		if isWrongType(err) { // another Redis type: foreign data, a miss
+			c.stats.corrupt.Add(1)
+			err = redis.Nil
+		}
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return out, c.redisError(k, "get many", err)
 		}
@@ -153,12 +159,17 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		var foreignLeases []lease
 		var foreignPrev [][]byte
 		var firstErr error
+		var lookalikes []int // indexes of pending whose lease may have no TTL
 		for i, k := range pending {
 			prev, err := acq[i].Bytes()
 			err = callerErr(ctx, err)
 			switch {
 			case errors.Is(err, redis.Nil):
 				held, heldKeys = append(held, leases[i]), append(heldKeys, k)
+				continue
+			case isWrongType(err):
+				// Another Redis type: taken over below (nil prev).
+				foreign, foreignLeases, foreignPrev = append(foreign, k), append(foreignLeases, leases[i]), append(foreignPrev, nil)
 				continue
 			case err != nil:
 				if firstErr == nil {
@@ -168,6 +179,9 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			}
 			switch classify(prev) {
 			case kindLease:
+				if !waited {
+					lookalikes = append(lookalikes, i)
+				}
 				waiting = append(waiting, k)
 				continue
 			case kindEnvelope:
@@ -187,8 +201,32 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			c.releaseLeases(ctx, leases)
 			return firstErr
 		}
+		if len(lookalikes) > 0 {
+			healed, err := c.healMany(ctx, pending, leases, acq, lookalikes)
+			if err != nil {
+				c.releaseLeases(ctx, held)
+				return err
+			}
+			if len(healed) > 0 {
+				still := waiting[:0]
+				for _, k := range waiting {
+					if l, ok := healed[k]; ok {
+						held, heldKeys = append(held, l), append(heldKeys, k)
+					} else {
+						still = append(still, k)
+					}
+				}
+				waiting = still
+			}
+		}
 		for i, k := range foreign {
-			ok, err := foreignLeases[i].takeOver(ctx, c.rdb, foreignPrev[i], c.cfg.lease)
+			var ok bool
+			var err error
+			if foreignPrev[i] == nil {
+				ok, err = foreignLeases[i].takeOverType(ctx, c.rdb, c.cfg.lease)
+			} else {
+				ok, err = foreignLeases[i].takeOver(ctx, c.rdb, foreignPrev[i], c.cfg.lease)
+			}
 			if err != nil {
 				c.releaseLeases(ctx, append(held, foreignLeases[i]))
 				return c.redisError(k, "take over", err)
@@ -297,6 +335,38 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		}
 	}
 	return nil
+}
+
+// healMany takes, in one pipeline, the keys (pending[i] for i in idx) whose
+// placeholder has no TTL (see healScript); it returns the leases it took.
+func (c *Cache[V]) healMany(ctx context.Context, pending []string, leases []lease, acq []*redis.StatusCmd, idx []int) (map[string]lease, error) {
+	cmds := make([]*redis.Cmd, len(idx))
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for j, i := range idx {
+			prev, _ := acq[i].Bytes()
+			cmds[j] = healScript.Eval(ctx, p, []string{leases[i].key}, prev, leases[i].ph, c.cfg.lease.Milliseconds())
+		}
+		return nil
+	})
+	healed := map[string]lease{}
+	for j, i := range idx {
+		if n, err := cmds[j].Int(); err == nil && n == 1 {
+			healed[pending[i]] = leases[i]
+		}
+	}
+	if err = callerErr(ctx, err); err != nil {
+		c.releaseLeases(ctx, leasesOf(healed))
+		return nil, c.redisError(pending[idx[0]], "check leases", err)
+	}
+	return healed, nil
+}
+
+func leasesOf(m map[string]lease) []lease {
+	ls := make([]lease, 0, len(m))
+	for _, l := range m {
+		ls = append(ls, l)
+	}
+	return ls
 }
 
 func (c *Cache[V]) loadManyDirect(ctx context.Context, keys []string, load BatchLoader[V], out map[string]V) error {

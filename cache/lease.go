@@ -58,6 +58,36 @@ end
 return 0
 `)
 
+// typeTakeOverScript sets KEYS[1] to our placeholder ARGV[1] with a PX of
+// ARGV[2] if it holds another Redis type than a string (a list, a hash: data
+// another program left under a cache key, which GET and SET ... GET answer
+// with WRONGTYPE). Such a key is foreign data like any undecodable string: a
+// miss that the fill overwrites.
+var typeTakeOverScript = redis.NewScript(`
+local t = redis.call('TYPE', KEYS[1])
+if type(t) == 'table' then t = t.ok or t['ok'] end
+if t ~= 'string' then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return 1
+end
+return 0
+`)
+
+// healScript replaces a placeholder that has no TTL with ours (ARGV[2], PX
+// ARGV[3]) if KEYS[1] still holds exactly it (ARGV[1]). Leases are always
+// written with a TTL, so such a key was written by something else that looks
+// like one: left alone, it would make every reader wait forever.
+var healScript = redis.NewScript(`
+if redis.call('PTTL', KEYS[1]) == -1 and redis.call('GET', KEYS[1]) == ARGV[1] then
+	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+	return 1
+end
+return 0
+`)
+
+// isWrongType reports a WRONGTYPE reply: the key holds another Redis type.
+func isWrongType(err error) bool { return err != nil && redis.HasErrorPrefix(err, "WRONGTYPE") }
+
 // lease is a held fill lease.
 type lease struct {
 	key string
@@ -85,6 +115,18 @@ func (l lease) acquire(ctx context.Context, rdb redis.UniversalClient, ttl time.
 // takeOver replaces foreign bytes under the key with our placeholder.
 func (l lease) takeOver(ctx context.Context, rdb redis.UniversalClient, foreign []byte, ttl time.Duration) (bool, error) {
 	n, err := swapScript.Run(ctx, rdb, []string{l.key}, foreign, l.ph, ttl.Milliseconds()).Int()
+	return n == 1, err
+}
+
+// takeOverType takes a key holding another Redis type.
+func (l lease) takeOverType(ctx context.Context, rdb redis.UniversalClient, ttl time.Duration) (bool, error) {
+	n, err := typeTakeOverScript.Run(ctx, rdb, []string{l.key}, l.ph, ttl.Milliseconds()).Int()
+	return n == 1, err
+}
+
+// heal takes a key holding the placeholder lookalike prev if it has no TTL.
+func (l lease) heal(ctx context.Context, rdb redis.UniversalClient, prev []byte, ttl time.Duration) (bool, error) {
+	n, err := healScript.Run(ctx, rdb, []string{l.key}, prev, l.ph, ttl.Milliseconds()).Int()
 	return n == 1, err
 }
 

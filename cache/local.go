@@ -86,9 +86,7 @@ func WithLocalStore[V any](s LocalStore[V]) Option {
 // invalidation message is lost.
 func WithLocalTTL(ttl time.Duration) Option {
 	return func(c *config) {
-		if ttl <= 0 {
-			c.invalid("local TTL %v must be positive", ttl)
-		}
+		c.checkTTL("local TTL", ttl)
 		c.local.ttl = ttl
 	}
 }

@@ -56,6 +56,21 @@ func defaultConfig() config {
 	}
 }
 
+// maxTTL bounds every TTL option: jittered by up to (1+f) < 2 and added to
+// the current time, a longer one would overflow time.Duration or the Unix
+// milliseconds of an envelope's expiry. A century is "forever" for a cache.
+const maxTTL = 100 * 365 * 24 * time.Hour
+
+// checkTTL rejects a TTL-like option that is not positive or too long.
+func (c *config) checkTTL(what string, d time.Duration) {
+	switch {
+	case d <= 0:
+		c.invalid("%s %v must be positive", what, d)
+	case d > maxTTL:
+		c.invalid("%s %v is longer than %v: it would overflow once jittered", what, d, maxTTL)
+	}
+}
+
 func (c *config) invalid(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...))
 }
@@ -68,9 +83,7 @@ func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = pref
 // jitter.
 func WithTTL(ttl time.Duration) Option {
 	return func(c *config) {
-		if ttl <= 0 {
-			c.invalid("TTL %v must be positive", ttl)
-		}
+		c.checkTTL("TTL", ttl)
 		c.ttl = ttl
 	}
 }
@@ -92,9 +105,7 @@ func WithJitter(f float64) Option {
 // must not exceed the TTL.
 func WithNullTTL(ttl time.Duration) Option {
 	return func(c *config) {
-		if ttl <= 0 {
-			c.invalid("null TTL %v must be positive", ttl)
-		}
+		c.checkTTL("null TTL", ttl)
 		c.nullTTL, c.nullTTLSet = ttl, true
 	}
 }
@@ -198,6 +209,16 @@ func (c *config) validate() error {
 	}
 	if c.nullTTL > c.ttl {
 		c.invalid("null TTL %v longer than TTL %v", c.nullTTL, c.ttl)
+	}
+	if !c.local.enabled() {
+		// Silently ignored, they would leave the user believing hot keys
+		// are served from memory.
+		if c.local.hot != nil {
+			c.invalid("WithHotKeys needs a local tier (WithLocal or WithLocalStore)")
+		}
+		if c.local.admitAll {
+			c.invalid("WithLocalAdmitAll needs a local tier (WithLocal or WithLocalStore)")
+		}
 	}
 	if len(c.errs) > 0 {
 		return c.errs[0]

@@ -128,11 +128,24 @@ func (c *Cache[V]) allow(key string) (done func(error), err error) {
 	}
 	done, err = c.breaker.Allow()
 	if err != nil {
-		c.stats.redisErrors.Add(1)
-		return nil, fmt.Errorf("%w: %w: %q: %w", ErrRedis, ErrCircuitOpen, key, err)
+		c.stats.breakerRejects.Add(1) // no call was made: not a Redis error
+		return nil, &circuitOpenError{key: key, err: err}
 	}
 	return done, nil
 }
+
+// circuitOpenError is the error of a call the breaker kept away from Redis.
+// It matches both ErrRedis and ErrCircuitOpen, and says so once.
+type circuitOpenError struct {
+	key string
+	err error // gobreaker's reason
+}
+
+func (e *circuitOpenError) Error() string {
+	return fmt.Sprintf("cacheguard: redis circuit open, %q not sent: %v", e.key, e.err)
+}
+
+func (e *circuitOpenError) Unwrap() []error { return []error{ErrRedis, ErrCircuitOpen, e.err} }
 
 // fallbackLoad answers a Get while Redis is unavailable: a direct load under
 // the concurrency cap, shared by the callers of one key.

@@ -142,3 +142,26 @@ func TestUnknownEnvelopeFlagIsAMiss(t *testing.T) {
 		}
 	})
 }
+
+// A call the breaker keeps away from Redis is counted on its own, not as a
+// Redis error, and its message does not repeat itself.
+func TestBreakerRejectsCountedApart(t *testing.T) {
+	srv, rdb := newSingle(t)
+	ctx := context.Background()
+	c := newCache[string](t, rdb, WithCircuitBreaker(1, time.Hour))
+	srv.Kill()
+	load := func(context.Context, string) (string, error) { return "v", nil }
+	if _, err := c.Get(ctx, "k", load); !errors.Is(err, ErrRedis) {
+		t.Fatalf("Get with Redis down = %v", err)
+	}
+	_, err := c.Get(ctx, "k", load)
+	if !errors.Is(err, ErrCircuitOpen) || !errors.Is(err, ErrRedis) {
+		t.Fatalf("Get with the breaker open = %v", err)
+	}
+	if strings.Count(err.Error(), "cacheguard") != 1 {
+		t.Errorf("error stutters: %q", err)
+	}
+	if st := c.Stats(); st.RedisErrors != 1 || st.BreakerRejects != 1 {
+		t.Errorf("RedisErrors %d, BreakerRejects %d; want 1, 1", st.RedisErrors, st.BreakerRejects)
+	}
+}

@@ -19,6 +19,7 @@ type Stats struct {
 	Corrupt          uint64 // foreign or undecodable bytes found under a key
 	TooLarge         uint64 // values not cached because of the size limit
 	RedisErrors      uint64 // Redis calls that failed
+	BreakerRejects   uint64 // calls the open circuit breaker kept away from Redis
 	StaleServed      uint64 // local entries served past their TTL because Redis failed
 	LocalFlushes     uint64 // local tier cleared because the invalidation subscription (re)started
 	FallbackLoads    uint64 // direct loads while Redis was unavailable (WithFallbackLoads)
@@ -31,7 +32,8 @@ type counters struct {
 	hits, localHits, misses, nullHits, filterRejects, filterErrors,
 	loads, loadErrors, leaseWaits, waitTimeouts, rejectedFills,
 	earlyRefresh, corrupt, tooLarge, redisErrors,
-	staleServed, localFlushes, fallbackLoads, fallbackRejected atomic.Uint64
+	staleServed, localFlushes, fallbackLoads, fallbackRejected,
+	breakerRejects atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -51,6 +53,7 @@ func (c *counters) snapshot() Stats {
 		Corrupt:          c.corrupt.Load(),
 		TooLarge:         c.tooLarge.Load(),
 		RedisErrors:      c.redisErrors.Load(),
+		BreakerRejects:   c.breakerRejects.Load(),
 		StaleServed:      c.staleServed.Load(),
 		LocalFlushes:     c.localFlushes.Load(),
 		FallbackLoads:    c.fallbackLoads.Load(),

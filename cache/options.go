@@ -19,6 +19,7 @@ type config struct {
 	nullTTLSet    bool
 	lease         time.Duration
 	wait          time.Duration
+	waitSet       bool
 	loadTimeout   time.Duration
 	loadOnTimeout bool
 	maxValueSize  int
@@ -47,7 +48,6 @@ func defaultConfig() config {
 		jitter:       0.1,
 		nullTTL:      time.Minute,
 		lease:        3 * time.Second,
-		wait:         2 * time.Second,
 		loadTimeout:  10 * time.Second,
 		closeTimeout: 5 * time.Second,
 		maxValueSize: 1 << 20,
@@ -123,13 +123,18 @@ func WithLease(ttl time.Duration) Option {
 }
 
 // WithWait sets how long a caller waits for a fill by another process before
-// Get returns ErrWaitTimeout (default 2 s). Zero means do not wait.
+// Get returns ErrWaitTimeout. Zero means do not wait. The default is 4/3 of
+// the lease (4 s with the default lease), so that it always outlasts one
+// lease: a waiter then sees a slow fill through one extension period, and
+// takes over the lease of a holder that died instead of timing out first. A
+// shorter wait is allowed (fail fast), at the price of ErrWaitTimeout for
+// fills that are merely slow.
 func WithWait(max time.Duration) Option {
 	return func(c *config) {
 		if max < 0 {
 			c.invalid("wait %v must not be negative", max)
 		}
-		c.wait = max
+		c.wait, c.waitSet = max, true
 	}
 }
 
@@ -209,6 +214,9 @@ func (c *config) validate() error {
 	}
 	if c.nullTTL > c.ttl {
 		c.invalid("null TTL %v longer than TTL %v", c.nullTTL, c.ttl)
+	}
+	if !c.waitSet {
+		c.wait = c.lease + c.lease/3 // see WithWait
 	}
 	if !c.local.enabled() {
 		// Silently ignored, they would leave the user believing hot keys

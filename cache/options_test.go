@@ -38,3 +38,26 @@ func TestNewRejectsNonsense(t *testing.T) {
 	}
 	c.Close()
 }
+
+// The default wait budget outlasts the lease, whatever the lease: a waiter
+// then takes over a dead holder's lease instead of timing out first, and a
+// slow fill that keeps extending its lease is waited for a full lease period.
+func TestDefaultWaitOutlastsLease(t *testing.T) {
+	rdb := sharedSingleFor(t)
+	for _, opts := range [][]Option{nil, {WithLease(10 * time.Second)}, {WithLease(50 * time.Millisecond)}} {
+		c, err := New[string](rdb, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.cfg.wait < c.cfg.lease {
+			t.Errorf("default wait %v shorter than the lease %v", c.cfg.wait, c.cfg.lease)
+		}
+		c.Close()
+	}
+	// An explicit short wait (fail fast) is the caller's choice and kept.
+	c, err := New[string](rdb, WithWait(100*time.Millisecond))
+	if err != nil || c.cfg.wait != 100*time.Millisecond {
+		t.Fatalf("explicit wait: %v, %v", err, c.cfg.wait)
+	}
+	c.Close()
+}

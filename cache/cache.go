@@ -46,6 +46,9 @@ type Cache[V any] struct {
 	channel   string
 	epoch     atomic.Uint64 // odd while the invalidation subscription is down
 	coarseNow atomic.Int64  // unix nanos, advanced every coarseTick (local.go)
+	clockIdle atomic.Bool   // the coarse clock is paused until the next local read
+	clockUsed atomic.Bool   // a local read happened since the last tick
+	clockWake chan struct{} // wakes a paused coarse clock
 	invalSeq  atomic.Uint64 // bumped by every invalidation
 	// subscribed is closed once the first subscription is confirmed.
 	subscribed     chan struct{}
@@ -292,6 +295,7 @@ func (c *Cache[V]) startLocal() error {
 	c.local = store
 	c.epoch.Store(1) // down until the first subscription is confirmed
 	c.coarseNow.Store(time.Now().UnixNano())
+	c.clockWake = make(chan struct{}, 1)
 	c.goBackground(c.runCoarseClock)
 	c.goBackground(c.subscribe)
 	return nil

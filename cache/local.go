@@ -229,6 +229,7 @@ func (s *ristrettoStore[V]) wait() { s.c.Wait() }
 // localGet returns the local entry for key if it may be served as fresh, and
 // the entry itself (possibly stale) for the Redis-failure fallback.
 func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
+	c.touchClock()
 	e, ok := c.local.Get(key)
 	if !ok {
 		return false, nil
@@ -275,16 +276,55 @@ func (c *Cache[V]) localClock() localClock {
 // rest of the hit; one tick is negligible against a local TTL of a second.
 const coarseTick = time.Millisecond
 
-// runCoarseClock keeps coarseNow within a tick of the wall clock until Close.
+// clockIdleTicks is how many ticks without a local read pause the clock.
+const clockIdleTicks = 1000
+
+// runCoarseClock keeps coarseNow within a tick of the wall clock until Close,
+// while the local tier is read. After clockIdleTicks without a read it pauses
+// (an idle cache costs no CPU) until touchClock wakes it.
 func (c *Cache[V]) runCoarseClock() {
 	t := time.NewTicker(coarseTick)
 	defer t.Stop()
+	idle := 0
 	for {
 		select {
 		case <-c.closing.Done():
 			return
 		case now := <-t.C:
 			c.coarseNow.Store(now.UnixNano())
+			if c.clockUsed.Swap(false) {
+				idle = 0
+				continue
+			}
+			if idle++; idle < clockIdleTicks {
+				continue
+			}
+			t.Stop()
+			c.clockIdle.Store(true)
+			select {
+			case <-c.closing.Done():
+				return
+			case <-c.clockWake:
+			}
+			idle = 0
+			t.Reset(coarseTick)
+		}
+	}
+}
+
+// touchClock marks a local read; the first read after a pause brings the
+// clock up to date itself (so it never judges freshness by the time the
+// clock paused) and wakes the ticker. Reads keep to loads while nothing
+// changes, so the hit path writes no shared memory.
+func (c *Cache[V]) touchClock() {
+	if !c.clockUsed.Load() {
+		c.clockUsed.Store(true)
+	}
+	if c.clockIdle.Load() && c.clockIdle.CompareAndSwap(true, false) {
+		c.coarseNow.Store(time.Now().UnixNano())
+		select {
+		case c.clockWake <- struct{}{}:
+		default:
 		}
 	}
 }

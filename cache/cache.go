@@ -254,10 +254,17 @@ func (c *Cache[V]) now() time.Time {
 // ContextTimeoutEnabled, go-redis reports a caller's deadline that ran out
 // during a read as a network timeout; taken for a Redis failure, it would
 // count against the breaker and start fallback loads while Redis is healthy.
+//
+// The socket deadline go-redis sets is the context's own deadline, and it can
+// fire a moment before the context's timer marks the context done, so a
+// deadline already reached counts too.
 func callerErr(ctx context.Context, err error) error {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
+		}
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return context.DeadlineExceeded
 		}
 	}
 	return err

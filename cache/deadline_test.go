@@ -56,6 +56,7 @@ func TestCallerDeadlineIsNotARedisFailure(t *testing.T) {
 		ctx := context.Background()
 		rdb := outageClient(t, shared)
 		opts := []Option{WithPrefix(prefixFor(t)), WithCircuitBreaker(1, time.Minute), WithFallbackLoads(8), WithMaxLoads(32)}
+		shared.Del(ctx, prefixFor(t)+"k") // a fresh key on every run
 		filler := newCache[string](t, rdb, opts...)
 		reader := newCache[string](t, rdb, opts...)
 		var loads atomic.Int64

@@ -130,7 +130,11 @@ func TestUnknownEnvelopeFlagIsAMiss(t *testing.T) {
 		ctx := context.Background()
 		c := newCache[string](t, rdb)
 		p := prefixFor(t)
-		for i, flag := range []byte{flagCompressed, 1 << 7} {
+		unread := []byte{1 << 7}
+		if readableFlags&flagCompressed == 0 { // until compressed entries are decoded
+			unread = append(unread, flagCompressed)
+		}
+		for i, flag := range unread {
 			k := fmt.Sprint("k", i)
 			env := appendEnvelope(nil, flag, 0, time.Now().Add(time.Hour), 0, []byte("\x1f\x8bgarbage"))
 			if err := rdb.Set(ctx, p+k, env, time.Hour).Err(); err != nil {

@@ -1,0 +1,353 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/faultproxy"
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// cancelAfterWrite is a client hook that cancels a write's context as soon as
+// its command (or pipeline) has returned: the writer's caller gave up right
+// after Redis applied the write.
+type cancelAfterWrite struct{}
+
+type cancelKey struct{}
+
+func withCancelAfterWrite(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	return context.WithValue(ctx, cancelKey{}, cancel)
+}
+
+func cancelIn(ctx context.Context) {
+	if f, ok := ctx.Value(cancelKey{}).(context.CancelFunc); ok {
+		f()
+	}
+}
+
+func (cancelAfterWrite) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (cancelAfterWrite) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "set" || cmd.Name() == "unlink" {
+			cancelIn(ctx)
+		}
+		return err
+	}
+}
+func (cancelAfterWrite) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if c.Name() == "unlink" {
+				cancelIn(ctx)
+			}
+		}
+		return err
+	}
+}
+
+// Once Redis holds a Delete or Set, the other instances are told, even when
+// the writer's context ends right after the write.
+func TestInvalidationOutlivesWriterContext(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		got := make(chan []string, 8)
+		reader := localCache(t, rdb, withHooks(&hooks{onInvalidate: func(k []string) { got <- k }}))
+		writer := newCache[string](t, rdb, WithPrefix(prefixFor(t)))
+		rdb.AddHook(cancelAfterWrite{})
+		for i, write := range []func(ctx context.Context) error{
+			func(ctx context.Context) error { return writer.Set(ctx, "k", "new") },
+			func(ctx context.Context) error { return writer.Delete(ctx, "k") },
+		} {
+			if err := writer.Set(ctx, "k", "old"); err != nil {
+				t.Fatal(err)
+			}
+			waitInvalidation(t, got, "k")
+			if v, _ := reader.Get(ctx, "k", never(t)); v != "old" {
+				t.Fatal(v)
+			}
+			settle(reader)
+			if _, ok := reader.local.Get("k"); !ok {
+				t.Fatal("reader did not keep a local copy")
+			}
+			wctx := withCancelAfterWrite(ctx)
+			write(wctx) // its error (the context's) does not matter: Redis has the write
+			if wctx.Err() == nil {
+				t.Fatal("the hook did not cancel the writer's context")
+			}
+			waitInvalidation(t, got, "k")
+			if _, ok := reader.local.Get("k"); ok {
+				t.Fatalf("write %d: reader still holds the key", i)
+			}
+		}
+	})
+}
+
+// waitInvalidation waits for the reader to apply an invalidation of key. The
+// timeout only turns a lost message into a failure instead of a hang.
+func waitInvalidation(t *testing.T, got <-chan []string, key string) {
+	t.Helper()
+	select {
+	case keys := <-got:
+		for _, k := range keys {
+			if k == key {
+				return
+			}
+		}
+		t.Fatalf("invalidated %q, want %q", keys, key)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no invalidation of %q reached the reader", key)
+	}
+}
+
+// proxiedSingle starts a private server and a fault proxy in front of it,
+// returning a client that goes through the proxy (no retries of its own, so
+// that faults reach the cache) and one that goes straight to the server.
+func proxiedSingle(t *testing.T) (p *faultproxy.Proxy, viaProxy, direct *redis.Client) {
+	t.Helper()
+	srv, _ := redistest.RealSingle(t)
+	p, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	viaProxy = redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1,
+		DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { viaProxy.Close() })
+	return p, viaProxy, srv.Client()
+}
+
+// pubsubLinks returns the proxy's links that the server reports as pub/sub
+// connections.
+func pubsubLinks(t *testing.T, direct *redis.Client, p *faultproxy.Proxy) []*faultproxy.Link {
+	t.Helper()
+	list, err := direct.Do(context.Background(), "CLIENT", "LIST", "TYPE", "pubsub").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*faultproxy.Link
+	for _, line := range strings.Split(list, "\n") {
+		for _, f := range strings.Fields(line) {
+			if addr, ok := strings.CutPrefix(f, "addr="); ok {
+				for _, l := range p.Links() {
+					if l.ServerSideAddr() == addr {
+						out = append(out, l)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// A subscriber whose connection goes silent (half-open: the server and the
+// client both think it is up, but nothing arrives) is found out by its
+// health check; meanwhile its local tier stops serving within the bound, and
+// the reconnection flushes it. The local TTL is long on purpose: only the
+// health check can bound the staleness here.
+func TestHalfOpenSubscriberIsDetected(t *testing.T) {
+	p, viaProxy, direct := proxiedSingle(t)
+	ctx := context.Background()
+	ups := make(chan struct{}, 8)
+	got := make(chan []string, 8)
+	reader := localCache(t, viaProxy, WithLocalTTL(time.Minute), testHealth, withHooks(&hooks{
+		onSubscribed: func() { ups <- struct{}{} },
+		onInvalidate: func(k []string) { got <- k },
+	}))
+	<-ups
+	writer := newCache[string](t, direct, WithPrefix(prefixFor(t)))
+	writer.Set(ctx, "k", "old")
+	waitInvalidation(t, got, "k") // so that it cannot land during the read below
+	if v, _ := reader.Get(ctx, "k", never(t)); v != "old" {
+		t.Fatal(v)
+	}
+	settle(reader)
+	if _, ok := reader.local.Get("k"); !ok {
+		t.Fatal("not cached locally")
+	}
+	links := pubsubLinks(t, direct, p)
+	if len(links) != 1 {
+		t.Fatalf("%d pub/sub links", len(links))
+	}
+	links[0].Blackhole(faultproxy.Both)
+	blackholed := time.Now()
+	if err := writer.Set(ctx, "k", "new"); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now()
+	bound := testHealthBound()
+	for {
+		before := time.Now()
+		v, err := reader.Get(ctx, "k", never(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == "new" {
+			t.Logf("stale reads stopped %v after the write returned", before.Sub(written))
+			break
+		}
+		if stale := before.Sub(written); stale > bound+staleSlack {
+			t.Fatalf("local entry served stale %v after the write, bound %v", stale, bound)
+		}
+		time.Sleep(5 * time.Millisecond) // pacing the probe, not synchronising
+	}
+	// The silent connection is given up and a new subscription flushes the tier.
+	select {
+	case <-ups:
+	case <-time.After(10 * time.Second):
+		t.Fatal("subscriber never reconnected")
+	}
+	st := reader.Stats()
+	if st.SubscriptionDowns < 1 || st.LocalFlushes < 2 {
+		t.Fatalf("downs %d, flushes %d", st.SubscriptionDowns, st.LocalFlushes)
+	}
+	t.Logf("half-open subscriber: local tier stopped serving and reconnected %v after the blackhole (bound %v)",
+		time.Since(blackholed), bound)
+}
+
+// moveSlot hands slot (which holds no keys) from its owner to another master,
+// as a resharding does; the owner then ends its sharded subscriptions on it.
+func moveSlot(t *testing.T, cl *redistest.Cluster, slot int64) {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	owner := -1
+	for _, m := range cl.Masters {
+		c := m.Client()
+		id, err := c.Do(ctx, "CLUSTER", "MYID").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		n, err := c.Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", slot).Int()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("slot %d holds %d keys", slot, n)
+		}
+	}
+	for i, m := range cl.Masters {
+		slots, err := m.Client().ClusterSlots(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range slots {
+			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 && s.Nodes[0].ID == ids[i] {
+				owner = i
+			}
+		}
+	}
+	if owner < 0 {
+		t.Fatalf("no owner for slot %d", slot)
+	}
+	to := (owner + 1) % len(cl.Masters)
+	src, dst := cl.Masters[owner].Client(), cl.Masters[to].Client()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[owner]).Err())
+	must(src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to]).Err())
+	must(dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", ids[to]).Err())
+	must(src.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", ids[to]).Err())
+	for i, m := range cl.Masters {
+		if i != owner && i != to {
+			must(m.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", ids[to]).Err())
+		}
+	}
+}
+
+// When the invalidation channel's slot moves to another master, the old
+// owner ends the sharded subscription; the subscriber must subscribe again on
+// the new owner (not on its old connection, which answers MOVED forever), and
+// flush its local tier.
+func TestClusterResubscribesAfterSlotMove(t *testing.T) {
+	cl, rdb := redistest.StartCluster(t)
+	ctx := context.Background()
+	ups := make(chan struct{}, 8)
+	got := make(chan []string, 8)
+	reader := localCache(t, rdb, testHealth, withHooks(&hooks{
+		onSubscribed: func() { ups <- struct{}{} },
+		onInvalidate: func(k []string) { got <- k },
+	}))
+	<-ups
+	writer := newCache[string](t, cl.Client(), WithPrefix(prefixFor(t)))
+	writer.Set(ctx, "k", "v0")
+	waitInvalidation(t, got, "k")
+
+	slot, err := rdb.(*redis.ClusterClient).ClusterKeySlot(ctx, reader.channel).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	moveSlot(t, cl, slot)
+	select {
+	case <-ups:
+	case <-time.After(10 * time.Second):
+		t.Fatal("subscriber never subscribed again after the slot moved")
+	}
+	for i := 1; i <= 3; i++ {
+		writer.Set(ctx, "k", fmt.Sprint("v", i))
+		waitInvalidation(t, got, "k")
+	}
+}
+
+// testHealth makes the subscriber's health check fast enough for tests;
+// testHealthBound is the staleness bound it gives.
+var testHealth = WithInvalidationHealthCheck(100*time.Millisecond, 200*time.Millisecond)
+
+func testHealthBound() time.Duration { return 300 * time.Millisecond }
+
+// staleSlack allows for the local tier's coarse clock and for the probe's own
+// scheduling when a test checks the staleness bound.
+const staleSlack = 100 * time.Millisecond
+
+func TestInvalidationMessageCodec(t *testing.T) {
+	m := invalidation{src: [sourceIDSize]byte{1, 2}, sent: 12345, seq: 7,
+		keys: []string{"a", "", "\x00\xff", string(make([]byte, 300))}}
+	got, err := decodeInvalidation(encodeInvalidation(m))
+	if err != nil || got.src != m.src || got.seq != 7 || got.sent != 12345 || !slices.Equal(got.keys, m.keys) {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	// Fields a later version appends are skipped.
+	if got, err := decodeInvalidation(append(encodeInvalidation(m), 1, 2, 3)); err != nil || !slices.Equal(got.keys, m.keys) {
+		t.Fatalf("with a trailer: %v", err)
+	}
+	good := encodeInvalidation(m)
+	bad := [][]byte{nil, make([]byte, 5), make([]byte, 40), good[:len(good)-1], good[:invalHeaderSize],
+		// a key count far beyond the bytes present
+		append(append([]byte{}, good[:invalHeaderSize+1]...), 0xff, 0xff, 0xff, 0xff, 0x0f),
+		// the previous layout: 16 bytes of source id, then keys
+		append(make([]byte, 16), 1, 'a')}
+	for _, b := range bad {
+		if _, err := decodeInvalidation(b); err == nil {
+			t.Errorf("decoded %q", b)
+		}
+	}
+}
+
+// Fuzzing the decoder: any bytes decode or fail, never panic, and what
+// decodes encodes back to an equal message.
+func FuzzDecodeInvalidation(f *testing.F) {
+	f.Add(encodeInvalidation(invalidation{seq: 1, keys: []string{"k"}}))
+	f.Add([]byte{invalMagic0, invalMagic1, invalFormat})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeInvalidation(b)
+		if err != nil {
+			return
+		}
+		again, err := decodeInvalidation(encodeInvalidation(m))
+		if err != nil || again.seq != m.seq || !slices.Equal(again.keys, m.keys) {
+			t.Fatalf("re-encode: %v", err)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -350,4 +351,135 @@ func FuzzDecodeInvalidation(f *testing.F) {
 			t.Fatalf("re-encode: %v", err)
 		}
 	})
+}
+
+// publishRaw publishes b on c's invalidation channel as another instance
+// would (a sharded channel on a cluster).
+func publishRaw[V any](t *testing.T, c *Cache[V], b []byte) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	if c.sharded() {
+		err = c.rdb.SPublish(ctx, c.channel, b).Err()
+	} else {
+		err = c.rdb.Publish(ctx, c.channel, b).Err()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A gap in a publisher's sequence numbers means a message was lost: its keys
+// are unknown, so the local tier is cleared, and the gap is counted. A
+// message that does not decode clears it too, and is counted, never a panic.
+func TestInvalidationGapClearsLocalTier(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		got := make(chan []string, 8)
+		reader := localCache(t, rdb, withHooks(&hooks{onInvalidate: func(k []string) { got <- k }}))
+		other := [sourceIDSize]byte{9}
+		msg := func(seq uint64, key string) []byte {
+			return encodeInvalidation(invalidation{src: other, sent: time.Now().UnixNano(), seq: seq, keys: []string{key}})
+		}
+		cacheK := func() {
+			t.Helper()
+			reader.Get(ctx, "k", func(context.Context, string) (string, error) { return "v", nil })
+			settle(reader)
+			if _, ok := reader.local.Get("k"); !ok {
+				t.Fatal("k not cached locally")
+			}
+		}
+		cacheK()
+		publishRaw(t, reader, msg(1, "a"))
+		waitInvalidation(t, got, "a")
+		publishRaw(t, reader, msg(2, "b"))
+		waitInvalidation(t, got, "b")
+		if _, ok := reader.local.Get("k"); !ok {
+			t.Fatal("k dropped without a gap")
+		}
+		publishRaw(t, reader, msg(5, "c")) // 3 and 4 were lost
+		waitInvalidation(t, got, "c")
+		if _, ok := reader.local.Get("k"); ok {
+			t.Fatal("k survived a gap in the sequence")
+		}
+		st := reader.Stats()
+		if st.InvalidationGaps != 1 || st.InvalidationsLost != 2 || st.InvalidationsReceived != 3 || st.InvalidationLagMax <= 0 {
+			t.Fatalf("gaps %d lost %d received %d lag max %v", st.InvalidationGaps, st.InvalidationsLost, st.InvalidationsReceived, st.InvalidationLagMax)
+		}
+		// A late, older message is applied but is no gap.
+		publishRaw(t, reader, msg(4, "d"))
+		waitInvalidation(t, got, "d")
+		if st := reader.Stats(); st.InvalidationGaps != 1 {
+			t.Fatalf("a reordered message counted as a gap")
+		}
+
+		cacheK()
+		publishRaw(t, reader, []byte("not an invalidation"))
+		publishRaw(t, reader, append(make([]byte, 16), 1, 'k')) // the previous layout
+		publishRaw(t, reader, msg(6, "e"))                       // ordered after the two above
+		waitInvalidation(t, got, "e")
+		if _, ok := reader.local.Get("k"); ok {
+			t.Fatal("k survived an undecodable message")
+		}
+		if st := reader.Stats(); st.InvalidationDecodeErrors != 2 || st.InvalidationGaps != 1 {
+			t.Fatalf("decode errors %d, gaps %d", st.InvalidationDecodeErrors, st.InvalidationGaps)
+		}
+	})
+}
+
+// faultOnPublish runs after with every command the client sends and its
+// error.
+type faultOnPublish struct {
+	after func(cmd redis.Cmder, err error)
+}
+
+func (faultOnPublish) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h faultOnPublish) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.after(cmd, err)
+		return err
+	}
+}
+func (faultOnPublish) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A publish that fails (here: the writer's link goes silent right after its
+// write, and the PUBLISH times out) is retried on a new connection.
+func TestInvalidationPublishIsRetried(t *testing.T) {
+	p, viaProxy, direct := proxiedSingle(t)
+	ctx := context.Background()
+	got := make(chan []string, 8)
+	localCache(t, direct, withHooks(&hooks{onInvalidate: func(k []string) { got <- k }}))
+	writer := newCache[string](t, viaProxy, WithPrefix(prefixFor(t)))
+	var mu sync.Mutex
+	var publishes []error
+	viaProxy.AddHook(faultOnPublish{after: func(cmd redis.Cmder, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch cmd.Name() {
+		case "set":
+			if len(publishes) == 0 && cmd.(*redis.StatusCmd).Val() == "OK" {
+				p.Blackhole(faultproxy.Both) // the SET landed; now the link goes silent
+			}
+		case "publish":
+			publishes = append(publishes, err)
+			if len(publishes) == 1 {
+				p.Heal()
+			}
+		}
+	}})
+	if err := writer.Set(ctx, "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	waitInvalidation(t, got, "k")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(publishes) < 2 || publishes[0] == nil || publishes[len(publishes)-1] != nil {
+		t.Fatalf("publish attempts: %v", publishes)
+	}
+	if st := writer.Stats(); st.InvalidationsSent != 1 || st.InvalidationSendFailures != 0 {
+		t.Fatalf("sent %d, failures %d", st.InvalidationsSent, st.InvalidationSendFailures)
+	}
 }

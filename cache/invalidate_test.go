@@ -416,7 +416,7 @@ func TestInvalidationGapClearsLocalTier(t *testing.T) {
 		cacheK()
 		publishRaw(t, reader, []byte("not an invalidation"))
 		publishRaw(t, reader, append(make([]byte, 16), 1, 'k')) // the previous layout
-		publishRaw(t, reader, msg(6, "e"))                       // ordered after the two above
+		publishRaw(t, reader, msg(6, "e"))                      // ordered after the two above
 		waitInvalidation(t, got, "e")
 		if _, ok := reader.local.Get("k"); ok {
 			t.Fatal("k survived an undecodable message")

@@ -293,6 +293,7 @@ func (c *Cache[V]) redisError(key, op string, err error) error {
 		return err
 	}
 	c.stats.redisErrors.Add(1)
+	c.reloadTopology(err)
 	return fmt.Errorf("%w: %s %q: %w", ErrRedis, op, key, err)
 }
 

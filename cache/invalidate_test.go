@@ -213,41 +213,44 @@ func TestHalfOpenSubscriberIsDetected(t *testing.T) {
 		time.Since(blackholed), bound)
 }
 
+// slotOwner returns the index of the master that serves slot, and every
+// master's node id.
+func slotOwner(t *testing.T, masters []*redistest.Server, slot int64) (int, []string) {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	for _, m := range masters {
+		id, err := m.Client().Do(ctx, "CLUSTER", "MYID").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	slots, err := masters[0].Client().ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slots {
+		if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
+			for i, id := range ids {
+				if s.Nodes[0].ID == id {
+					return i, ids
+				}
+			}
+		}
+	}
+	t.Fatalf("no owner for slot %d", slot)
+	return -1, nil
+}
+
 // moveSlot hands slot (which holds no keys) from its owner to another master,
 // as a resharding does; the owner then ends its sharded subscriptions on it.
 func moveSlot(t *testing.T, cl *redistest.Cluster, slot int64) {
 	t.Helper()
 	ctx := context.Background()
-	var ids []string
-	owner := -1
-	for _, m := range cl.Masters {
-		c := m.Client()
-		id, err := c.Do(ctx, "CLUSTER", "MYID").Text()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-		n, err := c.Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", slot).Int()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n != 0 {
-			t.Fatalf("slot %d holds %d keys", slot, n)
-		}
-	}
-	for i, m := range cl.Masters {
-		slots, err := m.Client().ClusterSlots(ctx).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 && s.Nodes[0].ID == ids[i] {
-				owner = i
-			}
-		}
-	}
-	if owner < 0 {
-		t.Fatalf("no owner for slot %d", slot)
+	owner, ids := slotOwner(t, cl.Masters, slot)
+	if n, err := cl.Masters[owner].Client().Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", slot).Int(); err != nil || n != 0 {
+		t.Fatalf("slot %d holds %d keys (%v)", slot, n, err)
 	}
 	to := (owner + 1) % len(cl.Masters)
 	src, dst := cl.Masters[owner].Client(), cl.Masters[to].Client()

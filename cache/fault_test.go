@@ -92,7 +92,7 @@ type faultRun struct {
 	reader *Cache[string]
 	writer *Cache[string]
 	raw    func() redis.UniversalClient // for the lease scan: straight to the server(s)
-	bound  time.Duration         // the staleness bound under this fault
+	bound  time.Duration                // the staleness bound under this fault
 
 	stop      chan struct{}
 	wg        sync.WaitGroup

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -437,4 +440,44 @@ func TestFaultClusterFailover(t *testing.T) {
 	rc.Failover(owner)
 	r.phase(time.Second)
 	r.finish()
+}
+
+// Close is not held up by a subscriber whose connection went silent, and
+// leaves no subscriber or publisher goroutine behind.
+func TestFaultCloseWhileBlackholed(t *testing.T) {
+	p, viaProxy, direct := proxiedSingle(t)
+	before := runtime.NumGoroutine()
+	c, err := New[string](viaProxy, WithPrefix(prefixFor(t)), WithLocal(1<<20), WithLocalAdmitAll(), testHealth,
+		WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-c.subscribed
+	for _, l := range pubsubLinks(t, direct, p) {
+		l.Blackhole(faultproxy.Both)
+	}
+	c.Set(context.Background(), "k", "v") // its publish goes through the silent proxy too
+	p.Blackhole(faultproxy.Both)
+	start := time.Now()
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung")
+	}
+	t.Logf("Close took %v with the subscriber blackholed", time.Since(start))
+	p.Close()
+	viaProxy.Close()
+	direct.Close()
+	// go-redis's own connection goroutines end with their clients; ours end
+	// with Close.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after Close, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
 }

@@ -305,7 +305,10 @@ func proxiedRun(t *testing.T, bound time.Duration) (*faultRun, *faultproxy.Proxy
 	direct := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1,
 		DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
 	t.Cleanup(func() { direct.Close() })
-	return newFaultRun(t, viaProxy, direct, func() redis.UniversalClient { return direct }, bound), p, direct, srv
+	// CLIENT LIST and the lease scan go through a client with default
+	// timeouts: a slow answer on a busy machine is not the fault under test.
+	admin := srv.Client()
+	return newFaultRun(t, viaProxy, direct, func() redis.UniversalClient { return admin }, bound), p, admin, srv
 }
 
 // The subscriber's connection goes silent (both ways) while reads and writes

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -484,5 +485,18 @@ func TestInvalidationPublishIsRetried(t *testing.T) {
 	}
 	if st := writer.Stats(); st.InvalidationsSent != 1 || st.InvalidationSendFailures != 0 {
 		t.Fatalf("sent %d, failures %d", st.InvalidationsSent, st.InvalidationSendFailures)
+	}
+}
+
+func TestInvalidationHealthCheckOption(t *testing.T) {
+	_, rdb := newSingle(t)
+	for _, o := range []Option{
+		WithInvalidationHealthCheck(0, time.Second),
+		WithInvalidationHealthCheck(time.Second, 0),
+		WithInvalidationHealthCheck(-time.Second, time.Second),
+	} {
+		if _, err := New[string](rdb, WithLocal(1<<20), WithLocalAdmitAll(), o); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("accepted: %v", err)
+		}
 	}
 }

@@ -53,6 +53,11 @@ type Cache[V any] struct {
 	// subscribed is closed once the first subscription is confirmed.
 	subscribed     chan struct{}
 	subscribedOnce sync.Once
+	// trustUntil (unix nanos) is how long the local tier may be served on the
+	// strength of the last health reply (invalidate_subscribe.go).
+	trustUntil atomic.Int64
+	pub        publisher  // invalidate_publish.go
+	inval      invalStats // invalidate.go
 
 	breaker       *gobreaker.TwoStepCircuitBreaker[struct{}] // nil when off
 	fallbackSem   chan struct{}                              // nil when off
@@ -134,7 +139,11 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 func (c *Cache[V]) isClosed() bool { return c.closed.Load() }
 
 // Stats returns a snapshot of the counters.
-func (c *Cache[V]) Stats() Stats { return c.stats.snapshot() }
+func (c *Cache[V]) Stats() Stats {
+	s := c.stats.snapshot()
+	c.inval.fill(&s)
+	return s
+}
 
 // Set stores v under key with the configured (jittered) TTL, replacing any
 // value or lease. A fill in flight for key is then refused, so it cannot
@@ -277,6 +286,7 @@ func (c *Cache[V]) redisError(key, op string, err error) error {
 		return err
 	}
 	c.stats.redisErrors.Add(1)
+	c.reloadTopology(err)
 	return fmt.Errorf("%w: %s %q: %w", ErrRedis, op, key, err)
 }
 

@@ -27,6 +27,35 @@
 //   - Inconsistency (a slow reader writes an old value back after a writer's
 //     delete): refused by the lease, whatever the timing.
 //
+// # Staleness of the local tier
+//
+// With a local tier (WithLocal), a hot key is answered from process memory,
+// and other instances' writes reach it by pub/sub, which delivers at most
+// once. The bound, with T the local TTL plus its jitter (WithLocalTTL, 1 s +
+// 10 % by default) and H the health check's interval plus its timeout
+// (WithInvalidationHealthCheck, 1 s + 1 s by default):
+//
+//   - A local entry is served as fresh for at most T after it was read from
+//     Redis, so it is never served stale for longer than T after the write
+//     that replaced it, whatever happens to pub/sub, to the writer or to the
+//     network.
+//   - Once the write's invalidation has reached Redis (it is sent detached
+//     from the writer's context and retried for up to 2 s), an instance stops
+//     serving the old value within min(T, H) even if its subscriber's
+//     connection died silently: the tier is served only while the last
+//     health PING, sent at most H ago, has been answered, and that reply
+//     proves every earlier message arrived. Normally it takes one pub/sub
+//     delivery (well under a millisecond on a LAN).
+//   - While Redis fails for this instance, an entry past T may still answer
+//     for up to WithLocalStale more (10 s by default; 0 turns it off), counted
+//     in Stats.StaleServed: availability traded knowingly for staleness.
+//
+// Every reconnection of the subscriber, every gap in a publisher's sequence
+// numbers and every undecodable message clears the local tier; Stats reports
+// them (SubscriptionDowns, InvalidationGaps, InvalidationDecodeErrors) with
+// the publish-to-apply lag. The coarse clock the tier reads adds up to a
+// millisecond to each bound.
+//
 // Values handed out may be shared: callers of one load get the same value,
 // and a local-tier hit returns the stored one. Treat them as read-only (copy
 // a slice, map or pointed-to struct before changing it).

@@ -57,6 +57,8 @@ type localConfig struct {
 	admitAll bool
 	hot      HotKeys
 	channel  string
+
+	healthInterval, healthTimeout time.Duration // WithInvalidationHealthCheck
 }
 
 // WithLocal turns on the local tier with room for maxBytes of values, on
@@ -129,7 +131,8 @@ func WithInvalidationChannel(name string) Option {
 }
 
 func defaultLocalConfig() localConfig {
-	return localConfig{ttl: time.Second, stale: 10 * time.Second}
+	return localConfig{ttl: time.Second, stale: 10 * time.Second,
+		healthInterval: time.Second, healthTimeout: time.Second}
 }
 
 func (l *localConfig) enabled() bool { return l.maxBytes > 0 || l.store != nil }
@@ -234,7 +237,8 @@ func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
 	if !ok {
 		return false, nil
 	}
-	return c.coarseNow.Load() < e.fresh && e.epoch == c.epoch.Load(), e
+	now := c.coarseNow.Load()
+	return now < e.fresh && now < c.trustUntil.Load() && e.epoch == c.epoch.Load(), e
 }
 
 // admit puts a value that just came from Redis or a load into the local tier,
@@ -326,5 +330,20 @@ func (c *Cache[V]) touchClock() {
 		case c.clockWake <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// WithInvalidationHealthCheck sets how often the invalidation subscriber
+// checks its connection with a PING (default 1 s) and how long it waits for
+// the reply (default 1 s). The local tier is served only while the last
+// reply is recent, so interval + timeout bounds how long a local entry can be
+// served stale when the subscriber's connection dies silently (see the
+// package comment); a missed reply makes the subscriber reconnect.
+func WithInvalidationHealthCheck(interval, timeout time.Duration) Option {
+	return func(c *config) {
+		if interval <= 0 || timeout <= 0 {
+			c.invalid("invalidation health check interval %v and timeout %v must be positive", interval, timeout)
+		}
+		c.local.healthInterval, c.local.healthTimeout = interval, timeout
 	}
 }

@@ -272,17 +272,3 @@ func TestLocalOptions(t *testing.T) {
 		t.Errorf("zero local TTL: %v", err)
 	}
 }
-
-func TestInvalidationMessageCodec(t *testing.T) {
-	src := [sourceIDSize]byte{1, 2}
-	keys := []string{"a", "", "\x00\xff", string(make([]byte, 300))}
-	s, got, err := decodeInvalidation(encodeInvalidation(src, keys))
-	if err != nil || s != src || !slices.Equal(got, keys) {
-		t.Fatalf("round trip: %v %v %v", s, got, err)
-	}
-	for _, bad := range [][]byte{nil, make([]byte, 5), append(make([]byte, 16), 0x05, 'a')} {
-		if _, _, err := decodeInvalidation(bad); err == nil {
-			t.Errorf("decoded %q", bad)
-		}
-	}
-}

@@ -1,6 +1,9 @@
 package cache
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Stats is a snapshot of a Cache's counters since New.
 type Stats struct {
@@ -24,6 +27,17 @@ type Stats struct {
 	LocalFlushes     uint64 // local tier cleared because the invalidation subscription (re)started
 	FallbackLoads    uint64 // direct loads while Redis was unavailable (WithFallbackLoads)
 	FallbackRejected uint64 // callers refused because the fallback cap was reached
+
+	// Invalidation across instances (see the package comment on staleness).
+	InvalidationsSent        uint64        // messages this instance published
+	InvalidationSendFailures uint64        // messages given up after every retry
+	InvalidationsReceived    uint64        // messages from other instances applied
+	InvalidationGaps         uint64        // gaps seen in a publisher's sequence (each cleared the local tier)
+	InvalidationsLost        uint64        // messages known lost, summed over the gaps
+	InvalidationDecodeErrors uint64        // messages that did not decode (each cleared the local tier)
+	SubscriptionDowns        uint64        // subscription failures: errors, missed health replies, server unsubscribes
+	InvalidationLag          time.Duration // publish-to-apply delay of the latest message (publisher's clock against ours)
+	InvalidationLagMax       time.Duration // the largest such delay seen
 }
 
 // counters are the live counters behind Stats. hits counts Redis hits only,

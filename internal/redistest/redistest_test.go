@@ -3,6 +3,9 @@ package redistest
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestSingleSetGet(t *testing.T) {
@@ -63,5 +66,38 @@ func TestNodesAreIndependent(t *testing.T) {
 	ns[0].Client().Set(ctx, "k", "v", 0)
 	if n, _ := ns[1].Client().Exists(ctx, "k").Result(); n != 0 {
 		t.Fatal("nodes share data")
+	}
+}
+
+func TestReplicatedClusterFailover(t *testing.T) {
+	start := time.Now()
+	rc, c := StartClusterWithReplicas(t)
+	t.Logf("formed in %v", time.Since(start))
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		if err := c.Set(ctx, k, k, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start = time.Now()
+	rc.Failover(1)
+	t.Logf("manual failover in %v", time.Since(start))
+	start = time.Now()
+	rc.KillMaster(0)
+	t.Logf("failover after a kill in %v", time.Since(start))
+	// The promoted replicas serve the data written before.
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		var v string
+		var err error
+		for i := 0; i < 50; i++ {
+			if v, err = c.Get(ctx, k).Result(); err == nil {
+				break
+			}
+			c.(*redis.ClusterClient).ReloadState(ctx) // go-redis reloads its slot map lazily
+			time.Sleep(100 * time.Millisecond)
+		}
+		if v != k {
+			t.Fatalf("%s after failover: %q, %v", k, v, err)
+		}
 	}
 }

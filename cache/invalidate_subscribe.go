@@ -1,0 +1,224 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The subscriber. It runs one session at a time: a new PubSub (a new
+// connection, so on a cluster it goes to the channel's current owner),
+// subscribed, checked by PING, until anything goes wrong; then the tier goes
+// down, and after a backoff a new session starts. A session never reuses the
+// previous one's connection: after a slot move the old node would answer
+// MOVED to every SSUBSCRIBE, and a half-open connection never answers at all.
+
+const (
+	subscribeRetryMin = 50 * time.Millisecond
+	subscribeRetryMax = 2 * time.Second
+	// maxTrackedSources bounds the per-publisher sequence table; past it the
+	// table starts over (forgetting a source only skips one gap check).
+	maxTrackedSources = 4096
+)
+
+var errNoHealthReply = errors.New("no reply to the health check in time")
+
+// subscribe runs until Close, keeping the invalidation subscription and the
+// epoch in step.
+func (c *Cache[V]) subscribe() {
+	ctx := c.closing
+	retry := subscribeRetryMin
+	for {
+		up, err := c.subscribeSession(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.subscriptionDown(err)
+		if up {
+			retry = subscribeRetryMin
+		}
+		if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+			cc.ReloadState(ctx) // the channel's slot may have moved
+		}
+		t := time.NewTimer(retry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		retry = min(2*retry, subscribeRetryMax)
+	}
+}
+
+// subscribeSession subscribes on a new connection and applies what arrives
+// until the connection fails, misses a health reply, or the server ends the
+// subscription. up tells whether the subscription was confirmed.
+func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
+	interval, timeout := c.cfg.local.healthInterval, c.cfg.local.healthTimeout
+	start := time.Now()
+	var ps *redis.PubSub
+	if c.sharded() {
+		ps = c.rdb.SSubscribe(ctx, c.channel)
+	} else {
+		ps = c.rdb.Subscribe(ctx, c.channel)
+	}
+	defer ps.Close()
+	// A blocked receive does not watch ctx (go-redis reads with its own
+	// timeouts); closing the PubSub on Close unblocks it.
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
+
+	seqs := map[[sourceIDSize]byte]uint64{}
+	var (
+		pingSent time.Time // zero when no PING is outstanding
+		token    string
+		n        uint64
+		nextPing time.Time
+	)
+	for {
+		now := time.Now()
+		var deadline time.Time
+		switch {
+		case !up:
+			deadline = start.Add(timeout)
+		case !pingSent.IsZero():
+			deadline = pingSent.Add(timeout)
+		}
+		if !deadline.IsZero() && !now.Before(deadline) {
+			return up, errNoHealthReply
+		}
+		if up && pingSent.IsZero() && !now.Before(nextPing) {
+			n++
+			token = "cacheguard-health-" + strconv.FormatUint(n, 10)
+			if err := ps.Ping(ctx, token); err != nil {
+				return up, err
+			}
+			pingSent = now
+			deadline = now.Add(timeout)
+		}
+		if deadline.IsZero() {
+			deadline = nextPing
+		}
+		msg, err := ps.ReceiveTimeout(ctx, max(time.Until(deadline), time.Millisecond))
+		if ctx.Err() != nil {
+			return up, ctx.Err()
+		}
+		if err != nil {
+			var nerr interface{ Timeout() bool }
+			if errors.As(err, &nerr) && nerr.Timeout() {
+				continue // the deadlines above decide
+			}
+			return up, err
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
+				if !up {
+					up = true
+					// Everything published after the SUBSCRIBE was sent
+					// arrives from here on; what came before is flushed.
+					c.subscriptionUp(start.Add(interval + timeout))
+					nextPing = start.Add(interval)
+				}
+			case "unsubscribe", "sunsubscribe":
+				// The server dropped us: on a cluster, the channel's slot
+				// moved. The next session dials its new owner.
+				return up, fmt.Errorf("server ended the subscription (%s)", m.Kind)
+			}
+		case *redis.Pong:
+			if !pingSent.IsZero() && m.Payload == token {
+				// A reply to a PING sent at pingSent: every message
+				// published before then has been applied.
+				c.trustUntil.Store(pingSent.Add(interval + timeout).UnixNano())
+				nextPing = pingSent.Add(interval)
+				pingSent = time.Time{}
+			}
+		case *redis.Message:
+			c.onInvalidation(m.Payload, seqs)
+		}
+	}
+}
+
+func (c *Cache[V]) subscriptionDown(err error) {
+	c.trustUntil.Store(0)
+	if e := c.epoch.Load(); e%2 == 0 {
+		c.epoch.CompareAndSwap(e, e+1)
+	}
+	c.inval.downs.Add(1)
+	c.report("", fmt.Errorf("cacheguard: invalidation subscription down, local tier off until it is back: %w", err))
+}
+
+// subscriptionUp flushes the local tier and lets it serve again, trusting it
+// until trustUntil unless a health reply extends that.
+func (c *Cache[V]) subscriptionUp(trustUntil time.Time) {
+	e := c.epoch.Load()
+	if e%2 == 0 {
+		// Already up: a resubscription we did not see fail. Go through
+		// down first so nothing admitted before is trusted.
+		c.epoch.Add(1)
+	}
+	c.local.Clear()
+	c.stats.localFlushes.Add(1)
+	c.trustUntil.Store(trustUntil.UnixNano())
+	c.epoch.Add(1)
+	c.subscribedOnce.Do(func() { close(c.subscribed) })
+	if c.hooks.onSubscribed != nil {
+		c.hooks.onSubscribed()
+	}
+}
+
+// flushLocal clears the local tier when an invalidation may have been lost
+// while the subscription stayed up. Bumping invalSeq first keeps reads in
+// flight from admitting what they fetched before the flush.
+func (c *Cache[V]) flushLocal() {
+	c.invalSeq.Add(1)
+	c.local.Clear()
+	c.stats.localFlushes.Add(1)
+}
+
+// onInvalidation applies one message; seqs holds the last sequence number
+// seen from each publisher in this session.
+func (c *Cache[V]) onInvalidation(payload string, seqs map[[sourceIDSize]byte]uint64) {
+	m, err := decodeInvalidation([]byte(payload))
+	if err != nil {
+		c.inval.decodeErrors.Add(1)
+		c.flushLocal()
+		c.report("", fmt.Errorf("cacheguard: invalidation on %s (local tier cleared): %w", c.channel, err))
+		return
+	}
+	if m.src == c.source {
+		return // applied locally when written
+	}
+	c.inval.received.Add(1)
+	if lag := time.Duration(time.Now().UnixNano() - m.sent); m.sent > 0 && lag >= 0 {
+		c.inval.observeLag(lag)
+	}
+	last, known := seqs[m.src]
+	if known && m.seq > last+1 {
+		// Messages from this publisher were lost in between; their keys are
+		// unknown, so nothing in the tier can be vouched for.
+		c.inval.gaps.Add(1)
+		c.inval.lost.Add(m.seq - last - 1)
+		c.flushLocal()
+	}
+	if !known || m.seq > last {
+		if !known && len(seqs) >= maxTrackedSources {
+			clear(seqs)
+		}
+		seqs[m.src] = m.seq
+	}
+	c.invalSeq.Add(1)
+	for _, k := range m.keys {
+		c.local.Del(k)
+	}
+	c.forget(m.keys)
+	if c.hooks.onInvalidate != nil {
+		c.hooks.onInvalidate(m.keys)
+	}
+}

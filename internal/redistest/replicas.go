@@ -1,0 +1,197 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ReplicatedCluster is a Redis Cluster of three masters with one replica
+// each, for failover tests. Its node timeout is short (one second), so that
+// a killed master's replica is promoted within a couple of seconds.
+type ReplicatedCluster struct {
+	*Cluster
+	// Replicas[i] replicates Masters[i] (until a failover swaps their roles).
+	Replicas []*Server
+}
+
+// replicatedNodeTimeout is the cluster-node-timeout of a ReplicatedCluster.
+const replicatedNodeTimeout = "1000"
+
+// StartClusterWithReplicas starts three masters and three replicas, assigns
+// the slots evenly to the masters, attaches a replica to each and waits until
+// every node sees the cluster as ok and every replica is in sync. It skips
+// the test without redis-server, like StartCluster.
+func StartClusterWithReplicas(t testing.TB) (*ReplicatedCluster, redis.UniversalClient) {
+	t.Helper()
+	NeedServer(t)
+	conf := []string{
+		"cluster-enabled", "yes",
+		"cluster-config-file", "nodes.conf",
+		"cluster-node-timeout", replicatedNodeTimeout,
+		"cluster-require-full-coverage", "yes",
+		// A replica's first sync waits 5 s by default for others to join it.
+		"repl-diskless-sync-delay", "0",
+	}
+	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}}
+	for i := 0; i < 3; i++ {
+		rc.Masters = append(rc.Masters, Start(t, conf...))
+	}
+	for i := 0; i < 3; i++ {
+		rc.Replicas = append(rc.Replicas, Start(t, conf...))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := rc.form(ctx); err != nil {
+		t.Fatalf("redistest: forming cluster: %v", err)
+	}
+	if err := rc.attachReplicas(ctx); err != nil {
+		t.Fatalf("redistest: attaching replicas: %v", err)
+	}
+	return rc, rc.Client()
+}
+
+func (rc *ReplicatedCluster) attachReplicas(ctx context.Context) error {
+	host, port := splitAddr(rc.Masters[0].Addr)
+	for _, r := range rc.Replicas {
+		c := redis.NewClient(&redis.Options{Addr: r.Addr})
+		err := c.Do(ctx, "CLUSTER", "MEET", host, port).Err()
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("replica %s: %w", r.Addr, err)
+		}
+	}
+	for i, r := range rc.Replicas {
+		id, err := nodeID(ctx, rc.Masters[i].Addr)
+		if err != nil {
+			return err
+		}
+		c := redis.NewClient(&redis.Options{Addr: r.Addr})
+		// REPLICATE needs the master in the node table, which gossip fills.
+		for err == nil {
+			nodes, nerr := c.ClusterNodes(ctx).Result()
+			if nerr == nil && strings.Contains(nodes, id) {
+				break
+			}
+			err = sleepCtx(ctx, 20*time.Millisecond)
+		}
+		if err == nil {
+			err = c.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
+		}
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("replica %s of %s: %w", r.Addr, rc.Masters[i].Addr, err)
+		}
+	}
+	for _, s := range append(append([]*Server{}, rc.Masters...), rc.Replicas...) {
+		if err := waitClusterOK(ctx, s.Addr, 6); err != nil {
+			return err
+		}
+	}
+	for _, r := range rc.Replicas {
+		if err := waitInfo(ctx, r.Addr, "master_link_status:up"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Addrs returns every node's address, masters and replicas.
+func (rc *ReplicatedCluster) Addrs() []string {
+	a := rc.Cluster.Addrs()
+	for _, r := range rc.Replicas {
+		a = append(a, r.Addr)
+	}
+	return a
+}
+
+// Client returns a new cluster client seeded with every node, closed when
+// the test ends.
+func (rc *ReplicatedCluster) Client() *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs()})
+	rc.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// KillMaster kills Masters[i] (SIGKILL) and waits until its replica has been
+// promoted and sees the cluster as ok again.
+func (rc *ReplicatedCluster) KillMaster(i int) {
+	rc.t.Helper()
+	rc.Masters[i].Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := waitInfo(ctx, rc.Replicas[i].Addr, "role:master"); err != nil {
+		rc.t.Fatalf("redistest: replica of killed master %d not promoted: %v", i, err)
+	}
+	if err := waitClusterState(ctx, rc.Replicas[i].Addr); err != nil {
+		rc.t.Fatalf("redistest: after failover: %v", err)
+	}
+}
+
+// Failover promotes Replicas[i] with CLUSTER FAILOVER (the master agrees and
+// hands over without losing writes) and waits until it is master.
+func (rc *ReplicatedCluster) Failover(i int) {
+	rc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: rc.Replicas[i].Addr})
+	defer c.Close()
+	if err := c.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		rc.t.Fatalf("redistest: CLUSTER FAILOVER: %v", err)
+	}
+	if err := waitInfo(ctx, rc.Replicas[i].Addr, "role:master"); err != nil {
+		rc.t.Fatalf("redistest: replica %d not promoted: %v", i, err)
+	}
+}
+
+func nodeID(ctx context.Context, addr string) (string, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	return c.Do(ctx, "CLUSTER", "MYID").Text()
+}
+
+// waitInfo polls INFO on addr until it contains want.
+func waitInfo(ctx context.Context, addr, want string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	for {
+		info, err := c.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, want) {
+			return nil
+		}
+		if serr := sleepCtx(ctx, 50*time.Millisecond); serr != nil {
+			return fmt.Errorf("%s never reported %q (last: %v)", addr, want, err)
+		}
+	}
+}
+
+// waitClusterState polls until addr reports cluster_state:ok, whatever the
+// number of nodes it knows (a killed one stays in the table).
+func waitClusterState(ctx context.Context, addr string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	for {
+		info, err := c.ClusterInfo(ctx).Result()
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			return nil
+		}
+		if serr := sleepCtx(ctx, 50*time.Millisecond); serr != nil {
+			return fmt.Errorf("%s never reached cluster_state:ok (last: %v)", addr, err)
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -163,6 +163,10 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.timers = kept
 }
 
+// pinsServerTime makes the fake clock stand in for the server's clock in the
+// queue's scripts, so that the test moves due times too.
+func (c *fakeClock) pinsServerTime() {}
+
 func (t *fakeTimer) C() <-chan time.Time { return t.c }
 
 func (t *fakeTimer) Stop() bool {

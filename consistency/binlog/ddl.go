@@ -113,4 +113,3 @@ func ScanDelete(rdb redis.UniversalClient, pattern string) func(ctx context.Cont
 		}
 	}
 }
-

@@ -6,6 +6,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	// The parser needs a value driver for literals in DDL (DEFAULT 0).
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,16 +22,16 @@ type ddl struct {
 // (either side, ALTER TABLE ... RENAME too) leave the name with other rows
 // or none, without a row event: they clear. Other ALTERs only change the
 // layout, which later row events carry themselves. Statements the parser
-// does not know (triggers, procedures) touch no table here.
-func parseDDL(q, schema string) (out []ddl) {
+// does not know (triggers, procedures) are returned as an error.
+func parseDDL(q, schema string) (out []ddl, err error) {
 	defer func() {
-		if recover() != nil {
-			out = nil // a parser panic on exotic syntax must not stop tailing
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("parser panicked: %v", p) // exotic syntax must not stop tailing
 		}
 	}()
 	stmts, _, err := parser.New().Parse(q, "", "")
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	name := func(tn *ast.TableName) string {
 		db := tn.Schema.String()
@@ -61,7 +63,7 @@ func parseDDL(q, schema string) (out []ddl) {
 			out = append(out, ddl{name(s.Table), "ALTER", clears})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // ScanDelete returns a Rule.Clear that deletes every key matching pattern

@@ -192,7 +192,12 @@ func (t *tailer) query(h *replication.EventHeader, e *replication.QueryEvent) er
 		t.commit(h)
 		return nil
 	}
-	for _, c := range parseDDL(q, string(e.Schema)) {
+	changes, err := parseDDL(q, string(e.Schema))
+	if err != nil {
+		t.s.stats.ddl.Add(1)
+		t.report(fmt.Errorf("cacheguard binlog: statement not understood, passed (if it truncated, dropped or renamed a watched table, clear its keys by hand): %q: %w", q, err))
+	}
+	for _, c := range changes {
 		r, ok := t.s.rules[c.table]
 		if !ok {
 			continue

@@ -6,16 +6,16 @@ import (
 	"time"
 )
 
-// BenchmarkCatchUp measures how fast a Source replays a backlog: 5,000
-// transactions changing one row each, then 200 transactions changing 50 rows
-// each, written while it was stopped, replayed from the position before
+// BenchmarkCatchUp measures how fast a Source replays a backlog: 20,000
+// transactions changing one row each, then 1,000 transactions changing 50
+// rows each, written while it was stopped, replayed from the position before
 // them into a real Redis. It reports transactions and rows per second of
 // replay (each row invalidates one key). Run it with -benchtime 1x.
 func BenchmarkCatchUp(b *testing.B) {
 	for _, shape := range []struct {
 		name      string
 		txs, rows int
-	}{{"1row", 5000, 1}, {"50rows", 200, 50}} {
+	}{{"1row", 20000, 1}, {"50rows", 1000, 50}} {
 		b.Run(shape.name, func(b *testing.B) {
 			e := newEnv(b, shape.rows, nil)
 			p0, _, _ := e.pos.Load(context.Background())

@@ -47,17 +47,29 @@ func newTailer(ctx context.Context, s *Source, start Position) *tailer {
 		pending: make(map[pendKey][]string), seen: make(map[pendKey]map[string]struct{})}
 }
 
+// idleWait is how long the tailer waits for the next event before it takes
+// the binlog to be idle and saves: long enough to ride over the gaps of a
+// backlog being decoded, short against any replica's lag.
+const idleWait = 2 * time.Millisecond
+
 func (t *tailer) run(events <-chan eventOrErr) error {
+	idle := time.NewTimer(idleWait)
+	defer idle.Stop()
+	var next *eventOrErr
 	for {
 		var item eventOrErr
-		var ok bool
-		select {
-		case <-t.ctx.Done():
-			return nil
-		case item, ok = <-events:
-		}
-		if !ok {
-			return nil // stopped by Run
+		if next != nil {
+			item, next = *next, nil
+		} else {
+			var ok bool
+			select {
+			case <-t.ctx.Done():
+				return nil
+			case item, ok = <-events:
+			}
+			if !ok {
+				return nil // stopped by Run
+			}
 		}
 		if item.err != nil {
 			if t.ctx.Err() != nil {
@@ -68,16 +80,37 @@ func (t *tailer) run(events <-chan eventOrErr) error {
 		if err := t.apply(item.ev); err != nil {
 			return err
 		}
-		if t.unsaved > 0 && (len(events) == 0 || t.unsaved >= t.s.opt.saveEvery || time.Since(t.since) >= t.s.opt.saveLag) {
-			if err := t.flush(); err != nil {
-				return err
+		if t.unsaved == 0 {
+			if t.npend >= t.s.opt.flushKeys {
+				if err := t.flush(); err != nil {
+					return err
+				}
 			}
-			t.save(t.ctx, t.committed)
-		} else if t.npend >= t.s.opt.flushKeys {
-			if err := t.flush(); err != nil {
-				return err
+			continue
+		}
+		if t.unsaved < t.s.opt.saveEvery && time.Since(t.since) < t.s.opt.saveLag && t.npend < t.s.opt.flushKeys {
+			if len(events) > 0 {
+				continue
+			}
+			// Nothing waiting: save unless an event comes within idleWait.
+			idle.Reset(idleWait)
+			select {
+			case <-t.ctx.Done():
+				return nil
+			case it, ok := <-events:
+				idle.Stop()
+				if !ok {
+					return nil
+				}
+				next = &it
+				continue
+			case <-idle.C:
 			}
 		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		t.save(t.ctx, t.committed)
 	}
 }
 

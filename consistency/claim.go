@@ -60,20 +60,23 @@ return out
 
 // claimed is one entry held by a claim.
 type claimed struct {
+	shard  int
 	target *Target
 	id     string
 	raw    string
 }
 
-// claim takes the due entries of targets (up to a batch) under token. now
+// claim takes the due entries of targets in one shard (up to a batch) under
+// token. now
 // is the server's time of the claim; next is the earliest score left in
 // their sets (zero when they are empty), also by the server's clock.
-func (q *Queue) claim(ctx context.Context, targets []*Target, token string) (got []claimed, now, next time.Time, err error) {
+func (q *Queue) claim(ctx context.Context, shard int, targets []*Target, token string) (got []claimed, now, next time.Time, err error) {
+	l := q.shards[shard]
 	keys := make([]string, 0, len(targets)+2)
 	for _, t := range targets {
-		keys = append(keys, t.dueKey)
+		keys = append(keys, l.due(t.name))
 	}
-	keys = append(keys, q.keys.data, q.keys.claims)
+	keys = append(keys, l.data, l.claims)
 	res, err := claimScript.Run(ctx, q.rdb, keys,
 		q.nowArg(), q.cfg.visibility.Milliseconds(), q.cfg.batch, token).Slice()
 	if err != nil {
@@ -94,7 +97,7 @@ func (q *Queue) claim(ctx context.Context, targets []*Target, token string) (got
 		if idx < 1 || int(idx) > len(targets) || id == "" {
 			return got, now, next, q.redisError("claim", fmt.Errorf("malformed entry in reply"))
 		}
-		got = append(got, claimed{target: targets[idx-1], id: id, raw: raw})
+		got = append(got, claimed{shard: shard, target: targets[idx-1], id: id, raw: raw})
 	}
 	return got, now, next, nil
 }

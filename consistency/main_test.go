@@ -55,6 +55,7 @@ func newCache[V any](t *testing.T, rdb redis.UniversalClient, opts ...cache.Opti
 func newQueue(t *testing.T, rdb redis.UniversalClient, opts ...Option) *Queue {
 	t.Helper()
 	clearOnce(t, rdb, "{"+prefixFor(t)+"q}")
+	clearOnce(t, rdb, "{"+prefixFor(t)+"q:") // shards 1..n
 	q, err := New(rdb, append([]Option{WithNamespace(prefixFor(t) + "q"), WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

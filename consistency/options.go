@@ -25,6 +25,7 @@ type config struct {
 	poll         time.Duration
 	opTimeout    time.Duration
 	deadLimit    int
+	shards       int
 	tombstoneTTL time.Duration
 	worker       bool
 	logger       *slog.Logger
@@ -52,6 +53,7 @@ func defaultConfig() config {
 		poll:         time.Second,
 		opTimeout:    5 * time.Second,
 		deadLimit:    10000,
+		shards:       1,
 		tombstoneTTL: time.Minute,
 		worker:       true,
 		clock:        realClock{},
@@ -181,6 +183,23 @@ func WithDeadLetterLimit(n int) Option {
 			c.invalid("dead-letter limit %d must be at least 1", n)
 		}
 		c.deadLimit = n
+	}
+}
+
+// WithShards spreads the queue's keys over n hash slots (default 1), so that
+// on a Redis Cluster its scripts do not all land on one node. Each entry
+// lives in one shard, chosen by its id, and every guarantee (claims, acks,
+// retries, dead letters) holds within the shard; workers drain every shard.
+// Dead letters are kept per shard and merged by DeadLetters and
+// DeadLetterCount. Shard 0 keeps the single-shard key names, so raising n
+// keeps existing entries; lowering it strands the entries of the shards
+// dropped until it is raised again.
+func WithShards(n int) Option {
+	return func(c *config) {
+		if n < 1 || n > 1024 {
+			c.invalid("shards %d must be between 1 and 1024", n)
+		}
+		c.shards = n
 	}
 }
 

@@ -25,7 +25,8 @@ return 1
 // server's now. It is the one write that makes a delete durable: from then
 // on some instance runs it.
 func (q *Queue) record(ctx context.Context, t *Target, id string, e entry, delay time.Duration) error {
-	err := putScript.Run(ctx, q.rdb, []string{t.dueKey, q.keys.data, q.keys.claims},
+	l := q.shards[shardOf(id, len(q.shards))]
+	err := putScript.Run(ctx, q.rdb, []string{l.due(t.name), l.data, l.claims},
 		q.nowArg(), delay.Milliseconds(), id, e.encode()).Err()
 	if err != nil {
 		return q.redisError("record delete", err)

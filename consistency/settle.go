@@ -77,7 +77,8 @@ return n
 // more, or dead-lettered when its retry budget is spent. now is the server's
 // time of the claim. It returns the earliest due time (server clock) it gave
 // an entry to retry, zero if none.
-func (q *Queue) settle(ctx context.Context, t *Target, token string, now time.Time, batch []claimed) (retryAt time.Time) {
+func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, now time.Time, batch []claimed) (retryAt time.Time) {
+	l := q.shards[shard]
 	var good []held
 	ack := []any{token}
 	for _, c := range batch {
@@ -91,7 +92,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, token string, now time.Ti
 		good = append(good, held{c.id, e})
 	}
 	errs := q.runEntries(ctx, t, good)
-	sk := []string{t.dueKey, q.keys.data, q.keys.claims}
+	sk := []string{l.due(t.name), l.data, l.claims}
 	// Settle even when Close cancelled ctx meanwhile: the deletes ran.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.opTimeout)
 	defer cancel()
@@ -160,7 +161,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, token string, now time.Ti
 		}
 	}
 	if len(dead) > 3 {
-		dk := []string{t.dueKey, q.keys.data, q.keys.claims, q.keys.dead, q.keys.deadCount}
+		dk := []string{l.due(t.name), l.data, l.claims, l.dead, l.deadCount}
 		n, err := deadScript.Run(sctx, q.rdb, dk, dead...).Int()
 		if err != nil {
 			q.report(t.name, deadKeys, q.redisError("dead letter", err))

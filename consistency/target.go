@@ -42,7 +42,6 @@ type Target struct {
 	keeper   VersionKeeper // inv, if it is one
 	stale    StaleMarker   // non-nil with ServeStale
 	maxStale time.Duration
-	dueKey   string
 }
 
 // TargetOption configures a Target.
@@ -79,7 +78,7 @@ func (q *Queue) Register(name string, inv Invalidator, opts ...TargetOption) (*T
 	if inv == nil {
 		return nil, fmt.Errorf("%w: nil invalidator for target %q", cache.ErrInvalidOption, name)
 	}
-	t := &Target{q: q, name: name, inv: inv, dueKey: q.keys.due(name)}
+	t := &Target{q: q, name: name, inv: inv}
 	t.keeper, _ = inv.(VersionKeeper)
 	for _, o := range opts {
 		if o == nil {

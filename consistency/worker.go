@@ -48,11 +48,32 @@ func (q *Queue) run() {
 	}
 }
 
-// drain claims and settles due entries until a claim comes back short of a
-// full batch. It returns how many entries it settled and when, by the local
-// clock, the earliest entry left comes due by the server's (zero when none
-// is left): the server's distance to it, from when the claim was sent.
+// drain claims and settles due entries, shard by shard, each until a claim
+// comes back short of a full batch. It returns how many entries it settled
+// and when, by the local clock, the earliest entry left comes due by the
+// server's (zero when none is left): the server's distance to it, from when
+// the claim was sent.
 func (q *Queue) drain(ctx context.Context) (n int, localNext time.Time, err error) {
+	q.mu.Lock()
+	first := q.shardTurn
+	q.shardTurn++
+	q.mu.Unlock()
+	for i := range q.shards {
+		shard := (first + i) % len(q.shards)
+		got, next, err := q.drainShard(ctx, shard)
+		n += got
+		if err != nil {
+			return n, localNext, err
+		}
+		if !next.IsZero() && (localNext.IsZero() || next.Before(localNext)) {
+			localNext = next
+		}
+	}
+	return n, localNext, nil
+}
+
+// drainShard is drain for one shard.
+func (q *Queue) drainShard(ctx context.Context, shard int) (n int, localNext time.Time, err error) {
 	for ctx.Err() == nil {
 		targets := q.snapshot()
 		if len(targets) == 0 {
@@ -61,7 +82,7 @@ func (q *Queue) drain(ctx context.Context) (n int, localNext time.Time, err erro
 		sent := q.clock.Now()
 		token := newID()
 		cctx, cancel := context.WithTimeout(ctx, q.cfg.opTimeout)
-		got, now, next, err := q.claim(cctx, targets, token)
+		got, now, next, err := q.claim(cctx, shard, targets, token)
 		cancel()
 		if err != nil {
 			return n, localNext, err
@@ -83,7 +104,7 @@ func (q *Queue) drain(ctx context.Context) (n int, localNext time.Time, err erro
 			byTarget[c.target] = append(byTarget[c.target], c)
 		}
 		for _, t := range order {
-			if at := q.settle(ctx, t, token, now, byTarget[t]); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			if at := q.settle(ctx, t, shard, token, now, byTarget[t]); !at.IsZero() && (next.IsZero() || at.Before(next)) {
 				next = at
 			}
 		}

@@ -42,6 +42,8 @@ type Target struct {
 	keeper   VersionKeeper // inv, if it is one
 	stale    StaleMarker   // non-nil with ServeStale
 	maxStale time.Duration
+	replicas int // WaitReplicas: replicas that must confirm a delete
+	waitFor  time.Duration
 }
 
 // TargetOption configures a Target.
@@ -118,15 +120,22 @@ func (q *Queue) Target(name string) (*Target, error) {
 func (t *Target) Name() string { return t.name }
 
 // run invalidates keys: MarkStale with ServeStale, else a delete that keeps
-// versions (VersionKeeper, unless WithTombstoneTTL(0)), else Delete.
+// versions (VersionKeeper, unless WithTombstoneTTL(0)), else Delete; then,
+// with WaitReplicas, waits for the replicas to have it.
 func (t *Target) run(ctx context.Context, keys []string) error {
-	if t.stale != nil {
-		return t.stale.MarkStale(ctx, t.maxStale, keys...)
+	var err error
+	switch {
+	case t.stale != nil:
+		err = t.stale.MarkStale(ctx, t.maxStale, keys...)
+	case t.keeper != nil && t.q.cfg.tombstoneTTL > 0:
+		err = t.keeper.DeleteKeepingVersion(ctx, t.q.cfg.tombstoneTTL, keys...)
+	default:
+		err = t.inv.Delete(ctx, keys...)
 	}
-	if t.keeper != nil && t.q.cfg.tombstoneTTL > 0 {
-		return t.keeper.DeleteKeepingVersion(ctx, t.q.cfg.tombstoneTTL, keys...)
+	if err != nil || t.replicas == 0 {
+		return err
 	}
-	return t.inv.Delete(ctx, keys...)
+	return t.q.waitReplicas(ctx, t.replicas, t.waitFor)
 }
 
 // Delete invalidates keys now, once, without recording anything: the error

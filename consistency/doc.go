@@ -34,8 +34,10 @@
 // is retried with exponential backoff; after the retry budget
 // (WithMaxAttempts) it goes to a dead-letter list, is counted per target and
 // is logged at error level, so that an operator learns which keys may stay
-// stale. All of the queue's keys share one hash tag, so its scripts work on
-// a Redis Cluster; the caches' own keys live wherever the cluster puts them.
+// stale. The queue's keys share one hash tag per shard (WithShards: 1 by
+// default, more to spread the queue over several slots of a Redis Cluster),
+// and every script touches one shard; the caches' own keys live wherever the
+// cluster puts them. WaitReplicas makes deletes wait for replicas.
 //
 // Entries name their target, not a Go value: every instance registers the
 // same names for the same caches (Queue.Register), and an instance only

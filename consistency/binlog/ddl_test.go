@@ -2,10 +2,13 @@ package binlog
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // collectUntil gathers the keys of the commits the Source reports until it
@@ -85,5 +88,41 @@ func TestReplayPastRenamedAndDroppedTables(t *testing.T) {
 	keys := e.collectUntil(t, end)
 	if !slices.Contains(keys, "1") || !slices.Contains(keys, "3") {
 		t.Fatalf("replay past RENAME/DROP invalidated %v, want 1 and 3", keys)
+	}
+}
+
+// Rows logged without column names (binlog_row_metadata off when they were
+// written) cannot be keyed safely: a replay stops with ErrNoColumnNames, or
+// with WithSkipUnnamedRows counts and skips them and goes on.
+func TestRowsWithoutColumnNames(t *testing.T) {
+	e := newEnv(t, 2, nil)
+	p0, _, _ := e.pos.Load(context.Background())
+	e.m.exec(t, "", "SET GLOBAL binlog_row_metadata = 'NO_LOG'")
+	e.m.exec(t, e.db, "UPDATE users SET name = 'a' WHERE id = 1")
+	e.m.exec(t, "", "SET GLOBAL binlog_row_metadata = 'FULL'")
+	e.m.exec(t, e.db, "UPDATE users SET name = 'b' WHERE id = 2")
+	end := e.m.position(t)
+
+	src, err := New(Config{Addr: e.m.Addr, User: "root", Flavor: mysql.MariaDBFlavor, ServerID: 106},
+		e.pos, []Rule{{Schema: e.db, Table: "users", Target: e.users, Keys: Column("id")}}, WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := src.Run(ctx); !errors.Is(err, ErrNoColumnNames) {
+		t.Fatalf("Run = %v, want ErrNoColumnNames", err)
+	}
+	if p, _, _ := e.pos.Load(ctx); p != p0 {
+		t.Fatalf("position moved to %v past an unkeyable row", p)
+	}
+
+	e.start(t, 107, WithSkipUnnamedRows())
+	keys := e.collectUntil(t, end)
+	if !slices.Equal(keys, []string{"2"}) {
+		t.Fatalf("keys %v, want only the named row's 2", keys)
+	}
+	if st := e.src.Stats(); st.UnnamedRows != 2 {
+		t.Fatalf("stats %+v, want the update's 2 images counted as skipped", st)
 	}
 }

@@ -3,6 +3,9 @@ package cache
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -14,15 +17,37 @@ import (
 // version) so that an older write arriving after it is refused too. Versions
 // compare as unsigned 64-bit integers, byte by byte inside the script, so the
 // whole range is exact.
+//
+// A plain delete would wipe the stored version with the value, and a late
+// older write would then land. DeleteKeepingVersion removes the value but
+// leaves a version tombstone behind for a while: the bytes 0xFE 'v' followed
+// by the 8-byte version. Readers see a miss and reload (the bytes are not an
+// envelope); versioned writes compare against the version it carries.
+
+// magicTombstone is the second byte of a version tombstone.
+const magicTombstone = 'v'
+
+// versionOfLua sets the Lua local ver to the 8 version bytes of the string
+// in the Lua local cur (an envelope or a version tombstone), or nil.
+const versionOfLua = `
+local ver = nil
+if cur and #cur >= ` + headerSizeLua + ` and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 99 then
+	ver = string.sub(cur, 5, 12)
+elseif cur and #cur == 10 and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 118 then
+	ver = string.sub(cur, 3, 10)
+end
+`
 
 // versionedSetScript writes ARGV[2] with PX ARGV[3] unless KEYS[1] holds an
-// envelope whose version (bytes 5..12) is at least ARGV[1]. A placeholder or
-// foreign bytes count as version zero: a versioned write replaces them (and
-// an in-flight fill is then refused, as after Set).
+// envelope (version in bytes 5..12) or a version tombstone whose version is
+// at least ARGV[1]. A placeholder or foreign bytes count as version zero: a
+// versioned write replaces them (and an in-flight fill is then refused, as
+// after Set).
 var versionedSetScript = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
-if cur and #cur >= ` + headerSizeLua + ` and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 99 then
-	local have = string.sub(cur, 5, 12)
+` + versionOfLua + `
+if ver then
+	local have = ver
 	local want = ARGV[1]
 	local newer = false
 	for i = 1, 8 do
@@ -78,4 +103,90 @@ func (c *Cache[V]) runVersioned(ctx context.Context, key string, version uint64,
 		c.afterWrite(ctx, key)
 	}
 	return n == 1, nil
+}
+
+// deleteKeepingVersionScript deletes KEYS[1], but if it holds an envelope or
+// a tombstone with a non-zero version, it leaves a version tombstone with
+// that version and a PX of ARGV[1]. Only the header is read, so a big value
+// is not copied. Reply: 2 tombstone left, 1 deleted, 0 missing.
+var deleteKeepingVersionScript = redis.NewScript(`
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t == 'none' then
+	return 0
+end
+if t == 'string' then
+	local cur = redis.call('GETRANGE', KEYS[1], 0, ` + headerSizeLua + ` - 1)
+	` + versionOfLua + `
+	if ver and ver ~= string.rep('\0', 8) then
+		redis.call('UNLINK', KEYS[1])
+		redis.call('SET', KEYS[1], '\254v' .. ver, 'PX', ARGV[1])
+		return 2
+	end
+end
+redis.call('UNLINK', KEYS[1])
+return 1
+`)
+
+// DeleteKeepingVersion removes the keys like Delete, except that a key whose
+// entry carries a version (a SetVersioned value or a DeleteVersioned
+// tombstone) keeps that version for hold: readers miss and reload as after
+// Delete, while a SetVersioned older than or equal to the kept version is
+// refused until hold has passed. After hold the key is empty and a versioned
+// write of any version lands again, so hold must exceed the longest time a
+// versioned write can take to reach Redis. Keys without a version are simply
+// deleted.
+func (c *Cache[V]) DeleteKeepingVersion(ctx context.Context, hold time.Duration, keys ...string) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	if hold < time.Millisecond {
+		return fmt.Errorf("%w: tombstone hold %v must be at least 1ms", ErrInvalidOption, hold)
+	}
+	for _, k := range keys {
+		if k == "" {
+			return ErrInvalidKey
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done, err := c.allow(keys[0])
+	if err != nil {
+		return err
+	}
+	err = c.evalEach(ctx, deleteKeepingVersionScript, keys, hold.Milliseconds())
+	done(err)
+	if err != nil {
+		return c.redisError(keys[0], "delete keeping version", err)
+	}
+	c.forget(keys)
+	c.afterWrite(ctx, keys...)
+	return nil
+}
+
+// evalEach runs script once per key (prefixed) in one pipeline, by SHA; if
+// the server does not know the script yet, the pipeline is sent again with
+// the script's body.
+func (c *Cache[V]) evalEach(ctx context.Context, script *redis.Script, keys []string, args ...any) error {
+	send := func(sha bool) error {
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				if sha {
+					script.EvalSha(ctx, p, []string{c.cfg.prefix + k}, args...)
+				} else {
+					script.Eval(ctx, p, []string{c.cfg.prefix + k}, args...)
+				}
+			}
+			return nil
+		})
+		return err
+	}
+	err := send(true)
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		err = send(false)
+	}
+	return err
 }

@@ -20,20 +20,22 @@ import (
 // to look next.
 //
 // KEYS: the due sets of the targets, then the data and claims hashes.
-// ARGV: now (ms), visibility deadline (ms), batch size, claim token.
-// Reply: {earliest score or -1, then per entry: due-set index, id, payload}.
-var claimScript = redis.NewScript(`
+// ARGV: pinned now (see nowLua), visibility timeout (ms), batch size, claim token.
+// Reply: {server now (ms), earliest score or -1, then per entry: due-set
+// index, id, payload}.
+var claimScript = redis.NewScript(nowLua("1") + `
 local n = tonumber(ARGV[3])
+local deadline = now + tonumber(ARGV[2])
 local nz = #KEYS - 2
 local data, claims = KEYS[nz + 1], KEYS[nz + 2]
-local out = {-1}
+local out = {now, -1}
 for i = 1, nz do
 	if n <= 0 then break end
-	local ids = redis.call('ZRANGEBYSCORE', KEYS[i], '-inf', ARGV[1], 'LIMIT', 0, n)
+	local ids = redis.call('ZRANGEBYSCORE', KEYS[i], '-inf', now, 'LIMIT', 0, n)
 	for _, id in ipairs(ids) do
 		local p = redis.call('HGET', data, id)
 		if p then
-			redis.call('ZADD', KEYS[i], ARGV[2], id)
+			redis.call('ZADD', KEYS[i], deadline, id)
 			redis.call('HSET', claims, id, ARGV[4])
 			out[#out + 1] = i
 			out[#out + 1] = id
@@ -52,45 +54,50 @@ for i = 1, nz do
 		if nxt < 0 or s < nxt then nxt = s end
 	end
 end
-out[1] = nxt
+out[2] = nxt
 return out
 `)
 
 // claimed is one entry held by a claim.
 type claimed struct {
+	shard  int
 	target *Target
 	id     string
 	raw    string
 }
 
-// claim takes the due entries of targets (up to a batch) under token. next
-// is the earliest score left in their sets (zero when they are empty).
-func (q *Queue) claim(ctx context.Context, targets []*Target, token string) (got []claimed, next time.Time, err error) {
+// claim takes the due entries of targets in one shard (up to a batch) under
+// token. now
+// is the server's time of the claim; next is the earliest score left in
+// their sets (zero when they are empty), also by the server's clock.
+func (q *Queue) claim(ctx context.Context, shard int, targets []*Target, token string) (got []claimed, now, next time.Time, err error) {
+	l := q.shards[shard]
 	keys := make([]string, 0, len(targets)+2)
 	for _, t := range targets {
-		keys = append(keys, t.dueKey)
+		keys = append(keys, l.due(t.name))
 	}
-	keys = append(keys, q.keys.data, q.keys.claims)
-	now := q.clock.Now()
+	keys = append(keys, l.data, l.claims)
 	res, err := claimScript.Run(ctx, q.rdb, keys,
-		now.UnixMilli(), now.Add(q.cfg.visibility).UnixMilli(), q.cfg.batch, token).Slice()
+		q.nowArg(), q.cfg.visibility.Milliseconds(), q.cfg.batch, token).Slice()
 	if err != nil {
-		return nil, next, q.redisError("claim", err)
+		return nil, now, next, q.redisError("claim", err)
 	}
-	if len(res) == 0 || (len(res)-1)%3 != 0 {
-		return nil, next, q.redisError("claim", fmt.Errorf("malformed reply of %d items", len(res)))
+	if len(res) < 2 || (len(res)-2)%3 != 0 {
+		return nil, now, next, q.redisError("claim", fmt.Errorf("malformed reply of %d items", len(res)))
 	}
-	if ms, ok := res[0].(int64); ok && ms >= 0 {
+	ms, _ := res[0].(int64)
+	now = time.UnixMilli(ms)
+	if ms, ok := res[1].(int64); ok && ms >= 0 {
 		next = time.UnixMilli(ms)
 	}
-	for i := 1; i+2 < len(res); i += 3 {
+	for i := 2; i+2 < len(res); i += 3 {
 		idx, _ := res[i].(int64)
 		id, _ := res[i+1].(string)
 		raw, _ := res[i+2].(string)
 		if idx < 1 || int(idx) > len(targets) || id == "" {
-			return got, next, q.redisError("claim", fmt.Errorf("malformed entry in reply"))
+			return got, now, next, q.redisError("claim", fmt.Errorf("malformed entry in reply"))
 		}
-		got = append(got, claimed{target: targets[idx-1], id: id, raw: raw})
+		got = append(got, claimed{shard: shard, target: targets[idx-1], id: id, raw: raw})
 	}
-	return got, next, nil
+	return got, now, next, nil
 }

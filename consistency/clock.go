@@ -2,9 +2,10 @@ package consistency
 
 import "time"
 
-// clock is where the queue reads the time and waits. Due times are computed
-// here and handed to Redis, so that tests can move time forward with a fake
-// clock instead of sleeping.
+// clock is where the queue reads the time to wait. Due times and visibility
+// deadlines are not computed from it: the scripts read the Redis server's
+// clock (TIME), so instances with skewed clocks agree on when a delete is
+// due. The local clock only times the worker's sleeps between looks.
 type clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) timer

@@ -5,47 +5,60 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// DeadLetters returns up to n dead letters, newest first. Letters that do not
-// decode are skipped and reported.
+// DeadLetters returns up to n dead letters, newest first (across shards).
+// Letters that do not decode are skipped and reported.
 func (q *Queue) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	raw, err := q.rdb.LRange(ctx, q.keys.dead, 0, int64(n-1)).Result()
-	if err != nil {
-		return nil, q.redisError("dead letters", err)
-	}
-	out := make([]DeadLetter, 0, len(raw))
-	for _, r := range raw {
-		var d DeadLetter
-		if err := json.Unmarshal([]byte(r), &d); err != nil {
-			q.report("", nil, fmt.Errorf("cacheguard: corrupt dead letter: %w", err))
-			continue
+	var out []DeadLetter
+	for _, l := range q.shards {
+		raw, err := q.rdb.LRange(ctx, l.dead, 0, int64(n-1)).Result()
+		if err != nil {
+			return nil, q.redisError("dead letters", err)
 		}
-		out = append(out, d)
+		for _, r := range raw {
+			var d DeadLetter
+			if err := json.Unmarshal([]byte(r), &d); err != nil {
+				q.report("", nil, fmt.Errorf("cacheguard: corrupt dead letter: %w", err))
+				continue
+			}
+			out = append(out, d)
+		}
+	}
+	if len(q.shards) > 1 {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Time.After(out[j].Time) })
+	}
+	if len(out) > n {
+		out = out[:n]
 	}
 	return out, nil
 }
 
 // DeadLetterCount returns how many deletes of target have been dead-lettered
-// since the queue's keys were created (by all instances; not capped like the
-// list).
+// since the queue's keys were created (by all instances, in all shards; not
+// capped like the list).
 func (q *Queue) DeadLetterCount(ctx context.Context, target string) (int64, error) {
-	s, err := q.rdb.HGet(ctx, q.keys.deadCount, target).Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
+	var total int64
+	for _, l := range q.shards {
+		s, err := q.rdb.HGet(ctx, l.deadCount, target).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return 0, q.redisError("dead letter count", err)
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("cacheguard: dead letter count %q: %w", s, err)
+		}
+		total += n
 	}
-	if err != nil {
-		return 0, q.redisError("dead letter count", err)
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("cacheguard: dead letter count %q: %w", s, err)
-	}
-	return n, nil
+	return total, nil
 }

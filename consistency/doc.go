@@ -34,8 +34,10 @@
 // is retried with exponential backoff; after the retry budget
 // (WithMaxAttempts) it goes to a dead-letter list, is counted per target and
 // is logged at error level, so that an operator learns which keys may stay
-// stale. All of the queue's keys share one hash tag, so its scripts work on
-// a Redis Cluster; the caches' own keys live wherever the cluster puts them.
+// stale. The queue's keys share one hash tag per shard (WithShards: 1 by
+// default, more to spread the queue over several slots of a Redis Cluster),
+// and every script touches one shard; the caches' own keys live wherever the
+// cluster puts them. WaitReplicas makes deletes wait for replicas.
 //
 // Entries name their target, not a Go value: every instance registers the
 // same names for the same caches (Queue.Register), and an instance only
@@ -53,7 +55,12 @@
 // Versioned stores newest-wins: each write carries the version the database
 // gave the row and lands only if it is newer than the stored one, and a
 // versioned delete leaves a tombstone that refuses older writes arriving
-// later.
+// later. Plain invalidations keep that order too: Invalidate, Update, queued
+// deletes and the binlog adapter leave a version tombstone on a key that held
+// a version (WithTombstoneTTL, 1 minute by default), which readers miss on
+// and which refuses versioned writes no newer than it. Once it expires the
+// key is empty and a write of any version lands, so the TTL must exceed the
+// longest time a versioned write can take to reach Redis.
 //
 // # Serving stale instead of missing
 //
@@ -65,7 +72,16 @@
 // off by default: the default is that an invalidated entry is never served
 // again.
 //
-// Time is read from an injectable clock and due times are computed by the
-// caller, so tests move time instead of sleeping. Instances should have
-// roughly synchronised clocks: a skew shifts due times by as much.
+// # Clocks
+//
+// Due times and claim deadlines are computed inside the queue's scripts from
+// the Redis server's clock (TIME), so an instance whose clock is off neither
+// runs second deletes early nor delays anyone's. The local clock only times
+// the worker's sleeps.
+//
+// # Failures stay per entry
+//
+// A claimed batch is deleted in one call; if that fails, each entry is run
+// on its own, so one delete that keeps failing is retried and dead-lettered
+// alone while the rest of its batch is acknowledged.
 package consistency

@@ -5,12 +5,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	randv2 "math/rand/v2"
+	"strconv"
 	"time"
 )
 
-// The queue's Redis keys, all under one hash tag so that every script can
-// touch several of them on a Redis Cluster:
+// The queue's Redis keys. They are split into shards (WithShards, 1 by
+// default); each shard's keys share one hash tag, so that every script, which
+// only ever touches one shard, can touch several of them on a Redis Cluster,
+// and the shards spread the queue over as many slots. Shard 0 is tagged
+// {ns}, shard i > 0 {ns:i}. Per shard:
 //
 //	{ns}:due:<target>  sorted set: entry id -> due time (Unix ms); a claimed
 //	                   entry's score is its claim's visibility deadline
@@ -29,9 +34,24 @@ type layout struct {
 	deadCount string
 }
 
-func newLayout(ns string) layout {
-	p := "{" + ns + "}:"
+func newLayout(ns string, shard int) layout {
+	tag := ns
+	if shard > 0 {
+		tag = ns + ":" + strconv.Itoa(shard)
+	}
+	p := "{" + tag + "}:"
 	return layout{prefix: p, data: p + "data", claims: p + "claims", dead: p + "dead", deadCount: p + "dead:count"}
+}
+
+// shardOf is the shard entry id lives in: the same for every write of it,
+// so that Update moving its due time finds it.
+func shardOf(id string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
 }
 
 func (l layout) due(target string) string { return l.prefix + "due:" + target }

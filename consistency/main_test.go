@@ -55,6 +55,7 @@ func newCache[V any](t *testing.T, rdb redis.UniversalClient, opts ...cache.Opti
 func newQueue(t *testing.T, rdb redis.UniversalClient, opts ...Option) *Queue {
 	t.Helper()
 	clearOnce(t, rdb, "{"+prefixFor(t)+"q}")
+	clearOnce(t, rdb, "{"+prefixFor(t)+"q:") // shards 1..n
 	q, err := New(rdb, append([]Option{WithNamespace(prefixFor(t) + "q"), WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +163,10 @@ func (c *fakeClock) Advance(d time.Duration) {
 	}
 	c.timers = kept
 }
+
+// pinsServerTime makes the fake clock stand in for the server's clock in the
+// queue's scripts, so that the test moves due times too.
+func (c *fakeClock) pinsServerTime() {}
 
 func (t *fakeTimer) C() <-chan time.Time { return t.c }
 

@@ -14,22 +14,27 @@ import (
 type Option func(*config)
 
 type config struct {
-	namespace   string
-	delay       time.Duration
-	writeGrace  time.Duration
-	maxAttempts int
-	minBackoff  time.Duration
-	maxBackoff  time.Duration
-	batch       int
-	visibility  time.Duration
-	poll        time.Duration
-	opTimeout   time.Duration
-	deadLimit   int
-	worker      bool
-	logger      *slog.Logger
-	onError     func(target string, keys []string, err error)
+	namespace    string
+	delay        time.Duration
+	writeGrace   time.Duration
+	maxAttempts  int
+	minBackoff   time.Duration
+	maxBackoff   time.Duration
+	batch        int
+	visibility   time.Duration
+	poll         time.Duration
+	opTimeout    time.Duration
+	deadLimit    int
+	shards       int
+	tombstoneTTL time.Duration
+	worker       bool
+	logger       *slog.Logger
+	onError      func(target string, keys []string, err error)
 
 	clock clock // tests inject a fake one
+	// pin replaces the server's clock in the scripts (tests that drive
+	// time with a fake clock); nil in production.
+	pin   func() time.Time
 	hooks hooks
 
 	errs []error
@@ -37,19 +42,21 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		namespace:   "cacheguard:consistency",
-		delay:       500 * time.Millisecond,
-		writeGrace:  10 * time.Second,
-		maxAttempts: 10,
-		minBackoff:  100 * time.Millisecond,
-		maxBackoff:  30 * time.Second,
-		batch:       100,
-		visibility:  30 * time.Second,
-		poll:        time.Second,
-		opTimeout:   5 * time.Second,
-		deadLimit:   10000,
-		worker:      true,
-		clock:       realClock{},
+		namespace:    "cacheguard:consistency",
+		delay:        500 * time.Millisecond,
+		writeGrace:   10 * time.Second,
+		maxAttempts:  10,
+		minBackoff:   100 * time.Millisecond,
+		maxBackoff:   30 * time.Second,
+		batch:        100,
+		visibility:   30 * time.Second,
+		poll:         time.Second,
+		opTimeout:    5 * time.Second,
+		deadLimit:    10000,
+		shards:       1,
+		tombstoneTTL: time.Minute,
+		worker:       true,
+		clock:        realClock{},
 	}
 }
 
@@ -179,6 +186,23 @@ func WithDeadLetterLimit(n int) Option {
 	}
 }
 
+// WithShards spreads the queue's keys over n hash slots (default 1), so that
+// on a Redis Cluster its scripts do not all land on one node. Each entry
+// lives in one shard, chosen by its id, and every guarantee (claims, acks,
+// retries, dead letters) holds within the shard; workers drain every shard.
+// Dead letters are kept per shard and merged by DeadLetters and
+// DeadLetterCount. Shard 0 keeps the single-shard key names, so raising n
+// keeps existing entries; lowering it strands the entries of the shards
+// dropped until it is raised again.
+func WithShards(n int) Option {
+	return func(c *config) {
+		if n < 1 || n > 1024 {
+			c.invalid("shards %d must be between 1 and 1024", n)
+		}
+		c.shards = n
+	}
+}
+
 // WithWorker turns the background worker on or off (default on). An instance
 // without a worker still records deletes; others drain them.
 func WithWorker(on bool) Option { return func(c *config) { c.worker = on } }
@@ -193,8 +217,16 @@ func WithErrorHandler(fn func(target string, keys []string, err error)) Option {
 	return func(c *config) { c.onError = fn }
 }
 
-// withClock injects a clock (tests).
-func withClock(cl clock) Option { return func(c *config) { c.clock = cl } }
+// withClock injects a clock (tests). A clock that says so also stands in
+// for the server's clock in the scripts.
+func withClock(cl clock) Option {
+	return func(c *config) {
+		c.clock = cl
+		if _, ok := cl.(interface{ pinsServerTime() }); ok {
+			c.pin = cl.Now
+		}
+	}
+}
 
 // withHooks installs interleaving hooks (tests).
 func withHooks(h hooks) Option { return func(c *config) { c.hooks = h } }
@@ -210,4 +242,21 @@ func (c *config) validate() error {
 		return c.errs[0]
 	}
 	return nil
+}
+
+// WithTombstoneTTL sets how long a delete keeps the version of a versioned
+// entry (default 1 minute; 0 turns it off). Invalidations of a cache that
+// supports it (VersionKeeper: *cache.Cache is one) leave a version tombstone
+// instead of an empty key, so that a SetVersioned older than the last one
+// stored is refused even after the key was invalidated; readers still miss
+// and reload. It must exceed the longest time a versioned write can take to
+// reach Redis (a paused writer, retries). After it, the key is empty and a
+// versioned write of any version lands again.
+func WithTombstoneTTL(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 || (d > 0 && d < time.Millisecond) {
+			c.invalid("tombstone TTL %v must be 0 or at least 1ms", d)
+		}
+		c.tombstoneTTL = d
+	}
 }

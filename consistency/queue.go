@@ -20,18 +20,20 @@ import (
 // can be carried out by another after a restart. It is safe for concurrent
 // use. Create it with New and stop it with Close.
 type Queue struct {
-	rdb   redis.UniversalClient
-	cfg   config
-	log   *slog.Logger
-	clock clock
-	keys  layout
-	stats counters
+	rdb    redis.UniversalClient
+	cfg    config
+	log    *slog.Logger
+	clock  clock
+	shards []layout
+	stats  counters
 
 	mu      sync.RWMutex
 	targets map[string]*Target
 	order   []string // registration order, rotated per claim for fairness
 	turn    int
-	closed  bool
+	// shardTurn rotates the shard drain starts with.
+	shardTurn int
+	closed    bool
 
 	wakeMu sync.Mutex
 	wakeAt time.Time // when the sleeping worker will look next
@@ -70,12 +72,14 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 		cfg:     cfg,
 		log:     cfg.logger,
 		clock:   cfg.clock,
-		keys:    newLayout(cfg.namespace),
 		targets: make(map[string]*Target),
 		wake:    make(chan struct{}, 1),
 	}
 	if q.log == nil {
 		q.log = slog.Default()
+	}
+	for i := range cfg.shards {
+		q.shards = append(q.shards, newLayout(cfg.namespace, i))
 	}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	if cfg.worker {
@@ -120,7 +124,9 @@ func (q *Queue) Pending(ctx context.Context) (int64, error) {
 	}
 	cmds, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, t := range ts {
-			p.ZCard(ctx, t.dueKey)
+			for _, l := range q.shards {
+				p.ZCard(ctx, l.due(t.name))
+			}
 		}
 		return nil
 	})

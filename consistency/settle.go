@@ -3,6 +3,7 @@ package consistency
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,14 +33,15 @@ end
 return n
 `)
 
-// retryScript puts failed entries back, due later, with their attempt count
-// raised. ARGV[2..]: triples of id, due (ms), payload.
-var retryScript = redis.NewScript(`
+// retryScript puts failed entries back, due later by the server's clock,
+// with their attempt count raised. ARGV[2]: pinned now (see nowLua); ARGV[3..]:
+// triples of id, delay (ms), payload.
+var retryScript = redis.NewScript(nowLua("2") + `
 local n = 0
-for i = 2, #ARGV, 3 do
+for i = 3, #ARGV, 3 do
 	local id = ARGV[i]
 	if redis.call('HGET', KEYS[3], id) == ARGV[1] then
-		redis.call('ZADD', KEYS[1], ARGV[i + 1], id)
+		redis.call('ZADD', KEYS[1], now + tonumber(ARGV[i + 1]), id)
 		redis.call('HSET', KEYS[2], id, ARGV[i + 2])
 		redis.call('HDEL', KEYS[3], id)
 		n = n + 1
@@ -70,47 +72,64 @@ end
 return n
 `)
 
-// settle runs the deletes of one target's claimed entries, all keys in one
-// call, and settles the entries by the outcome. It returns the earliest due
-// time it gave an entry to retry (zero if none).
-func (q *Queue) settle(ctx context.Context, t *Target, token string, batch []claimed) (retryAt time.Time) {
-	type held struct {
-		id string
-		e  entry
-	}
+// settle runs the deletes of one target's claimed entries and settles each
+// entry by its own outcome: acknowledged, put back to retry with one attempt
+// more, or dead-lettered when its retry budget is spent. now is the server's
+// time of the claim. It returns the earliest due time (server clock) it gave
+// an entry to retry, zero if none.
+func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, now time.Time, batch []claimed) (retryAt time.Time) {
+	l := q.shards[shard]
 	var good []held
-	var bad []any // corrupt entries: nothing to run, dropped so they do not come back
-	var keys []string
-	seen := make(map[string]struct{})
+	ack := []any{token}
 	for _, c := range batch {
 		e, err := decodeEntry(c.raw)
 		if err != nil {
+			// Nothing to run: dropped so that it does not come back.
 			q.report(t.name, nil, err)
-			bad = append(bad, c.id)
+			ack = append(ack, c.id)
 			continue
 		}
 		good = append(good, held{c.id, e})
-		for _, k := range e.Keys {
-			if _, dup := seen[k]; !dup {
-				seen[k] = struct{}{}
-				keys = append(keys, k)
-			}
-		}
 	}
-	var derr error
-	if len(keys) > 0 {
-		dctx, cancel := context.WithTimeout(ctx, q.cfg.opTimeout)
-		derr = t.run(dctx, keys)
-		cancel()
-	}
-	sk := []string{t.dueKey, q.keys.data, q.keys.claims}
+	errs := q.runEntries(ctx, t, good)
+	sk := []string{l.due(t.name), l.data, l.claims}
 	// Settle even when Close cancelled ctx meanwhile: the deletes ran.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.opTimeout)
 	defer cancel()
-	ack := append([]any{token}, bad...)
-	if derr == nil {
-		for _, h := range good {
+	closing := ctx.Err() != nil
+	release := []any{token, q.nowArg()}
+	retry := []any{token, q.nowArg()}
+	dead := []any{token, q.cfg.deadLimit, t.name}
+	var failedKeys, deadKeys []string
+	var lastErr error
+	for i, h := range good {
+		err := errs[i]
+		switch {
+		case err == nil:
 			ack = append(ack, h.id)
+		case closing || errors.Is(err, errUnreached):
+			// Close interrupted the delete, or the pass ran out of time
+			// before it: put the entry back, due now and with no attempt
+			// spent, for the next claim (here or elsewhere) to take.
+			release = append(release, h.id, 0, h.e.encode())
+		default:
+			lastErr = err
+			failedKeys = append(failedKeys, h.e.Keys...)
+			e := h.e
+			e.Attempts++
+			e.Err = err.Error()
+			if e.Attempts >= q.cfg.maxAttempts {
+				letter, _ := json.Marshal(DeadLetter{ID: h.id, Target: t.name, Keys: e.Keys,
+					Attempts: e.Attempts, Err: e.Err, Time: now.UTC().Truncate(time.Millisecond)})
+				dead = append(dead, h.id, string(letter))
+				deadKeys = append(deadKeys, e.Keys...)
+				continue
+			}
+			wait := q.backoff(e.Attempts)
+			if due := now.Add(wait); retryAt.IsZero() || due.Before(retryAt) {
+				retryAt = due
+			}
+			retry = append(retry, h.id, wait.Milliseconds(), e.encode())
 		}
 	}
 	if len(ack) > 1 {
@@ -118,62 +137,31 @@ func (q *Queue) settle(ctx context.Context, t *Target, token string, batch []cla
 		if err != nil {
 			// The entries run again after the visibility timeout, which is
 			// harmless: a delete can be repeated.
-			q.report(t.name, keys, q.redisError("ack", err))
+			q.report(t.name, nil, q.redisError("ack", err))
 		} else {
 			q.stats.done.Add(uint64(n))
 			q.stats.lostClaims.Add(uint64(len(ack) - 1 - n))
 		}
 	}
-	if derr == nil {
-		return retryAt
-	}
-	now := q.clock.Now()
-	if ctx.Err() != nil {
-		// Close interrupted the delete: put the entries back, due now and
-		// with no attempt spent, for the next instance (or run) to take.
-		release := []any{token}
-		for _, h := range good {
-			release = append(release, h.id, now.UnixMilli(), h.e.encode())
-		}
+	if len(release) > 2 {
 		if err := retryScript.Run(sctx, q.rdb, sk, release...).Err(); err != nil {
-			q.report(t.name, keys, q.redisError("release", err))
+			q.report(t.name, nil, q.redisError("release", err))
 		}
-		return retryAt
 	}
-	// Failed: every entry goes back with one more attempt, or to the dead
-	// letters when it has none left.
-	q.report(t.name, keys, fmt.Errorf("delete failed, will retry: %w", derr))
-	retry := []any{token}
-	dead := []any{token, q.cfg.deadLimit, t.name}
-	var deadKeys []string
-	for _, h := range good {
-		e := h.e
-		e.Attempts++
-		e.Err = derr.Error()
-		if e.Attempts >= q.cfg.maxAttempts {
-			letter, _ := json.Marshal(DeadLetter{ID: h.id, Target: t.name, Keys: e.Keys,
-				Attempts: e.Attempts, Err: e.Err, Time: now.UTC().Truncate(time.Millisecond)})
-			dead = append(dead, h.id, string(letter))
-			deadKeys = append(deadKeys, e.Keys...)
-			continue
-		}
-		due := now.Add(q.backoff(e.Attempts))
-		if retryAt.IsZero() || due.Before(retryAt) {
-			retryAt = due
-		}
-		retry = append(retry, h.id, due.UnixMilli(), e.encode())
+	if lastErr != nil {
+		q.report(t.name, failedKeys, fmt.Errorf("delete failed, will retry: %w", lastErr))
 	}
-	if len(retry) > 1 {
+	if len(retry) > 2 {
 		n, err := retryScript.Run(sctx, q.rdb, sk, retry...).Int()
 		if err != nil {
-			q.report(t.name, keys, q.redisError("retry", err))
+			q.report(t.name, failedKeys, q.redisError("retry", err))
 		} else {
 			q.stats.retries.Add(uint64(n))
-			q.stats.lostClaims.Add(uint64((len(retry)-1)/3 - n))
+			q.stats.lostClaims.Add(uint64((len(retry)-2)/3 - n))
 		}
 	}
 	if len(dead) > 3 {
-		dk := []string{t.dueKey, q.keys.data, q.keys.claims, q.keys.dead, q.keys.deadCount}
+		dk := []string{l.due(t.name), l.data, l.claims, l.dead, l.deadCount}
 		n, err := deadScript.Run(sctx, q.rdb, dk, dead...).Int()
 		if err != nil {
 			q.report(t.name, deadKeys, q.redisError("dead letter", err))
@@ -185,9 +173,9 @@ func (q *Queue) settle(ctx context.Context, t *Target, token string, batch []cla
 			// The line an operator looks for: these keys may stay stale
 			// until their TTL runs out.
 			q.log.Error("cacheguard consistency: delete dead-lettered after retry budget",
-				"target", t.name, "keys", deadKeys, "attempts", q.cfg.maxAttempts, "err", derr)
+				"target", t.name, "keys", deadKeys, "attempts", q.cfg.maxAttempts, "err", lastErr)
 			if q.cfg.onError != nil {
-				q.cfg.onError(t.name, deadKeys, fmt.Errorf("dead-lettered: %w", derr))
+				q.cfg.onError(t.name, deadKeys, fmt.Errorf("dead-lettered: %w", lastErr))
 			}
 		}
 	}

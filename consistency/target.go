@@ -23,6 +23,15 @@ type StaleMarker interface {
 	MarkStale(ctx context.Context, maxStale time.Duration, keys ...string) error
 }
 
+// VersionKeeper deletes entries but keeps the version of versioned ones for
+// hold, as a tombstone that readers miss on and that refuses older versioned
+// writes. *cache.Cache[V] is one. Targets whose Invalidator is one use it
+// for every invalidation (see WithTombstoneTTL), so that newest-version-wins
+// survives plain deletes too.
+type VersionKeeper interface {
+	DeleteKeepingVersion(ctx context.Context, hold time.Duration, keys ...string) error
+}
+
 // Target is a registered Invalidator: the deletes of one cache, run now or
 // recorded in the queue under the target's name. Get one from
 // Queue.Register. It is safe for concurrent use.
@@ -30,9 +39,11 @@ type Target struct {
 	q        *Queue
 	name     string
 	inv      Invalidator
-	stale    StaleMarker // non-nil with ServeStale
+	keeper   VersionKeeper // inv, if it is one
+	stale    StaleMarker   // non-nil with ServeStale
 	maxStale time.Duration
-	dueKey   string
+	replicas int // WaitReplicas: replicas that must confirm a delete
+	waitFor  time.Duration
 }
 
 // TargetOption configures a Target.
@@ -69,7 +80,8 @@ func (q *Queue) Register(name string, inv Invalidator, opts ...TargetOption) (*T
 	if inv == nil {
 		return nil, fmt.Errorf("%w: nil invalidator for target %q", cache.ErrInvalidOption, name)
 	}
-	t := &Target{q: q, name: name, inv: inv, dueKey: q.keys.due(name)}
+	t := &Target{q: q, name: name, inv: inv}
+	t.keeper, _ = inv.(VersionKeeper)
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -107,12 +119,23 @@ func (q *Queue) Target(name string) (*Target, error) {
 // Name returns the name the target was registered under.
 func (t *Target) Name() string { return t.name }
 
-// run invalidates keys: Delete, or MarkStale with ServeStale.
+// run invalidates keys: MarkStale with ServeStale, else a delete that keeps
+// versions (VersionKeeper, unless WithTombstoneTTL(0)), else Delete; then,
+// with WaitReplicas, waits for the replicas to have it.
 func (t *Target) run(ctx context.Context, keys []string) error {
-	if t.stale != nil {
-		return t.stale.MarkStale(ctx, t.maxStale, keys...)
+	var err error
+	switch {
+	case t.stale != nil:
+		err = t.stale.MarkStale(ctx, t.maxStale, keys...)
+	case t.keeper != nil && t.q.cfg.tombstoneTTL > 0:
+		err = t.keeper.DeleteKeepingVersion(ctx, t.q.cfg.tombstoneTTL, keys...)
+	default:
+		err = t.inv.Delete(ctx, keys...)
 	}
-	return t.inv.Delete(ctx, keys...)
+	if err != nil || t.replicas == 0 {
+		return err
+	}
+	return t.q.waitReplicas(ctx, t.replicas, t.waitFor)
 }
 
 // Delete invalidates keys now, once, without recording anything: the error
@@ -145,7 +168,7 @@ func (t *Target) Invalidate(ctx context.Context, keys ...string) error {
 		defer cancel()
 	}
 	e := entry{Keys: keys, Attempts: 1, Err: derr.Error()}
-	if err := t.q.record(ctx, t, newID(), e, t.q.clock.Now().Add(t.q.backoff(1))); err != nil {
+	if err := t.q.record(ctx, t, newID(), e, t.q.backoff(1)); err != nil {
 		return errors.Join(derr, err)
 	}
 	t.q.stats.recorded.Add(1)
@@ -162,7 +185,7 @@ func (t *Target) InvalidateAfter(ctx context.Context, delay time.Duration, keys 
 	if delay < 0 {
 		return fmt.Errorf("%w: negative delay %v", cache.ErrInvalidOption, delay)
 	}
-	if err := t.q.record(ctx, t, newID(), entry{Keys: keys}, t.q.clock.Now().Add(delay)); err != nil {
+	if err := t.q.record(ctx, t, newID(), entry{Keys: keys}, delay); err != nil {
 		return err
 	}
 	t.q.stats.recorded.Add(1)

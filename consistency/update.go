@@ -39,8 +39,7 @@ func (t *Target) Update(ctx context.Context, keys []string, write func(ctx conte
 	q := t.q
 	id := newID()
 	e := entry{Keys: keys}
-	now := q.clock.Now()
-	if err := q.record(ctx, t, id, e, now.Add(q.cfg.writeGrace+q.cfg.delay)); err != nil {
+	if err := q.record(ctx, t, id, e, q.cfg.writeGrace+q.cfg.delay); err != nil {
 		return fmt.Errorf("cacheguard: update not run, second delete could not be recorded: %w", err)
 	}
 	q.stats.recorded.Add(1)
@@ -53,7 +52,7 @@ func (t *Target) Update(ctx context.Context, keys []string, write func(ctx conte
 	// given up by now; the write may have committed all the same.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.opTimeout)
 	defer cancel()
-	if err := q.record(rctx, t, id, e, q.clock.Now().Add(q.cfg.delay)); err != nil {
+	if err := q.record(rctx, t, id, e, q.cfg.delay); err != nil {
 		q.report(t.name, keys, fmt.Errorf("second delete stays at its provisional due time: %w", err))
 	}
 	return werr

@@ -48,23 +48,45 @@ func (q *Queue) run() {
 	}
 }
 
-// drain claims and settles due entries until a claim comes back short of a
-// full batch. It returns how many entries it settled and the earliest due
-// time left.
-func (q *Queue) drain(ctx context.Context) (n int, next time.Time, err error) {
+// drain claims and settles due entries, shard by shard, each until a claim
+// comes back short of a full batch. It returns how many entries it settled
+// and when, by the local clock, the earliest entry left comes due by the
+// server's (zero when none is left): the server's distance to it, from when
+// the claim was sent.
+func (q *Queue) drain(ctx context.Context) (n int, localNext time.Time, err error) {
+	q.mu.Lock()
+	first := q.shardTurn
+	q.shardTurn++
+	q.mu.Unlock()
+	for i := range q.shards {
+		shard := (first + i) % len(q.shards)
+		got, next, err := q.drainShard(ctx, shard)
+		n += got
+		if err != nil {
+			return n, localNext, err
+		}
+		if !next.IsZero() && (localNext.IsZero() || next.Before(localNext)) {
+			localNext = next
+		}
+	}
+	return n, localNext, nil
+}
+
+// drainShard is drain for one shard.
+func (q *Queue) drainShard(ctx context.Context, shard int) (n int, localNext time.Time, err error) {
 	for ctx.Err() == nil {
 		targets := q.snapshot()
 		if len(targets) == 0 {
-			return n, next, nil
+			return n, localNext, nil
 		}
+		sent := q.clock.Now()
 		token := newID()
 		cctx, cancel := context.WithTimeout(ctx, q.cfg.opTimeout)
-		got, nx, err := q.claim(cctx, targets, token)
+		got, now, next, err := q.claim(cctx, shard, targets, token)
 		cancel()
 		if err != nil {
-			return n, next, err
+			return n, localNext, err
 		}
-		next = nx
 		if len(got) > 0 && q.cfg.hooks.afterClaim != nil {
 			ids := make([]string, len(got))
 			for i, c := range got {
@@ -82,14 +104,18 @@ func (q *Queue) drain(ctx context.Context) (n int, next time.Time, err error) {
 			byTarget[c.target] = append(byTarget[c.target], c)
 		}
 		for _, t := range order {
-			if at := q.settle(ctx, t, token, byTarget[t]); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			if at := q.settle(ctx, t, shard, token, now, byTarget[t]); !at.IsZero() && (next.IsZero() || at.Before(next)) {
 				next = at
 			}
 		}
+		localNext = time.Time{}
+		if !next.IsZero() {
+			localNext = sent.Add(max(0, next.Sub(now)))
+		}
 		n += len(got)
 		if len(got) < q.cfg.batch {
-			return n, next, nil
+			return n, localNext, nil
 		}
 	}
-	return n, next, ctx.Err()
+	return n, localNext, ctx.Err()
 }

@@ -62,7 +62,7 @@ func findBinary(names ...string) string {
 
 // needMariaDB returns the shared server, starting it on first use. Without
 // mariadbd the test is skipped, or fails under CACHEGUARD_REQUIRE_MARIADB=1.
-func needMariaDB(t *testing.T) *mariadb {
+func needMariaDB(t testing.TB) *mariadb {
 	t.Helper()
 	server.once.Do(func() {
 		mysqld := findBinary("mariadbd", "mysqld")
@@ -125,6 +125,7 @@ func startMariaDB(mysqld, install string) (*mariadb, error) {
 		"--log-error=" + filepath.Join(dir, "error.log"),
 		"--log-bin=" + filepath.Join(data, "binlog"),
 		"--binlog-format=ROW",
+		"--binlog-row-metadata=FULL",
 		"--server-id=1",
 		"--skip-name-resolve",
 		"--innodb-buffer-pool-size=16M",
@@ -165,7 +166,7 @@ func (m *mariadb) stop() {
 }
 
 // exec runs SQL statements on db (may be empty) and fails the test on error.
-func (m *mariadb) exec(t *testing.T, db string, stmts ...string) {
+func (m *mariadb) exec(t testing.TB, db string, stmts ...string) {
 	t.Helper()
 	c, err := client.Connect(m.Addr, "root", "", db)
 	if err != nil {
@@ -198,7 +199,7 @@ func (m *mariadb) query(ctx context.Context, db, q string, args ...any) (string,
 }
 
 // position returns the server's current binlog position.
-func (m *mariadb) position(t *testing.T) Position {
+func (m *mariadb) position(t testing.TB) Position {
 	t.Helper()
 	c, err := client.Connect(m.Addr, "root", "", "")
 	if err != nil {

@@ -1,10 +1,12 @@
 package binlog
 
 import (
+	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/cacheguard/cacheguard/consistency"
-	"github.com/go-mysql-org/go-mysql/schema"
 )
 
 // Rule routes the row changes of one table to the cache target they
@@ -18,6 +20,16 @@ type Rule struct {
 	// DELETE, and both rows of an UPDATE (so a changed unique column
 	// invalidates the key under its old value too).
 	Keys func(Row) []string
+	// SecondDelete, if positive, also records a delete of the same keys
+	// that long after the first one, in the target's durable queue: for
+	// readers of replicas that apply the change later than the source
+	// reads it, a delayed double delete driven by the binlog.
+	SecondDelete time.Duration
+	// Clear, if set, is called when the table is truncated or dropped,
+	// changes that carry no rows: it must invalidate every key of the table
+	// (ScanDelete does it for a cache prefix). Without it such DDL is
+	// logged and counted (Stats.TableDDL) and the keys stay until their TTL.
+	Clear func(ctx context.Context) error
 }
 
 // Column returns a Keys function that keys a row by the value of one column
@@ -36,19 +48,24 @@ func Column(name string) func(Row) []string {
 	}
 }
 
-// Row is one image of a changed row.
+// Row is one image of a changed row, with the column names the binlog event
+// carried: the table's columns when the row was written, not today's.
 type Row struct {
-	table  *schema.Table
+	names  []string
 	values []any
 }
 
-// Value returns the named column's value as decoded from the binlog (ints,
-// floats, strings, []byte, nil for NULL); false if the table has no such
-// column.
+// Value returns the named column's value (case-insensitive name) as decoded
+// from the binlog (ints, floats, strings, []byte, nil for NULL); false if
+// the row has no such column.
 func (r Row) Value(column string) (any, bool) {
-	i := r.table.FindColumn(column)
-	if i < 0 || i >= len(r.values) {
-		return nil, false
+	for i, n := range r.names {
+		if strings.EqualFold(n, column) {
+			if i >= len(r.values) {
+				return nil, false
+			}
+			return r.values[i], true
+		}
 	}
-	return r.values[i], true
+	return nil, false
 }

@@ -5,18 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
+	"net"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache"
-	"github.com/go-mysql-org/go-mysql/canal"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 // Config says which server to tail and how to present itself to it.
 type Config struct {
 	Addr     string // host:port
-	User     string // needs REPLICATION SLAVE, REPLICATION CLIENT and SELECT on the watched tables
+	User     string // needs REPLICATION SLAVE and REPLICATION CLIENT
 	Password string
 	// Flavor is "mysql" (the default) or "mariadb".
 	Flavor string
@@ -29,17 +31,20 @@ type Config struct {
 type Option func(*options)
 
 type options struct {
-	logger     *slog.Logger
-	onError    func(error)
-	onCommit   func(Position, []string)
-	minBackoff time.Duration
-	maxBackoff time.Duration
-	flushKeys  int
-	canalCfg   func(*canal.Config)
+	logger      *slog.Logger
+	onError     func(error)
+	onCommit    func(Position, []string)
+	minBackoff  time.Duration
+	maxBackoff  time.Duration
+	flushKeys   int
+	saveEvery   int
+	saveLag     time.Duration
+	skipUnnamed bool
+	syncerCfg   func(*replication.BinlogSyncerConfig)
 }
 
 // WithLogger sets where errors that Run does not return are logged (failed
-// deletes being retried). The default is slog.Default().
+// deletes being retried, skipped events). The default is slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithErrorHandler registers fn to be called, besides the logger, with every
@@ -61,14 +66,33 @@ func WithRetryBackoff(min, max time.Duration) Option {
 	return func(o *options) { o.minBackoff, o.maxBackoff = min, max }
 }
 
-// WithFlushKeys sets how many keys a transaction may pile up before they are
-// invalidated ahead of its commit event (default 1000); the position is
-// saved only at commit events either way.
+// WithFlushKeys sets how many keys may pile up before they are invalidated
+// (default 1000), even in the middle of a transaction.
 func WithFlushKeys(n int) Option { return func(o *options) { o.flushKeys = n } }
 
-// WithCanalConfig lets fn adjust the canal configuration (TLS, timeouts,
-// heartbeat, charset) after the Source has filled it in.
-func WithCanalConfig(fn func(*canal.Config)) Option { return func(o *options) { o.canalCfg = fn } }
+// WithSaveEvery bounds how far the saved position may trail the changes
+// already invalidated: it is saved once the binlog has no event waiting,
+// and otherwise at least every n transactions and every lag (defaults 1000
+// and 1 s). Keys of the transactions in between are invalidated together,
+// in one round trip per target, which is what makes catching up on a
+// backlog fast. A crash replays at most that many transactions: their keys
+// are invalidated twice, never skipped.
+func WithSaveEvery(n int, lag time.Duration) Option {
+	return func(o *options) { o.saveEvery, o.saveLag = n, lag }
+}
+
+// WithSkipUnnamedRows makes rows of watched tables whose events carry no
+// column names (written before binlog_row_metadata=FULL was set) logged,
+// counted (Stats.UnnamedRows) and skipped instead of stopping Run with
+// ErrNoColumnNames. Their keys are not invalidated: only for operators who
+// know those rows are cached no more.
+func WithSkipUnnamedRows() Option { return func(o *options) { o.skipUnnamed = true } }
+
+// WithSyncerConfig lets fn adjust the replication client's configuration
+// (TLS, timeouts, heartbeat, charset) after the Source has filled it in.
+func WithSyncerConfig(fn func(*replication.BinlogSyncerConfig)) Option {
+	return func(o *options) { o.syncerCfg = fn }
+}
 
 // Source tails a MySQL or MariaDB binlog (ROW format) and invalidates the
 // cache keys of every changed row of the watched tables through their
@@ -82,6 +106,9 @@ type Source struct {
 	rules     map[string]Rule // "schema.table"
 	opt       options
 	log       *slog.Logger
+	stats     counters
+
+	runMu sync.Mutex // one Run at a time
 }
 
 // New checks the configuration and returns a Source; it does not connect
@@ -103,10 +130,14 @@ func New(cfg Config, positions PositionStore, rules []Rule, opts ...Option) (*So
 	if cfg.Flavor != mysql.MySQLFlavor && cfg.Flavor != mysql.MariaDBFlavor {
 		return nil, fmt.Errorf("%w: binlog: flavor %q", cache.ErrInvalidOption, cfg.Flavor)
 	}
+	if _, _, err := splitAddr(cfg.Addr); err != nil {
+		return nil, fmt.Errorf("%w: binlog: address %q: %v", cache.ErrInvalidOption, cfg.Addr, err)
+	}
 	s := &Source{cfg: cfg, positions: positions, rules: make(map[string]Rule),
-		opt: options{minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second, flushKeys: 1000}}
+		opt: options{minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second, flushKeys: 1000,
+			saveEvery: 1000, saveLag: time.Second}}
 	for _, r := range rules {
-		if r.Schema == "" || r.Table == "" || r.Target == nil || r.Keys == nil {
+		if r.Schema == "" || r.Table == "" || r.Target == nil || r.Keys == nil || r.SecondDelete < 0 {
 			return nil, fmt.Errorf("%w: binlog: rule for %s.%s incomplete", cache.ErrInvalidOption, r.Schema, r.Table)
 		}
 		name := r.Schema + "." + r.Table
@@ -124,6 +155,10 @@ func New(cfg Config, positions PositionStore, rules []Rule, opts ...Option) (*So
 		return nil, fmt.Errorf("%w: binlog: backoff %v..%v, flush keys %d", cache.ErrInvalidOption,
 			s.opt.minBackoff, s.opt.maxBackoff, s.opt.flushKeys)
 	}
+	if s.opt.saveEvery < 1 || s.opt.saveLag <= 0 {
+		return nil, fmt.Errorf("%w: binlog: save every %d transactions / %v", cache.ErrInvalidOption,
+			s.opt.saveEvery, s.opt.saveLag)
+	}
 	s.log = s.opt.logger
 	if s.log == nil {
 		s.log = slog.Default()
@@ -131,60 +166,88 @@ func New(cfg Config, positions PositionStore, rules []Rule, opts ...Option) (*So
 	return s, nil
 }
 
-// Run tails the binlog from the stored position (from the server's current
-// position when none is stored) until ctx is done or tailing fails. It
-// returns nil when ctx ends it; no goroutine it started is left running.
+func splitAddr(addr string) (string, uint16, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "", 0, err
+	}
+	return host, uint16(p), nil
+}
+
+// Stats returns the Source's counters since New.
+func (s *Source) Stats() Stats { return s.stats.snapshot() }
+
+// Run checks the server's settings (see ErrServerSetting), then tails the
+// binlog from the stored position (from the server's current position when
+// none is stored) until ctx is done or tailing fails. It returns nil when
+// ctx ends it; no goroutine it started is left running.
 func (s *Source) Run(ctx context.Context) error {
+	if !s.runMu.TryLock() {
+		return errors.New("cacheguard binlog: Run is already running")
+	}
+	defer s.runMu.Unlock()
 	start, ok, err := s.positions.Load(ctx)
 	if err != nil {
 		return err
 	}
-	cc := canal.NewDefaultConfig()
-	cc.Addr, cc.User, cc.Password = s.cfg.Addr, s.cfg.User, s.cfg.Password
-	cc.Flavor, cc.ServerID = s.cfg.Flavor, s.cfg.ServerID
-	cc.Dump.ExecutionPath = "" // no initial dump: the cache only needs changes
-	cc.Logger = s.log
-	cc.IncludeTableRegex = nil
-	for name := range s.rules {
-		cc.IncludeTableRegex = append(cc.IncludeTableRegex, "^"+regexp.QuoteMeta(name)+"$")
-	}
-	if s.opt.canalCfg != nil {
-		s.opt.canalCfg(cc)
-	}
-	c, err := canal.NewCanal(cc)
+	current, err := s.checkServer(ctx)
 	if err != nil {
-		return fmt.Errorf("cacheguard binlog: connect: %w", err)
+		return err
 	}
 	if !ok {
-		mp, err := c.GetMasterPos()
-		if err != nil {
-			c.Close()
-			return fmt.Errorf("cacheguard binlog: current position: %w", err)
-		}
-		start = Position{File: mp.Name, Offset: mp.Pos}
+		start = current
 		s.log.Info("cacheguard binlog: no stored position, starting at the server's current one", "pos", start)
 	}
-	hctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	h := newHandler(hctx, s)
-	c.SetEventHandler(h)
-	done := make(chan error, 1)
-	go func() { done <- c.RunFrom(mysql.Position{Name: start.File, Pos: start.Offset}) }()
-	select {
-	case <-ctx.Done():
-		cancel() // stops a retry loop in the handler
-		c.Close()
-		<-done
-		return nil
-	case err := <-done:
-		cancel()
-		c.Close()
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err == nil {
-			err = errors.New("canal stopped")
-		}
-		return fmt.Errorf("cacheguard binlog: %w", err)
+	host, port, _ := splitAddr(s.cfg.Addr)
+	sc := replication.BinlogSyncerConfig{ServerID: s.cfg.ServerID, Flavor: s.cfg.Flavor,
+		Host: host, Port: port, User: s.cfg.User, Password: s.cfg.Password, Logger: s.log,
+		HeartbeatPeriod: 30 * time.Second, ReadTimeout: 90 * time.Second}
+	if s.opt.syncerCfg != nil {
+		s.opt.syncerCfg(&sc)
 	}
+	syncer := replication.NewBinlogSyncer(sc)
+	defer syncer.Close()
+	streamer, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Offset})
+	if err != nil {
+		return fmt.Errorf("cacheguard binlog: start replication at %v: %w", start, err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan eventOrErr, 4096)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(events)
+		for {
+			ev, err := streamer.GetEvent(rctx)
+			select {
+			case events <- eventOrErr{ev, err}:
+			case <-rctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t := newTailer(ctx, s, start)
+	err = t.run(events)
+	cancel()
+	syncer.Close()
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.saveOnStop()
+		return nil
+	}
+	return err
+}
+
+type eventOrErr struct {
+	ev  *replication.BinlogEvent
+	err error
 }

@@ -33,6 +33,9 @@ type env struct {
 	pos    PositionStore
 	loads  int
 	commit chan commitInfo
+	crdb   redis.UniversalClient // the cache's Redis
+	rule   func(*Rule)           // adjusts the users rule before start
+	src    *Source               // the last one started
 }
 
 type commitInfo struct {
@@ -40,7 +43,7 @@ type commitInfo struct {
 	keys []string
 }
 
-func newEnv(t *testing.T, rows int, cacheRDB redis.UniversalClient) *env {
+func newEnv(t testing.TB, rows int, cacheRDB redis.UniversalClient) *env {
 	t.Helper()
 	m := needMariaDB(t)
 	e := &env{m: m, db: strings.ToLower(strings.NewReplacer("/", "_").Replace(t.Name())),
@@ -54,6 +57,7 @@ func newEnv(t *testing.T, rows int, cacheRDB redis.UniversalClient) *env {
 	if cacheRDB == nil {
 		cacheRDB = e.rdb
 	}
+	e.crdb = cacheRDB
 	var err error
 	if e.c, err = cache.New[string](cacheRDB, cache.WithPrefix("users:"), cache.WithLogger(quiet)); err != nil {
 		t.Fatal(err)
@@ -75,16 +79,21 @@ func newEnv(t *testing.T, rows int, cacheRDB redis.UniversalClient) *env {
 }
 
 // start runs a Source until the test ends or stop is called.
-func (e *env) start(t *testing.T, serverID uint32, opts ...Option) (stop func()) {
+func (e *env) start(t testing.TB, serverID uint32, opts ...Option) (stop func()) {
 	t.Helper()
+	rule := Rule{Schema: e.db, Table: "users", Target: e.users, Keys: Column("id")}
+	if e.rule != nil {
+		e.rule(&rule)
+	}
 	src, err := New(Config{Addr: e.m.Addr, User: "root", Flavor: mysql.MariaDBFlavor, ServerID: serverID},
-		e.pos, []Rule{{Schema: e.db, Table: "users", Target: e.users, Keys: Column("id")}},
+		e.pos, []Rule{rule},
 		append([]Option{WithLogger(quiet), WithOnCommit(func(p Position, keys []string) {
 			e.commit <- commitInfo{p, slices.Clone(keys)}
 		})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.src = src
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- src.Run(ctx) }()
@@ -105,7 +114,7 @@ func (e *env) start(t *testing.T, serverID uint32, opts ...Option) (stop func())
 
 // waitKeys waits for commits until all of keys were invalidated and returns
 // the last commit seen.
-func (e *env) waitKeys(t *testing.T, keys ...string) commitInfo {
+func (e *env) waitKeys(t testing.TB, keys ...string) commitInfo {
 	t.Helper()
 	want := make(map[string]bool)
 	for _, k := range keys {
@@ -140,7 +149,7 @@ func (e *env) load(ctx context.Context, key string) (string, error) {
 	return name, nil
 }
 
-func (e *env) get(t *testing.T, key string) string {
+func (e *env) get(t testing.TB, key string) string {
 	t.Helper()
 	v, err := e.c.Get(context.Background(), key, e.load)
 	if errors.Is(err, cache.ErrNotFound) {

@@ -44,6 +44,7 @@ type Detector struct {
 	lastTick int64   // ticks since start at the last Tick
 	scratch  []Entry // reused by Tick: all candidates
 	ranked   []Entry // reused by Tick: candidates over the thresholds
+	demoted  []Entry // reused by Tick: keys that left the hot set
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -232,22 +233,38 @@ func (d *Detector) Tick() {
 
 // notify reports the difference between two hot sets. entries are this
 // tick's candidates, for the count of a demoted key that is still tracked.
+// Its cost is one pass over entries, and that only when keys were demoted,
+// plus a map lookup per hot key: a tick that demotes every key costs about as
+// much as one that demotes one.
 func (d *Detector) notify(prev, next *snapshot, entries []Entry, now time.Time) {
 	for _, e := range next.top {
 		if _, was := prev.byKey[e.Key]; !was {
 			d.cfg.onChange(Event{Key: e.Key, Hot: true, Count: e.Count, At: now})
 		}
 	}
+	demoted := d.demoted[:0]
 	for _, e := range prev.top {
-		if _, is := next.byKey[e.Key]; is {
-			continue
+		if _, is := next.byKey[e.Key]; !is {
+			demoted = append(demoted, Entry{Key: e.Key})
 		}
-		var count uint64
-		if i := slices.IndexFunc(entries, func(c Entry) bool { return c.Key == e.Key }); i >= 0 {
-			count = entries[i].Count * uint64(d.cfg.sampling)
-		}
-		d.cfg.onChange(Event{Key: e.Key, Hot: false, Count: count, At: now})
 	}
+	if len(demoted) > 0 {
+		// A demoted key that is still a candidate reports its count.
+		at := make(map[string]int, len(demoted))
+		for i, e := range demoted {
+			at[e.Key] = i
+		}
+		for _, c := range entries {
+			if i, ok := at[c.Key]; ok {
+				demoted[i].Count = c.Count * uint64(d.cfg.sampling)
+			}
+		}
+		for _, e := range demoted {
+			d.cfg.onChange(Event{Key: e.Key, Hot: false, Count: e.Count, At: now})
+		}
+	}
+	clear(demoted)
+	d.demoted = demoted[:0]
 }
 
 // hotEnough applies the thresholds to a candidate's count (in sampled units)

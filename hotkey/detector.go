@@ -50,7 +50,7 @@ type Detector struct {
 	// earlyThr is the count (sampled units) at which Record promotes a
 	// candidate between ticks (early.go).
 	earlyThr  atomic.Uint64
-	earlySetN atomic.Int64 // shards' early and early-old sets that are not nil
+	earlySetN atomic.Int64         // shards' early and early-old sets that are not nil
 	earlySets []*earlySet          // reused by Tick: the sets it took
 	earlyAt   map[string]time.Time // reused by Tick: their keys' promotion times
 

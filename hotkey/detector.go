@@ -262,8 +262,6 @@ func (d *Detector) Tick() {
 		}
 	}
 	d.step("cleared")
-	d.ticked = true
-	d.earlyThr.Store(d.earlyThreshold(total))
 	if d.cfg.onChange != nil {
 		if d.earlyAt == nil {
 			d.earlyAt = map[string]time.Time{}
@@ -272,6 +270,9 @@ func (d *Detector) Tick() {
 		d.notify(prev, next, entries, d.earlyAt, now)
 		clear(d.earlyAt)
 	}
+	// From now on, promotions between ticks use this window's total.
+	d.ticked = true
+	d.earlyThr.Store(d.earlyThreshold(total))
 	clear(sets)
 	d.earlySets = sets[:0]
 	clear(entries) // drop the key strings until the next tick
@@ -314,6 +315,7 @@ func (d *Detector) notify(prev, next *snapshot, entries []Entry, early map[strin
 		_, is := next.byKey[key]
 		_, was := prev.byKey[key]
 		if !is && !was {
+			// Promoted at the threshold in force until this tick.
 			d.cfg.onChange(Event{Key: key, Hot: true, Count: d.earlyThr.Load() * uint64(d.cfg.sampling), At: t})
 			demoted = append(demoted, Entry{Key: key})
 		}

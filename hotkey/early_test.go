@@ -76,7 +76,7 @@ func TestEarlyPromotionRespectsK(t *testing.T) {
 func TestEarlyPromotionUndoneByTick(t *testing.T) {
 	var events []string
 	d, clk := newManual(t, WithMinCount(1), WithMinShare(0.2),
-		WithOnChange(func(e Event) { events = append(events, fmt.Sprintf("%s:%v", e.Key, e.Hot)) }))
+		WithOnChange(func(e Event) { events = append(events, fmt.Sprintf("%s:%v:%d", e.Key, e.Hot, e.Count)) }))
 	for i := range 100 {
 		d.Record(fmt.Sprint("bg", i%50))
 	}
@@ -96,7 +96,7 @@ func TestEarlyPromotionUndoneByTick(t *testing.T) {
 	if d.IsHot("k") {
 		t.Fatal("k still hot with 20 of 520 accesses")
 	}
-	if got := fmt.Sprint(events); got != "[k:true k:false]" {
+	if got := fmt.Sprint(events); got != "[k:true:20 k:false:20]" {
 		t.Fatalf("events %s", got)
 	}
 }

@@ -38,7 +38,11 @@ func openCacheguard(tb testing.TB, cfg implConfig) *cacheImpl {
 			cache.WithLocalTTL(cfg.localTTL))
 	} else if cfg.local {
 		var err error
-		det, err = hotkey.New(hotkey.WithK(hotK), hotkey.WithMinCount(hotMinCount))
+		k, minCount := hotK, hotMinCount
+		if cfg.hotK > 0 {
+			k, minCount = cfg.hotK, cfg.hotMinCount
+		}
+		det, err = hotkey.New(hotkey.WithK(k), hotkey.WithMinCount(uint64(minCount)))
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -43,6 +43,9 @@ type implConfig struct {
 	// only the keys its hot-key detector promotes (the others always
 	// admit every key).
 	admitAll bool
+	// hotK and hotMinCount, when set, replace cacheguard's default hot-key
+	// settings (hotK, hotMinCount).
+	hotK, hotMinCount int
 	// bloom puts a Bloom filter of the database's rows (1 % false
 	// positives) in front of cacheguard; no other library has one.
 	bloom bool

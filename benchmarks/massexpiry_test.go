@@ -27,38 +27,37 @@ const (
 	massConns   = 8
 )
 
-// BenchmarkMassExpiry runs one fill-then-read cycle per op. db-loads/op is
-// the number of reloads after the fill (one per row is ideal), db-peak-qps
-// the highest database rate over 100 ms, db-peak-queue the most queries
-// waiting or running at once, p99-read-ms the readers' 99th percentile
-// latency. TTLs: cacheguard spreads them by ±10 % (its default jitter),
-// go-zero by ±5 % rounded up to whole seconds, rockscache subtracts up to 10 %
-// and truncates to whole seconds; the others use the TTL as is. The fill
-// reads every row once through the library, from 32 goroutines, with the
-// database answering at once, so that it takes tens of milliseconds.
+// BenchmarkMassExpiry runs one fill-then-read cycle per library per op, the
+// libraries taking turns (see interleaved); the figures are medians over the
+// cycles. db-loads/op is the number of reloads after the fill (one per row is
+// ideal), db-peak-qps the highest database rate over 100 ms, db-peak-queue
+// the most queries waiting or running at once, p99-read-ms the readers' 99th
+// percentile latency. TTLs: cacheguard spreads them by ±10 % (its default
+// jitter), go-zero by ±5 % rounded up to whole seconds, rockscache subtracts
+// up to 10 % and truncates to whole seconds; the others use the TTL as is.
+// The fill reads every row once through the library, from 32 goroutines,
+// with the database answering at once, so that it takes tens of
+// milliseconds.
 func BenchmarkMassExpiry(b *testing.B) {
 	keys := scaled(massKeys, 100)
 	window := massWindow
 	if quick() {
 		window = 300 * time.Millisecond
 	}
-	for _, lib := range libraries() {
-		b.Run("impl="+lib.name, func(b *testing.B) {
-			var loads, peakQPS, peakQueue, p99 float64
-			for b.Loop() {
-				r := massExpiryCycle(b, lib, keys, window)
-				loads += float64(r.loads)
-				peakQPS += r.peakQPS
-				peakQueue += float64(r.peakQueue)
-				p99 += float64(r.p99) / float64(time.Millisecond)
-			}
-			n := float64(b.N)
-			b.ReportMetric(loads/n, "db-loads/op")
-			b.ReportMetric(peakQPS/n, "db-peak-qps")
-			b.ReportMetric(peakQueue/n, "db-peak-queue")
-			b.ReportMetric(p99/n, "p99-read-ms")
-		})
+	libs := libraries()
+	names := make([]string, len(libs))
+	for i, l := range libs {
+		names[i] = l.name
 	}
+	interleaved(b, names, func(l int) roundMetrics {
+		r := massExpiryCycle(b, libs[l], keys, window)
+		return roundMetrics{
+			"db-loads/op":   float64(r.loads),
+			"db-peak-qps":   r.peakQPS,
+			"db-peak-queue": float64(r.peakQueue),
+			"p99-read-ms":   float64(r.p99) / float64(time.Millisecond),
+		}
+	})
 }
 
 type massResult struct {

@@ -5,11 +5,18 @@
 #   ./run.sh                        # 5 passes, -benchtime 500ms, every benchmark
 #   COUNT=10 BENCHTIME=1s ./run.sh  # more samples, longer runs
 #   BENCH='Zipfian|Stampede' ./run.sh
+#   COUNT=3 BENCHTIME=1x BENCH='Stampede|MassExpiry' README=/tmp/README.md OUT=/tmp/results ./run.sh
+#                                   # a check of the whole pipeline that leaves
+#                                   # README.md and results/ alone
 #
 # The suite runs COUNT times in a row (-count 1 each time) rather than once
 # with -count COUNT: each sample of a benchmark then comes from a different
 # pass, so a slow stretch of a shared machine spreads over all benchmarks
-# instead of spoiling all samples of one. All passes use one redis-server
+# instead of spoiling all samples of one. Within a pass, the scenarios that
+# run in rounds (stampede, mass expiry) run every library in one loop, taking
+# turns, and report each library's median (interleave_test.go); benchstat then
+# gives the median of the passes and its interval, and the headline marks a
+# row ahead or behind only when the intervals do not overlap. All passes use one redis-server
 # started here, so the zipfian rows are written to Redis once.
 #
 # Needs go and redis-server on PATH. The raw output, benchstat's summaries
@@ -20,12 +27,13 @@ cd "$(dirname "$0")"
 COUNT=${COUNT:-5}
 BENCHTIME=${BENCHTIME:-500ms}
 BENCH=${BENCH:-.}
+README=${README:-README.md}
+out=${OUT:-results}
 # benchstat, pinned (golang.org/x/perf has no tagged releases).
 BENCHSTAT=${BENCHSTAT:-golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da}
 
 command -v redis-server >/dev/null || { echo "run.sh: redis-server is not on PATH" >&2; exit 1; }
 
-out=results
 mkdir -p "$out"
 
 # One redis-server for every pass, on a free loopback port, without
@@ -70,5 +78,6 @@ echo "duration: $(($(date +%s) - start)) s" >>"$out/machine.txt"
 go run "$BENCHSTAT" -confidence 0.9 "$out/raw.txt" >"$out/benchstat.txt"
 go run "$BENCHSTAT" -confidence 0.9 -format csv "$out/raw.txt" >"$out/benchstat.csv" 2>/dev/null
 
-go run ./report -csv "$out/benchstat.csv" -machine "$out/machine.txt" -command "$cmd" -readme README.md
-echo "README.md updated; benchstat's summary is in $out/benchstat.txt" >&2
+[ -e "$README" ] || cp README.md "$README"
+go run ./report -csv "$out/benchstat.csv" -machine "$out/machine.txt" -command "$cmd" -readme "$README"
+echo "$README updated; benchstat's summary is in $out/benchstat.txt" >&2

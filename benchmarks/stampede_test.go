@@ -42,36 +42,45 @@ const (
 // BenchmarkStampede runs the stampede with all readers in this process
 // (procs=1: in-process deduplication is enough) and spread over separate
 // processes (procs=3: the test binary re-executed; only a lock or lease in
-// Redis keeps it to one load). db-loads/op is the number of database queries
-// per stampede (1 is ideal); slowest-read-ms is the slowest reader's wait.
+// Redis keeps it to one load). The libraries take turns, one stampede each
+// per iteration (see interleaved): db-loads/op is the number of database
+// queries per stampede (1 is ideal); slowest-read-ms is the slowest reader's
+// wait; all are medians over the stampedes of a run.
 func BenchmarkStampede(b *testing.B) {
+	libs := libraries()
+	names := make([]string, len(libs))
+	for i, l := range libs {
+		names[i] = l.name
+	}
 	for _, procs := range []int{1, stampedeProcs} {
-		for _, lib := range libraries() {
-			b.Run(fmt.Sprintf("procs=%d/impl=%s", procs, lib.name), func(b *testing.B) {
+		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
+			rounds := make([]int, len(libs))
+			var run []func(key string) roundResult
+			for _, lib := range libs {
 				prefix := "stampede:" + lib.name + ":" + nonce() + ":"
-				var res roundResult
 				if procs == 1 {
 					db := newSimDB(zipfKeys, stampedeLatency, stampedeConns)
 					c := lib.open(b, stampedeConfig(db, prefix))
-					defer c.close()
-					rts := c.roundTrips()
-					b.ResetTimer()
-					for i := 0; b.Loop(); i++ {
-						res.add(stampedeRound(c, db, strconv.Itoa(i%zipfKeys), stampedeReaders))
-					}
-					res.roundTrips = int64(rts())
-				} else {
-					kids := startChildren(b, newClient(b), lib.name, prefix, procs)
-					b.ResetTimer()
-					for i := 0; b.Loop(); i++ {
-						res.add(kids.round(b, strconv.Itoa(i%zipfKeys)))
-					}
-					b.StopTimer()
-					kids.stop(b)
+					b.Cleanup(c.close)
+					run = append(run, func(key string) roundResult {
+						rts := c.roundTrips()
+						r := stampedeRound(c, db, key, stampedeReaders)
+						r.roundTrips = int64(rts())
+						return r
+					})
+					continue
 				}
-				res.report(b)
+				kids := startChildren(b, newClient(b), lib.name, prefix, procs)
+				b.Cleanup(func() { kids.stop(b) })
+				run = append(run, func(key string) roundResult { return kids.round(b, key) })
+			}
+			b.ResetTimer()
+			interleaved(b, names, func(l int) roundMetrics {
+				key := strconv.Itoa(rounds[l] % zipfKeys)
+				rounds[l]++
+				return run[l](key).metrics()
 			})
-		}
+		})
 	}
 }
 
@@ -79,25 +88,19 @@ func stampedeConfig(db *simDB, prefix string) implConfig {
 	return implConfig{db: db, prefix: prefix, ttl: time.Hour, nullTTL: time.Minute}
 }
 
-// roundResult adds up stampedes.
+// roundResult is one stampede's outcome.
 type roundResult struct {
 	loads, errs, roundTrips int64
-	slowest                 time.Duration // sum over rounds
+	slowest                 time.Duration
 }
 
-func (r *roundResult) add(o roundResult) {
-	r.loads += o.loads
-	r.errs += o.errs
-	r.roundTrips += o.roundTrips
-	r.slowest += o.slowest
-}
-
-func (r *roundResult) report(b *testing.B) {
-	n := float64(b.N)
-	b.ReportMetric(float64(r.loads)/n, "db-loads/op")
-	b.ReportMetric(float64(r.errs)/n, "failed-reads/op")
-	b.ReportMetric(float64(r.roundTrips)/n, "redis-roundtrips/op")
-	b.ReportMetric(float64(r.slowest.Milliseconds())/n, "slowest-read-ms")
+func (r roundResult) metrics() roundMetrics {
+	return roundMetrics{
+		"db-loads/op":         float64(r.loads),
+		"failed-reads/op":     float64(r.errs),
+		"redis-roundtrips/op": float64(r.roundTrips),
+		"slowest-read-ms":     float64(r.slowest) / float64(time.Millisecond),
+	}
 }
 
 // nonce returns a random string, to make key prefixes unique to a run.
@@ -146,6 +149,8 @@ type children struct {
 	run  string
 	cmds []*exec.Cmd
 	out  syncBuffer // the children's output, shown if one fails
+
+	stopped bool
 }
 
 // syncBuffer is a bytes.Buffer several processes' output can be copied into.
@@ -227,6 +232,10 @@ func (k *children) round(b *testing.B, key string) roundResult {
 }
 
 func (k *children) stop(b *testing.B) {
+	if k.stopped {
+		return
+	}
+	k.stopped = true
 	ctx := context.Background()
 	for i := range k.cmds {
 		k.ctl.RPush(ctx, k.run+"go:"+strconv.Itoa(i), "stop")

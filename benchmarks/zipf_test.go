@@ -43,6 +43,9 @@ func BenchmarkZipfian(b *testing.B) {
 			continue
 		}
 		variants = append(variants, variant{lib.name + "+hotkeys", lib, cfg})
+		wide := cfg
+		wide.hotK, wide.hotMinCount = promoK, promoMinCount
+		variants = append(variants, variant{lib.name + "+hotkeys-wide", lib, wide})
 		cfg.admitAll = true
 		variants = append(variants, variant{lib.name + "+local-all", lib, cfg})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -103,22 +104,52 @@ func newBreaker(prefix string, failures int, cooldown time.Duration, onChange fu
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			onChange(from, to)
 		},
-		// A reply from Redis, even an error reply, means Redis is up.
-		IsSuccessful: func(err error) bool {
-			var reply redis.Error
-			return err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply)
-		},
-		// The caller giving up, or its deadline passing, says nothing
-		// about Redis (with ContextTimeoutEnabled a tight deadline surfaces
-		// as an error here).
-		IsExcluded: func(err error) bool {
-			return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-		},
+		IsSuccessful: redisAnswered,
+		IsExcluded:   callerGaveUp,
 	})
+}
+
+// redisAnswered reports whether a call's outcome shows Redis up: a reply from
+// Redis, even an error reply, does.
+func redisAnswered(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return true
+	}
+	var reply redis.Error
+	return errors.As(err, &reply)
+}
+
+// callerGaveUp reports whether a call ended because its caller gave up or its
+// deadline passed, which says nothing about Redis (with ContextTimeoutEnabled
+// a tight deadline surfaces as an error here).
+func callerGaveUp(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // noop is the outcome callback when there is no breaker.
 func noop(error) {}
+
+// The breaker (gobreaker) takes its mutex twice per call and reads the clock;
+// on a healthy Redis every call would queue on that one lock. While nothing
+// has failed, the breaker has nothing to decide: it is closed and counts no
+// failure. So a call goes past it on one atomic load, and only a failure is
+// reported to it; from that failure until the breaker is closed again with no
+// failure counted, every call goes through it, so that successes reset its
+// count and it opens, probes and closes as configured.
+//
+// breakerGate holds that state (in the Cache's counters, beside the other
+// lock-free words).
+type breakerGate struct {
+	// state: bit 0 is set while calls go through the breaker; the rest
+	// counts failures reported to it, so that a caller who saw the breaker
+	// healthy clears bit 0 only if no failure was reported since it looked.
+	state atomic.Uint64
+	// fast is the Cache's fastOutcome, bound once: a method value made on
+	// every call would allocate.
+	fast atomic.Pointer[func(error)]
+}
+
+const breakerSuspect = 1
 
 // allow asks the breaker for a Redis call; done must be called with the
 // call's error.
@@ -126,12 +157,59 @@ func (c *Cache[V]) allow(key string) (done func(error), err error) {
 	if c.breaker == nil {
 		return noop, nil
 	}
-	done, err = c.breaker.Allow()
+	if c.stats.breaker.state.Load()&breakerSuspect == 0 {
+		if f := c.stats.breaker.fast.Load(); f != nil {
+			return *f, nil
+		}
+		f := c.fastOutcome
+		c.stats.breaker.fast.CompareAndSwap(nil, &f)
+		return f, nil
+	}
+	brDone, err := c.breaker.Allow()
 	if err != nil {
 		c.stats.breakerRejects.Add(1) // no call was made: not a Redis error
 		return nil, &circuitOpenError{key: key, err: err}
 	}
-	return done, nil
+	return func(err error) {
+		seen := c.stats.breaker.state.Load()
+		brDone(err)
+		if !redisAnswered(err) {
+			if !callerGaveUp(err) {
+				c.markSuspect()
+			}
+			return
+		}
+		// Healthy again once closed with no failure counted, and no failure
+		// reported by anyone since seen was read.
+		if c.breaker.State() == gobreaker.StateClosed && c.breaker.Counts().ConsecutiveFailures == 0 {
+			c.stats.breaker.state.CompareAndSwap(seen, seen&^breakerSuspect)
+		}
+	}, nil
+}
+
+// fastOutcome is the outcome callback of a call let past a healthy breaker:
+// a success changes nothing; a failure is reported to the breaker, and from
+// then on calls go through it.
+func (c *Cache[V]) fastOutcome(err error) {
+	if redisAnswered(err) || callerGaveUp(err) {
+		return
+	}
+	c.markSuspect()
+	if done, err2 := c.breaker.Allow(); err2 == nil {
+		done(err)
+	}
+	c.markSuspect()
+}
+
+// markSuspect sends calls through the breaker and records one more reported
+// failure, so that no caller who looked before it clears the state.
+func (c *Cache[V]) markSuspect() {
+	for {
+		old := c.stats.breaker.state.Load()
+		if c.stats.breaker.state.CompareAndSwap(old, (old+2)|breakerSuspect) {
+			return
+		}
+	}
 }
 
 // circuitOpenError is the error of a call the breaker kept away from Redis.

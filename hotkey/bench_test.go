@@ -1,6 +1,7 @@
 package hotkey
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -146,5 +147,47 @@ func BenchmarkTick(b *testing.B) {
 		clk.Advance(defaultTick)
 		b.StartTimer()
 		d.Tick()
+	}
+}
+
+// BenchmarkTickMassChange measures the tick that promotes k keys at once and
+// the tick that demotes them all, with a change callback: the work of such a
+// tick must grow with the number of candidates and changes, not with their
+// product.
+func BenchmarkTickMassChange(b *testing.B) {
+	for _, k := range []int{1024, 8192} {
+		keys := keyNames(k)
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			clk := newFakeClock()
+			events := 0
+			d, err := New(WithClock(clk.Now), withShards(8), WithK(k), WithMinCount(2),
+				WithWindow(defaultTick), WithTick(defaultTick),
+				WithOnChange(func(Event) { events++ }))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				b.StopTimer()
+				for _, key := range keys {
+					d.Record(key)
+					d.Record(key)
+				}
+				clk.Advance(defaultTick)
+				b.StartTimer()
+				d.Tick() // every key promoted
+				b.StopTimer()
+				// Another set of keys, hot enough to be tracked but
+				// under the threshold, keeps the candidates' count up.
+				for _, key := range keys {
+					d.Record("x" + key)
+				}
+				clk.Advance(defaultTick)
+				b.StartTimer()
+				d.Tick() // every key demoted
+			}
+			b.ReportMetric(float64(events)/float64(b.N), "events/op")
+		})
 	}
 }

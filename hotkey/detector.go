@@ -44,6 +44,15 @@ type Detector struct {
 	lastTick int64   // ticks since start at the last Tick
 	scratch  []Entry // reused by Tick: all candidates
 	ranked   []Entry // reused by Tick: candidates over the thresholds
+	demoted  []Entry // reused by Tick: keys that left the hot set
+	ticked   bool    // a Tick has run: the window's total is known
+
+	// earlyThr is the count (sampled units) at which Record promotes a
+	// candidate between ticks (early.go).
+	earlyThr  atomic.Uint64
+	earlySetN atomic.Int64         // shards' early and early-old sets that are not nil
+	earlySets []*earlySet          // reused by Tick: the sets it took
+	earlyAt   map[string]time.Time // reused by Tick: their keys' promotion times
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -54,6 +63,9 @@ type Detector struct {
 type snapshot struct {
 	byKey map[string]struct{}
 	top   []Entry // hot keys, largest count first
+	// early counts the keys promoted between ticks while this snapshot
+	// was current, against the room it leaves under k.
+	early atomic.Int64
 }
 
 // New returns a Detector configured by opts. Unless WithClock is given it
@@ -96,8 +108,10 @@ func New(opts ...Option) (*Detector, error) {
 	}
 	for i := range d.shards {
 		d.shards[i].init(slots, capacity, width, rand.Uint64())
+		d.shards[i].det = d
 	}
 	d.hot.Store(&snapshot{})
+	d.earlyThr.Store(d.earlyThreshold(0))
 	if !cfg.manualClk || cfg.tickSrc != nil {
 		d.stop = make(chan struct{})
 		d.done = make(chan struct{})
@@ -149,20 +163,33 @@ func (d *Detector) Record(key string) {
 	}
 	h := maphash.String(d.seed, key)
 	track := !d.filtered || d.cfg.rules.allows(key)
-	d.shards[h>>d.shardShift&uint64(len(d.shards)-1)].record(key, h, track)
+	d.shards[d.shardOfHash(h)].record(key, h, track, d.earlyThr.Load())
 }
 
-// IsHot reports whether key was hot at the last tick.
+func (d *Detector) shardOfHash(h uint64) uint64 {
+	return h >> d.shardShift & uint64(len(d.shards)-1)
+}
+
+func (d *Detector) shardOf(key string) uint64 {
+	return d.shardOfHash(maphash.String(d.seed, key))
+}
+
+// IsHot reports whether key is hot: hot at the last tick, or promoted since
+// by crossing the threshold.
 func (d *Detector) IsHot(key string) bool {
 	if d == nil {
 		return false
 	}
-	_, ok := d.hot.Load().byKey[key]
-	return ok
+	snap := d.hot.Load()
+	if _, ok := snap.byKey[key]; ok {
+		return true
+	}
+	return d.earlyHot(key, snap)
 }
 
 // Top returns at most n of the hot keys with their counts, largest first, as
-// of the last tick. n <= 0 returns them all.
+// of the last tick (keys promoted since are not in it). n <= 0 returns them
+// all.
 func (d *Detector) Top(n int) []Entry {
 	if d == nil {
 		return nil
@@ -196,11 +223,15 @@ func (d *Detector) Tick() {
 	num := uint64(math.Pow(1-1/n, float64(steps)) * (1 << 16))
 
 	entries, total := d.scratch[:0], uint64(0)
+	sets := d.earlySets[:0]
 	for i := range d.shards {
 		var t uint64
-		entries, t = d.shards[i].advance(int(min(steps, slots)), num, entries)
+		var set *earlySet
+		entries, t, set = d.shards[i].advance(int(min(steps, slots)), num, entries)
 		total += t
+		sets = append(sets, set)
 	}
+	d.step("taken")
 	// Most candidates are under the thresholds: rank only the others.
 	ranked := d.ranked[:0]
 	for _, e := range entries {
@@ -223,31 +254,89 @@ func (d *Detector) Tick() {
 	clear(ranked)
 	d.ranked = ranked[:0]
 	prev := d.hot.Swap(next)
-	if d.cfg.onChange != nil {
-		d.notify(prev, next, entries, now)
+	d.step("published")
+	// The early keys taken above are now in the snapshot or demoted.
+	for i := range d.shards {
+		if d.shards[i].earlyOld.Swap(nil) != nil {
+			d.earlySetN.Add(-1)
+		}
 	}
+	d.step("cleared")
+	if d.cfg.onChange != nil {
+		if d.earlyAt == nil {
+			d.earlyAt = map[string]time.Time{}
+		}
+		earlyTimes(sets, d.earlyAt)
+		d.notify(prev, next, entries, d.earlyAt, now)
+		clear(d.earlyAt)
+	}
+	// From now on, promotions between ticks use this window's total.
+	d.ticked = true
+	d.earlyThr.Store(d.earlyThreshold(total))
+	clear(sets)
+	d.earlySets = sets[:0]
 	clear(entries) // drop the key strings until the next tick
 	d.scratch = entries[:0]
 }
 
-// notify reports the difference between two hot sets. entries are this
-// tick's candidates, for the count of a demoted key that is still tracked.
-func (d *Detector) notify(prev, next *snapshot, entries []Entry, now time.Time) {
+func (d *Detector) step(name string) {
+	if d.cfg.tickStep != nil {
+		d.cfg.tickStep(name)
+	}
+}
+
+// notify reports the difference between two hot sets, and the keys promoted
+// early (with their promotion times) that the tick did not keep. entries are
+// this tick's candidates, for the count of a demoted key that is still
+// tracked. Its cost is one pass over entries, and that only when keys were
+// demoted, plus a map lookup per hot key: a tick that demotes every key costs
+// about as much as one that demotes one.
+func (d *Detector) notify(prev, next *snapshot, entries []Entry, early map[string]time.Time, now time.Time) {
+	at := func(key string) time.Time {
+		if t, ok := early[key]; ok {
+			return t
+		}
+		return now
+	}
 	for _, e := range next.top {
 		if _, was := prev.byKey[e.Key]; !was {
-			d.cfg.onChange(Event{Key: e.Key, Hot: true, Count: e.Count, At: now})
+			d.cfg.onChange(Event{Key: e.Key, Hot: true, Count: e.Count, At: at(e.Key)})
 		}
 	}
+	demoted := d.demoted[:0]
 	for _, e := range prev.top {
-		if _, is := next.byKey[e.Key]; is {
-			continue
+		if _, is := next.byKey[e.Key]; !is {
+			demoted = append(demoted, Entry{Key: e.Key})
 		}
-		var count uint64
-		if i := slices.IndexFunc(entries, func(c Entry) bool { return c.Key == e.Key }); i >= 0 {
-			count = entries[i].Count * uint64(d.cfg.sampling)
-		}
-		d.cfg.onChange(Event{Key: e.Key, Hot: false, Count: count, At: now})
 	}
+	// A key promoted early that this tick did not keep was hot for a while:
+	// both changes are reported.
+	for key, t := range early {
+		_, is := next.byKey[key]
+		_, was := prev.byKey[key]
+		if !is && !was {
+			// Promoted at the threshold in force until this tick.
+			d.cfg.onChange(Event{Key: key, Hot: true, Count: d.earlyThr.Load() * uint64(d.cfg.sampling), At: t})
+			demoted = append(demoted, Entry{Key: key})
+		}
+	}
+	if len(demoted) > 0 {
+		// A demoted key that is still a candidate reports its count.
+		idx := make(map[string]int, len(demoted))
+		for i, e := range demoted {
+			idx[e.Key] = i
+		}
+		for _, c := range entries {
+			if i, ok := idx[c.Key]; ok {
+				demoted[i].Count = c.Count * uint64(d.cfg.sampling)
+			}
+		}
+		for _, e := range demoted {
+			d.cfg.onChange(Event{Key: e.Key, Hot: false, Count: e.Count, At: now})
+		}
+	}
+	clear(demoted)
+	d.demoted = demoted[:0]
 }
 
 // hotEnough applies the thresholds to a candidate's count (in sampled units)

@@ -32,11 +32,16 @@
 // of all shards are merged: the k largest that meet the thresholds (a minimum
 // count per window and/or a minimum share of all accesses in the window) form
 // the hot set. The hot set is published as an immutable snapshot, so IsHot and
-// Top never take a lock. A key becomes hot at the first tick after it crosses a
-// threshold; a key that stops being accessed falls below the thresholds as its
-// slots leave the window, so it is demoted at most one window after it cooled.
-// Promotions and demotions are reported to an optional callback, from the
-// goroutine that ticks, never from Record.
+// Top never take a lock. A key does not wait for a tick to become hot: the
+// Record that brings a candidate's count to the minimum count (and to the
+// minimum share of the last tick's window) promotes it at once, into a small
+// per-shard set that IsHot consults after the snapshot and the next tick takes
+// over (see early.go). A key that stops being accessed falls below the
+// thresholds as its slots leave the window, so it is demoted at most one
+// window after it cooled. Promotions and demotions are reported to an
+// optional callback, from the goroutine that ticks, never from Record; a
+// promotion's event carries the time it happened. A tick costs one pass over
+// the candidates plus work in proportion to the changes it reports.
 //
 // # Time
 //

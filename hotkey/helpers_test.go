@@ -40,3 +40,8 @@ func keyNames(n int) []string {
 	}
 	return keys
 }
+
+// fmtSscan reads the number of a key made by keyNames.
+func fmtSscan(key string, i *int) (int, error) {
+	return fmt.Sscanf(key, "user:%d", i)
+}

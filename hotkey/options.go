@@ -28,8 +28,9 @@ type config struct {
 	rules     rules
 	shards    int // 0: derived from GOMAXPROCS
 	err       error
-	tickSrc   <-chan time.Time // test hook: replaces the time.Ticker
-	manualClk bool             // WithClock was given
+	tickSrc   <-chan time.Time  // test hook: replaces the time.Ticker
+	tickStep  func(step string) // test hook: called between the steps of a tick
+	manualClk bool              // WithClock was given
 }
 
 const (
@@ -97,7 +98,8 @@ func WithWindow(d time.Duration) Option {
 }
 
 // WithTick sets how often the window slides and the hot set is recomputed
-// (default 100ms). Promotion lags a threshold crossing by at most one tick.
+// (default 100ms). A key is promoted by the access that crosses the threshold;
+// ticks slide the window, demote keys and rank the hot set against k.
 func WithTick(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -224,4 +226,11 @@ func withShards(n int) Option {
 // time.Ticker, so tests can drive it.
 func withTicks(ch <-chan time.Time) Option {
 	return func(c *config) { c.tickSrc = ch }
+}
+
+// withTickSteps makes Tick call fn between its steps ("taken": the shards'
+// early sets are taken; "published": the new snapshot is out; "cleared": the
+// taken sets are gone), so tests can look at the detector in between.
+func withTickSteps(fn func(step string)) Option {
+	return func(c *config) { c.tickStep = fn }
 }

@@ -3,6 +3,7 @@ package hotkey
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // shard owns the keys whose hash selects it. Everything in it is guarded by mu.
@@ -28,7 +29,11 @@ type shard struct {
 	// Candidate sums only grow between ticks, so a key whose estimate is not
 	// above floor cannot displace anyone and no scan is needed.
 	floor uint64
-	_     [64]byte // keep neighbouring shards' mutexes off this cache line
+	// Keys promoted since the last tick (early.go), and the set the tick
+	// in progress took, visible until it publishes its snapshot.
+	early, earlyOld atomic.Pointer[earlySet]
+	det             *Detector
+	_               [64]byte // keep neighbouring shards' mutexes off this cache line
 }
 
 func (s *shard) init(slots, capacity, width int, seed uint64) {
@@ -52,7 +57,10 @@ func (s *shard) row(i int) []uint64 {
 // A tracked key is identified by its 64-bit hash alone. With a random seed,
 // two live keys sharing one is too unlikely to be worth a string comparison
 // (and a cache miss) on every access; the cost would be one miscount.
-func (s *shard) record(key string, h uint64, track bool) {
+//
+// thr is the count at which a candidate is promoted between ticks: the access
+// that brings its count to thr promotes it (early.go).
+func (s *shard) record(key string, h uint64, track bool, thr uint64) {
 	s.mu.Lock()
 	s.total[s.pos]++
 	s.totalSum++
@@ -67,22 +75,30 @@ func (s *shard) record(key string, h uint64, track bool) {
 		r := s.row(i)
 		r[0]++
 		r[1+s.pos]++
+		if r[0] == thr {
+			s.det.promoteEarly(s, s.keys[i])
+		}
 		s.mu.Unlock()
 		return
 	}
 	est := uint64(s.sk.add(h))
+	i := -1
 	switch {
 	case s.n < len(s.keys):
-		s.admit(key, h, est)
+		i = s.admit(key, h, est)
 	case est > s.floor:
-		s.displace(key, h, est)
+		i = s.displace(key, h, est)
+	}
+	if i >= 0 && est >= thr {
+		s.det.promoteEarly(s, s.keys[i])
 	}
 	s.mu.Unlock()
 }
 
 // admit makes key a candidate, crediting it with its sketch estimate: the
-// accesses it had before it was tracked exactly.
-func (s *shard) admit(key string, h uint64, est uint64) {
+// accesses it had before it was tracked exactly. It returns the candidate's
+// number.
+func (s *shard) admit(key string, h uint64, est uint64) int {
 	i := s.n
 	s.n++
 	s.hashes[i] = h
@@ -93,11 +109,13 @@ func (s *shard) admit(key string, h uint64, est uint64) {
 	clear(r)
 	r[0], r[1+s.pos] = est, est
 	s.index.set(h, i)
+	return i
 }
 
 // displace replaces the smallest candidate with key if key's estimate is
-// larger, and tightens floor either way.
-func (s *shard) displace(key string, h uint64, est uint64) {
+// larger, and tightens floor either way. It returns key's candidate number,
+// or -1 when key was not admitted.
+func (s *shard) displace(key string, h uint64, est uint64) int {
 	low, second, lowI := ^uint64(0), ^uint64(0), -1
 	for i := range s.n {
 		switch sum := s.counts[i*s.stride]; {
@@ -109,11 +127,12 @@ func (s *shard) displace(key string, h uint64, est uint64) {
 	}
 	if est <= low {
 		s.floor = low
-		return
+		return -1
 	}
 	s.evict(lowI)
-	s.admit(key, h, est)
+	i := s.admit(key, h, est)
 	s.floor = min(second, est)
+	return i
 }
 
 // evict drops candidate i; the last candidate takes its number.
@@ -133,11 +152,13 @@ func (s *shard) evict(i int) {
 
 // advance slides the window by steps ticks, drops candidates that had no
 // access within it, scales the sketch down by num/2^16, and appends the
-// remaining candidates to out (counts in sampled units). It returns out and
-// the shard's total accesses within the window.
-func (s *shard) advance(steps int, num uint64, out []Entry) ([]Entry, uint64) {
+// remaining candidates to out (counts in sampled units). It returns out, the
+// shard's total accesses within the window and the keys promoted early since
+// the last tick.
+func (s *shard) advance(steps int, num uint64, out []Entry) ([]Entry, uint64, *earlySet) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	early := s.takeEarly()
 	slots := len(s.total)
 	if steps >= slots {
 		s.pos = (s.pos + steps) % slots
@@ -174,5 +195,5 @@ func (s *shard) advance(steps int, num uint64, out []Entry) ([]Entry, uint64) {
 	if s.n < len(s.keys) {
 		s.floor = 0
 	}
-	return out, s.totalSum
+	return out, s.totalSum, early
 }

@@ -17,6 +17,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -71,6 +72,7 @@ var procSuffix = regexp.MustCompile(`-\d+$`)
 // a header naming the unit, then "name,value,CI" rows.
 func parseCSV(data []byte) (*results, error) {
 	r := &results{by: map[string]map[string]value{}}
+	interleavedParents := map[string]bool{}
 	unit := ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -97,6 +99,13 @@ func parseCSV(data []byte) (*results, error) {
 			return nil, fmt.Errorf("%q: %w", line, err)
 		}
 		name := procSuffix.ReplaceAllString(f[0], "")
+		u := unit
+		// An interleaved benchmark reports each library's figures as
+		// "<unit>@<library>": file them as that library's own row.
+		if base, lib, ok := strings.Cut(unit, "@"); ok {
+			interleavedParents[name] = true
+			name, u = name+"/impl="+lib, base
+		}
 		if r.by[name] == nil {
 			r.by[name] = map[string]value{}
 			r.order = append(r.order, name)
@@ -105,14 +114,82 @@ func parseCSV(data []byte) (*results, error) {
 		if len(f) >= 3 {
 			ci = f[2]
 		}
-		r.by[name][unit] = value{v, ci}
+		r.by[name][u] = value{v, ci}
 	}
+	// The interleaved benchmarks' own figures (time for all libraries
+	// together) mean nothing by themselves: each gives way to its
+	// libraries' rows, in table order.
+	var order []string
+	for _, n := range r.order {
+		switch {
+		case interleavedParents[n]:
+			for _, lib := range libraryOrder(r, n) {
+				order = append(order, n+"/impl="+lib)
+			}
+			delete(r.by, n)
+		case interleavedParents[parentOf(n)]:
+			// placed with its parent
+		default:
+			order = append(order, n)
+		}
+	}
+	r.order = order
 	return r, sc.Err()
+}
+
+// tableLibraries is the order of the libraries in the tables (as in the
+// benchmarks' libraries()); others follow in name order.
+var tableLibraries = []string{"cacheguard", "go-zero", "rockscache", "gocache", "go-redis-cache", "jetcache", "go-redis"}
+
+// libraryOrder lists the libraries with rows under an interleaved parent.
+func libraryOrder(r *results, parent string) []string {
+	var libs []string
+	for n := range r.by {
+		if parentOf(n) == parent {
+			libs = append(libs, implOf(n))
+		}
+	}
+	rank := func(lib string) int {
+		if i := slices.Index(tableLibraries, lib); i >= 0 {
+			return i
+		}
+		return len(tableLibraries)
+	}
+	slices.SortFunc(libs, func(a, b string) int {
+		if c := rank(a) - rank(b); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	return libs
+}
+
+// parentOf is a row name without its last "/impl=" part.
+func parentOf(name string) string {
+	if i := strings.LastIndex(name, "/impl="); i >= 0 {
+		return name[:i]
+	}
+	return ""
 }
 
 func (r *results) get(name, unit string) (float64, bool) {
 	v, ok := r.by[name][unit]
 	return v.v, ok
+}
+
+// interval returns the bounds of a summary's confidence interval, or false
+// when benchstat could not give one (too few samples).
+func (v value) interval() (lo, hi float64, ok bool) {
+	ci := strings.TrimPrefix(v.ci, "±")
+	if ci == "" || ci == "0%" {
+		return v.v, v.v, true
+	}
+	p, err := strconv.ParseFloat(strings.TrimSuffix(ci, "%"), 64)
+	if err != nil || !strings.HasSuffix(ci, "%") {
+		return 0, 0, false // "∞", "?"
+	}
+	d := math.Abs(v.v) * p / 100
+	return v.v - d, v.v + d, true
 }
 
 // rows returns the names under prefix, in benchstat's order.
@@ -190,13 +267,14 @@ var tables = []table{
 		columns: []column{{"sec/op", "time/op"}, {"redis-roundtrips/op", "round trips/op"}, {"db-loads/op", "DB loads/op"}},
 		ratioTo: "Zipfian/impl=cacheguard", ratioTitle: "throughput", inverse: true,
 		notes: map[string]string{
-			"cacheguard+hotkeys":   "local tier admits promoted hot keys only (k = 1000, 10 reads/s)",
-			"cacheguard+local-all": "local tier admits every key (WithLocalAdmitAll)",
-			"go-zero":              "no local tier; concurrent reads of one key share a GET",
-			"rockscache":           "no local tier; concurrent reads of one key share a call",
-			"go-redis-cache":       "concurrent reads of one key share a GET",
-			"jetcache":             "concurrent reads of one key share a GET",
-			"gocache+local":        "chain reads GET + TTL on a local miss",
+			"cacheguard+hotkeys":      "local tier admits promoted hot keys only (k = 1000, 10 reads/s)",
+			"cacheguard+hotkeys-wide": "local tier admits promoted hot keys only (k = 8192, 2 reads/s)",
+			"cacheguard+local-all":    "local tier admits every key (WithLocalAdmitAll)",
+			"go-zero":                 "no local tier; concurrent reads of one key share a GET",
+			"rockscache":              "no local tier; concurrent reads of one key share a call",
+			"go-redis-cache":          "concurrent reads of one key share a GET",
+			"jetcache":                "concurrent reads of one key share a GET",
+			"gocache+local":           "chain reads GET + TTL on a local miss",
 		},
 	},
 	{
@@ -407,6 +485,8 @@ var headlines = []headline{
 	{workload: "Local hit, serial", measure: "time per Get", unit: "sec/op", prefix: "LocalHit/", cacheguard: "cacheguard", exclude: []string{"ristretto", "otter"}, format: fmtTime},
 	{workload: "Zipfian, local tier for hot keys", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard+hotkeys", exclude: []string{"go-zero", "rockscache", "gocache", "go-redis-cache", "jetcache"}, format: fmtTime},
 	{workload: "Zipfian, local tier for hot keys", measure: "Redis round trips per read", unit: "redis-roundtrips/op", prefix: "Zipfian/", cacheguard: "cacheguard+hotkeys", exclude: []string{"go-zero", "rockscache", "gocache", "go-redis-cache", "jetcache"}, format: fmtNum},
+	{workload: "Zipfian, local tier for hot keys (k = 8192, 2 reads/s)", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard+hotkeys-wide", exclude: []string{"go-zero", "rockscache", "gocache", "go-redis-cache", "jetcache"}, format: fmtTime},
+	{workload: "Zipfian, local tier for hot keys (k = 8192, 2 reads/s)", measure: "Redis round trips per read", unit: "redis-roundtrips/op", prefix: "Zipfian/", cacheguard: "cacheguard+hotkeys-wide", exclude: []string{"go-zero", "rockscache", "gocache", "go-redis-cache", "jetcache"}, format: fmtNum},
 	{workload: "Zipfian, local tier admitting every key", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard+local-all", exclude: []string{"go-zero", "rockscache", "gocache", "go-redis-cache", "jetcache"}, format: fmtTime},
 	{workload: "Zipfian, local tier admitting every key", measure: "Redis round trips per read", unit: "redis-roundtrips/op", prefix: "Zipfian/", cacheguard: "cacheguard+local-all", exclude: []string{"go-zero", "rockscache", "gocache", "go-redis-cache", "jetcache"}, format: fmtNum},
 	{workload: "Zipfian, Redis only", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard", exclude: []string{"gocache+local", "go-redis-cache+local", "jetcache+local"}, format: fmtTime},
@@ -443,7 +523,7 @@ func writeHeadline(w *bytes.Buffer, r *results) {
 			nl/hk, 100*(1-rtHK/rtNL))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "cacheguard against the best of the other libraries on each workload (`ahead`/`behind` when they differ by more than 5 %):")
+	fmt.Fprintln(w, "cacheguard against the best of the other libraries on each workload (medians ± their 90 % confidence intervals; `ahead`/`behind` only when the two intervals do not overlap, `on par` otherwise, with the ratio of the medians):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| workload | measure | cacheguard | best other | raw go-redis | cacheguard vs best |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
@@ -452,7 +532,9 @@ func writeHeadline(w *bytes.Buffer, r *results) {
 		if !ok {
 			continue
 		}
+		cgv := r.by[h.prefix+"impl="+h.cacheguard][h.unit]
 		bestName, best, found := "", 0.0, false
+		var bestv value
 		for _, n := range r.rows(h.prefix) {
 			impl := implOf(n)
 			// Other libraries only: not cacheguard's variants, not the
@@ -467,6 +549,7 @@ func writeHeadline(w *bytes.Buffer, r *results) {
 			}
 			if !found || (h.higherBetter && v > best) || (!h.higherBetter && v < best) {
 				bestName, best, found = impl, v, true
+				bestv = r.by[n][h.unit]
 			}
 		}
 		naive := ""
@@ -475,10 +558,10 @@ func writeHeadline(w *bytes.Buffer, r *results) {
 		}
 		bestCell, verdict := "", ""
 		if found {
-			bestCell = fmt.Sprintf("%s (%s)", h.format(best), bestName)
-			verdict = compare(cg, best, h.higherBetter)
+			bestCell = fmt.Sprintf("%s (%s)", withCI(h.format(best), bestv), bestName)
+			verdict = compare(cgv, bestv, h.higherBetter)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", h.workload, h.measure, h.format(cg), bestCell, naive, verdict)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", h.workload, h.measure, withCI(h.format(cg), cgv), bestCell, naive, verdict)
 	}
 	fmt.Fprintln(w)
 }
@@ -499,27 +582,40 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// compare states how cacheguard's value cg stands against the best other.
-func compare(cg, best float64, higherBetter bool) string {
-	if higherBetter {
-		cg, best = -cg, -best
+// withCI appends a summary's interval to a formatted cell.
+func withCI(cell string, v value) string {
+	if cell == "" {
+		return ""
 	}
-	switch {
-	case cg == best:
-		return "on par"
-	case best == 0:
-		return "behind"
-	case cg == 0:
-		return "ahead"
-	}
-	ratio := cg / best
-	switch {
-	case ratio < 0.95:
-		return fmt.Sprintf("ahead (×%.2f)", math.Abs(ratio))
-	case ratio > 1.05:
-		return fmt.Sprintf("behind (×%.2f)", math.Abs(ratio))
+	switch ci := strings.TrimPrefix(v.ci, "±"); ci {
+	case "", "0%":
+		return cell
 	default:
-		return fmt.Sprintf("on par (×%.2f)", math.Abs(ratio))
+		return cell + " ±" + ci
+	}
+}
+
+// compare states how cacheguard's summary cg stands against the best other:
+// ahead or behind only when their confidence intervals do not overlap.
+func compare(cg, best value, higherBetter bool) string {
+	cgLo, cgHi, ok1 := cg.interval()
+	bLo, bHi, ok2 := best.interval()
+	if higherBetter {
+		cgLo, cgHi, bLo, bHi = -cgHi, -cgLo, -bHi, -bLo
+	}
+	ratio := ""
+	if best.v != 0 {
+		ratio = fmt.Sprintf(" (×%.2f)", math.Abs(cg.v/best.v))
+	}
+	switch {
+	case !ok1 || !ok2:
+		return "undecided: no interval" + ratio
+	case cgHi < bLo:
+		return "ahead" + ratio
+	case cgLo > bHi:
+		return "behind" + ratio
+	default:
+		return "on par" + ratio
 	}
 }
 

@@ -1,0 +1,57 @@
+package benchmarks
+
+import (
+	"slices"
+	"sort"
+	"testing"
+)
+
+// Scenario benchmarks that run in rounds (a stampede, a mass-expiry cycle)
+// run every library in one loop rather than one library after another:
+// iteration i runs one round of each, starting with library i mod n, so that
+// all of them see the same stretch of a shared machine and none is always
+// first. Each library's figures are the medians of its rounds, reported as
+// "<unit>@<library>"; the report command files them under
+// "<benchmark>/impl=<library>", as if each library had its own benchmark.
+
+// roundMetrics are one round's figures, by unit.
+type roundMetrics map[string]float64
+
+// interleaved runs round for every library on each iteration of b.Loop and
+// reports the per-library medians.
+func interleaved(b *testing.B, libs []string, round func(lib int) roundMetrics) {
+	samples := make([]map[string][]float64, len(libs))
+	for i := range samples {
+		samples[i] = map[string][]float64{}
+	}
+	for i := 0; b.Loop(); i++ {
+		for j := range libs {
+			l := (i + j) % len(libs)
+			for unit, v := range round(l) {
+				samples[l][unit] = append(samples[l][unit], v)
+			}
+		}
+	}
+	for l, lib := range libs {
+		units := make([]string, 0, len(samples[l]))
+		for u := range samples[l] {
+			units = append(units, u)
+		}
+		sort.Strings(units)
+		for _, u := range units {
+			b.ReportMetric(median(samples[l][u]), u+"@"+lib)
+		}
+	}
+}
+
+// median of xs (which it sorts).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[len(xs)/2]
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// An interleaved benchmark's "<unit>@<library>" figures become one row per
+// library, and its own figures are dropped.
+func TestParseInterleaved(t *testing.T) {
+	csv := `goos: linux
+
+,results/raw.txt
+,sec/op,CI
+Stampede/procs=1-2,1.5,±3%
+
+,results/raw.txt
+,slowest-read-ms@cacheguard,CI
+Stampede/procs=1-2,21.5,±6%
+
+,results/raw.txt
+,slowest-read-ms@jetcache,CI
+Stampede/procs=1-2,23.0,±2%
+`
+	r, err := parseCSV([]byte(csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.order, " "); got != "Stampede/procs=1/impl=cacheguard Stampede/procs=1/impl=jetcache" {
+		t.Fatalf("rows %q", got)
+	}
+	if v := r.by["Stampede/procs=1/impl=jetcache"]["slowest-read-ms"]; v.v != 23 || v.ci != "±2%" {
+		t.Fatalf("jetcache: %+v", v)
+	}
+	var out bytes.Buffer
+	writeHeadline(&out, r)
+	if !strings.Contains(out.String(), "| Stampede, 1 process × 200 | slowest reader (ms) | 21.5 ±6% | 23.0 ±2% (jetcache) |  | on par (×0.93) |") {
+		t.Fatalf("headline:\n%s", out.String())
+	}
+}
+
+// Rows are ahead or behind only when the intervals do not overlap.
+func TestCompareByIntervals(t *testing.T) {
+	for _, tc := range []struct {
+		cg, best     value
+		higherBetter bool
+		want         string
+	}{
+		{value{10, "±5%"}, value{20, "±5%"}, false, "ahead (×0.50)"},
+		{value{20, "±5%"}, value{10, "±5%"}, false, "behind (×2.00)"},
+		{value{10, "±30%"}, value{12, "±10%"}, false, "on par (×0.83)"},
+		{value{10, "±30%"}, value{12, "±10%"}, false, "on par (×0.83)"},
+		{value{100, ""}, value{90, "±1%"}, true, "ahead (×1.11)"},
+		{value{100, "∞"}, value{50, "±1%"}, false, "undecided: no interval (×2.00)"},
+		{value{0, ""}, value{0, ""}, false, "on par"},
+		{value{0, ""}, value{1, ""}, false, "ahead (×0.00)"},
+	} {
+		if got := compare(tc.cg, tc.best, tc.higherBetter); got != tc.want {
+			t.Errorf("compare(%v, %v, %v) = %q, want %q", tc.cg, tc.best, tc.higherBetter, got, tc.want)
+		}
+	}
+}

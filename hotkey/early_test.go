@@ -1,0 +1,182 @@
+package hotkey
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestEarlyPromotion: the access that brings a key's count to the threshold
+// makes it hot at once, without a tick; the next tick keeps it, and one event
+// reports it, at the time of that access.
+func TestEarlyPromotion(t *testing.T) {
+	var events []Event
+	d, clk := newManual(t, WithMinCount(50), WithOnChange(func(e Event) { events = append(events, e) }))
+	start := clk.Now()
+	for i := range 49 {
+		d.Record("k")
+		if i%10 == 0 {
+			clk.Advance(time.Millisecond) // within the tick
+		}
+	}
+	if d.IsHot("k") {
+		t.Fatal("hot under the threshold")
+	}
+	d.Record("k")
+	if !d.IsHot("k") {
+		t.Fatal("not hot after crossing the threshold")
+	}
+	crossed := clk.Now()
+	if len(d.Top(0)) != 0 || len(events) != 0 {
+		t.Fatalf("before a tick: Top %v, events %v", d.Top(0), events)
+	}
+	clk.Advance(defaultTick - crossed.Sub(start))
+	d.Tick()
+	if !d.IsHot("k") {
+		t.Fatal("the tick dropped a key over the threshold")
+	}
+	if top := d.Top(0); len(top) != 1 || top[0] != (Entry{"k", 50}) {
+		t.Fatalf("Top = %v", top)
+	}
+	if len(events) != 1 || !events[0].Hot || events[0].Key != "k" || !events[0].At.Equal(crossed) || events[0].Count != 50 {
+		t.Fatalf("events %+v, want one promotion of k at %v", events, crossed)
+	}
+}
+
+// TestEarlyPromotionRespectsK: between ticks keys are promoted only into the
+// room the last tick left under k.
+func TestEarlyPromotionRespectsK(t *testing.T) {
+	d, clk := newManual(t, WithMinCount(10), WithK(3))
+	for _, k := range []string{"a", "b"} {
+		for range 10 {
+			d.Record(k)
+		}
+	}
+	clk.Advance(defaultTick)
+	d.Tick()
+	for _, k := range []string{"c", "d", "e"} {
+		for range 10 {
+			d.Record(k)
+		}
+	}
+	hot := 0
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		if d.IsHot(k) {
+			hot++
+		}
+	}
+	if hot != 3 || !d.IsHot("c") {
+		t.Fatalf("%d keys hot (c: %v), want 3 with c", hot, d.IsHot("c"))
+	}
+}
+
+// TestEarlyPromotionUndoneByTick: a key promoted early on the last window's
+// total that misses the share of the current one is demoted by the tick, and
+// both changes are reported.
+func TestEarlyPromotionUndoneByTick(t *testing.T) {
+	var events []string
+	d, clk := newManual(t, WithMinCount(1), WithMinShare(0.2),
+		WithOnChange(func(e Event) { events = append(events, fmt.Sprintf("%s:%v:%d", e.Key, e.Hot, e.Count)) }))
+	for i := range 100 {
+		d.Record(fmt.Sprint("bg", i%50))
+	}
+	clk.Advance(defaultTick)
+	d.Tick() // window total 100: 20 accesses make a key hot until the next tick
+	for range 20 {
+		d.Record("k")
+	}
+	if !d.IsHot("k") {
+		t.Fatal("k not promoted on 20 % of the last window")
+	}
+	for i := range 400 { // the window grows to 520: k is under 20 %
+		d.Record(fmt.Sprint("bg", i%50))
+	}
+	clk.Advance(defaultTick)
+	d.Tick()
+	if d.IsHot("k") {
+		t.Fatal("k still hot with 20 of 520 accesses")
+	}
+	if got := fmt.Sprint(events); got != "[k:true:20 k:false:20]" {
+		t.Fatalf("events %s", got)
+	}
+}
+
+// TestEarlyPromotionSampled: with sampling, the threshold is in sampled
+// accesses scaled back up, as at a tick.
+func TestEarlyPromotionSampled(t *testing.T) {
+	d, _ := newManual(t, WithMinCount(1000), WithSampling(10))
+	for range 3000 {
+		d.Record("k")
+		if d.IsHot("k") {
+			return
+		}
+	}
+	t.Fatal("not promoted after 3000 accesses, 1000 needed at 1 in 10")
+}
+
+// TestEarlyPromotionNoFlicker: while ticks take early keys over into their
+// snapshots, a key that stays over the threshold never reads as not hot.
+func TestEarlyPromotionNoFlicker(t *testing.T) {
+	d, clk := newManual(t, WithMinCount(1), WithWindow(time.Hour), WithTick(time.Minute), WithK(8192))
+	keys := keyNames(2000)
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			clk.Advance(time.Minute) // within the hour: nothing leaves the window
+			d.Tick()
+		}
+	}()
+	for _, k := range keys {
+		d.Record(k)
+		for range 20 {
+			if !d.IsHot(k) {
+				close(stop)
+				<-ticked
+				t.Fatalf("%s not hot right after its first access", k)
+			}
+		}
+	}
+	close(stop)
+	<-ticked
+}
+
+// TestEarlyKeyVisibleThroughTick looks at a key promoted early between each
+// step of the tick that takes it over: it is hot at every step, and so is a
+// key promoted while the tick runs (after its shard was scanned).
+func TestEarlyKeyVisibleThroughTick(t *testing.T) {
+	var d *Detector
+	var steps []string
+	check := func(step string) {
+		steps = append(steps, step)
+		if !d.IsHot("k") {
+			t.Errorf("k not hot after step %q", step)
+		}
+		if step == "taken" {
+			d.Record("late") // crosses the threshold after the scan
+		}
+		if step != "taken" && !d.IsHot("late") {
+			t.Errorf("late not hot after step %q", step)
+		}
+	}
+	d, clk := newManual(t, WithMinCount(1), WithWindow(time.Hour), WithTick(time.Minute), withTickSteps(check))
+	d.Record("k")
+	clk.Advance(time.Minute)
+	d.Tick()
+	if fmt.Sprint(steps) != "[taken published cleared]" {
+		t.Fatalf("steps %v", steps)
+	}
+	if !d.IsHot("late") {
+		t.Fatal("late lost after the tick")
+	}
+	d.Tick() // the next tick takes it over
+	if !d.IsHot("late") || !d.IsHot("k") {
+		t.Fatal("keys lost at the next tick")
+	}
+}

@@ -27,7 +27,7 @@ type Consumer struct {
 		Error(string, ...any)
 	}
 
-	groups    sync.Map // outbox key -> struct{}: group known to exist
+	groups    sync.Map     // outbox key -> struct{}: group known to exist
 	lastPark  atomic.Int64 // unix ns of the last parked check
 	applied   atomic.Int64
 	credited  atomic.Int64

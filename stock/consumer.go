@@ -137,7 +137,22 @@ func (c *Consumer) Pass(ctx context.Context) (int, error) {
 	return work, first
 }
 
+// errNoGroup: the outbox lost its group (a restart without persistence).
+var errNoGroup = errors.New("consumer group missing")
+
 func (c *Consumer) bucket(ctx context.Context, sku string, b int) (int, error) {
+	n, err := c.bucketOnce(ctx, sku, b)
+	if errors.Is(err, errNoGroup) {
+		// The group is created again (from the stream's start) and the
+		// pass goes on.
+		var m int
+		m, err = c.bucketOnce(ctx, sku, b)
+		n += m
+	}
+	return n, err
+}
+
+func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, error) {
 	k := c.inv.keys(sku, b)
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
 	defer cancel()
@@ -205,6 +220,7 @@ func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
 func (c *Consumer) streamErr(stream, what string, err error) error {
 	if redis.HasErrorPrefix(err, "NOGROUP") {
 		c.groups.Delete(stream)
+		return fmt.Errorf("stock: consumer: %s %s: %w: %w", what, stream, errNoGroup, err)
 	}
 	return fmt.Errorf("stock: consumer: %s %s: %w", what, stream, err)
 }

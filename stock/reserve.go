@@ -121,7 +121,7 @@ func (inv *Inventory) Reserve(ctx context.Context, sku, user, requestID string, 
 	if qty <= 0 {
 		return Result{}, fmt.Errorf("%w: %d", ErrInvalidQty, qty)
 	}
-	if until, ok := inv.soldOut.Load(sku); ok && time.Now().Before(until.(time.Time)) {
+	if inv.SoldOutLocally(sku) {
 		return Result{Outcome: SoldOut, Local: true, User: user, Qty: qty}, nil
 	}
 	n := inv.cfg.buckets

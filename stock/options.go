@@ -30,7 +30,6 @@ func defaultConfig() config {
 		buckets:    1,
 		perUser:    1,
 		holdFor:    15 * time.Minute,
-		soldOutTTL: 500 * time.Millisecond,
 		logger:     slog.Default(),
 	}
 }
@@ -87,10 +86,14 @@ func WithHoldFor(d time.Duration) Option {
 	}
 }
 
-// WithLocalSoldOut sets how long this process remembers that a SKU is sold
-// out or its sale has ended, answering without asking Redis. Stock that comes
-// back (a release, an expiry) is sold again once the memory lapses. 0 turns
-// the memory off. The default is 500 ms.
+// WithLocalSoldOut makes this process remember for d that a SKU is sold out
+// or its sale has ended, and answer Reserve from that memory (Result.Local)
+// without asking Redis: after the sale, requests stop reaching Redis. Stock
+// that comes back (a release, an expiry) is sold again once the memory
+// lapses. The price: a Local answer is not looked up under the request id,
+// so a retry of a request that did reserve (its first answer was lost) can
+// be told SoldOut locally; such a client must check with Lookup. The
+// default, 0, keeps the memory off and every answer authoritative.
 func WithLocalSoldOut(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {

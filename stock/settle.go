@@ -137,3 +137,30 @@ func (inv *Inventory) ExpireDue(ctx context.Context, sku string, bucket, limit i
 	}
 	return n, nil
 }
+
+// Lookup returns the answer recorded under requestID (Duplicate set, State
+// current), always asking Redis; ErrUnknownRequest if none was recorded
+// (never asked, or answered NotOnSale or from the local sold-out memory).
+func (inv *Inventory) Lookup(ctx context.Context, sku, requestID string) (Result, error) {
+	if err := checkSKU(sku); err != nil {
+		return Result{}, err
+	}
+	if err := checkID(requestID, ErrInvalidRequestID, "request id"); err != nil {
+		return Result{}, err
+	}
+	for b := 0; b < inv.cfg.buckets; b++ {
+		s, err := inv.rdb.HGet(ctx, inv.keys(sku, b).reqs, requestID).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("stock: lookup %s/%s: %w", sku, requestID, err)
+		}
+		rec, err := decodeRecord(s)
+		if err != nil {
+			return Result{}, err
+		}
+		return rec.result(b, true), nil
+	}
+	return Result{}, fmt.Errorf("%w: %s/%s", ErrUnknownRequest, sku, requestID)
+}

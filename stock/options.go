@@ -26,11 +26,11 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		ns:         "stock",
-		buckets:    1,
-		perUser:    1,
-		holdFor:    15 * time.Minute,
-		logger:     slog.Default(),
+		ns:      "stock",
+		buckets: 1,
+		perUser: 1,
+		holdFor: 15 * time.Minute,
+		logger:  slog.Default(),
 	}
 }
 

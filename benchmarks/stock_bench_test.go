@@ -37,7 +37,6 @@ type saleImpl struct {
 	setup func(b *testing.B, rdb redis.UniversalClient, prefix string, units int) func(ctx context.Context, user, req string) (bool, error)
 }
 
-
 func saleImpls(buckets int) []saleImpl {
 	return []saleImpl{
 		{fmt.Sprintf("cacheguard-stock-b%d", buckets), func(b *testing.B, rdb redis.UniversalClient, prefix string, units int) func(context.Context, string, string) (bool, error) {

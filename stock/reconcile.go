@@ -177,10 +177,19 @@ func (inv *Inventory) pending(ctx context.Context, sku string, n int, group stri
 		}
 		found := false
 		for _, g := range groups {
-			if g.Name == group {
-				found = true
-				total += g.Pending + g.Lag
+			if g.Name != group {
+				continue
 			}
+			found = true
+			// Entries never delivered: those after the group's last
+			// delivered id (counted, rather than XINFO's lag, which
+			// Redis cannot always compute and some servers misreport),
+			// up to a cap that is enough to say "not drained".
+			after, err := inv.rdb.XRangeN(ctx, k, "("+g.LastDeliveredID, "+", 10000).Result()
+			if err != nil {
+				return 0, fmt.Errorf("stock: outbox of %s: %w", sku, err)
+			}
+			total += g.Pending + int64(len(after))
 		}
 		if !found {
 			l, err := inv.rdb.XLen(ctx, k).Result()

@@ -295,3 +295,38 @@ func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w W
 	inv.soldOut.Delete(sku)
 	return rep, nil
 }
+
+// Unload ends a sale for good: it removes the SKU from the sales the
+// consumers drain and deletes its keys (counters, request records, outbox,
+// timers). It refuses with ErrNotDrained while the outbox holds entries the
+// group has not acknowledged. Reconcile first if the database matters.
+func (inv *Inventory) Unload(ctx context.Context, sku, group string) error {
+	if err := checkSKU(sku); err != nil {
+		return err
+	}
+	if group == "" {
+		group = "stock"
+	}
+	n, err := inv.loadedBuckets(ctx, sku)
+	if err != nil {
+		return err
+	}
+	p, err := inv.pending(ctx, sku, n, group)
+	if err != nil {
+		return err
+	}
+	if p > 0 {
+		return fmt.Errorf("%w: %s has %d entries pending", ErrNotDrained, sku, p)
+	}
+	if err := inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err(); err != nil {
+		return fmt.Errorf("stock: unload %s: %w", sku, err)
+	}
+	for b := 0; b < n; b++ {
+		k := inv.keys(sku, b)
+		if err := inv.rdb.Del(ctx, k.list()...).Err(); err != nil {
+			return fmt.Errorf("stock: unload %s bucket %d: %w", sku, b, err)
+		}
+	}
+	inv.soldOut.Delete(sku)
+	return nil
+}

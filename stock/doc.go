@@ -28,7 +28,8 @@
 //     WithParkAlert.
 //   - Inventory.Reconcile / Repair: compare Redis with the database
 //     (oversold, undersold, orphan orders, unapplied changes, outbox backlog);
-//     rebuild the Redis side from the database.
+//     rebuild the Redis side from the database. Unload ends a sale once its
+//     outbox is drained and deletes its keys.
 //   - WithBuckets: spreads one hot SKU over n hash tags, so a cluster's
 //     masters share it. Admission: rate limits per SKU and per user in front
 //     of Reserve (GCRA in Redis, go-redis/redis_rate), with an in-process

@@ -29,6 +29,7 @@ type Consumer struct {
 
 	groups    sync.Map     // outbox key -> struct{}: group known to exist
 	lastPark  atomic.Int64 // unix ns of the last parked check
+	lastOK    atomic.Int64 // unix ns of the sink's last success
 	applied   atomic.Int64
 	credited  atomic.Int64
 	expired   atomic.Int64
@@ -249,7 +250,7 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 		switch {
 		case err == nil:
 			acks = append(acks, m.ID)
-		case errors.Is(err, ErrPoison) || c.deliveries(ctx, k.outbox, m.ID) >= c.cfg.maxDeliver:
+		case errors.Is(err, ErrPoison) || (c.sinkHealthy() && c.deliveries(ctx, k.outbox, m.ID) >= c.cfg.maxDeliver):
 			if derr := c.deadLetter(ctx, k.outbox, m, err); derr != nil {
 				first = errors.Join(first, derr)
 				continue
@@ -302,7 +303,17 @@ func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessag
 		return fmt.Errorf("stock: consumer: apply %s %s/%s: %w", ev.Op, sku, ev.RequestID, err)
 	}
 	c.applied.Add(1)
+	c.lastOK.Store(time.Now().UnixNano())
 	return nil
+}
+
+// sinkHealthy: the sink accepted an entry within the last ClaimIdle (at
+// least a second). Only then does an entry that keeps failing count as
+// poison: while the database is down every entry fails, and none of them
+// should end in the dead-letter stream for it.
+func (c *Consumer) sinkHealthy() bool {
+	last := c.lastOK.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < max(c.cfg.claimIdle, time.Second)
 }
 
 // deliveries is how often id was delivered (0 if unknown).

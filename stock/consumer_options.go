@@ -99,7 +99,9 @@ func WithClaimIdle(d time.Duration) ConsumerOption {
 }
 
 // WithMaxDeliveries sets after how many failed deliveries an entry goes to
-// the dead-letter stream (default 5).
+// the dead-letter stream (default 5). Delivery counts only condemn an entry
+// while the sink is accepting others (one success within ClaimIdle): during
+// a database outage every entry stays pending, none is dead-lettered.
 func WithMaxDeliveries(n int) ConsumerOption {
 	return func(c *consumerConfig) {
 		if n < 1 {

@@ -193,3 +193,36 @@ func TestReleaseBeforeApply(t *testing.T) {
 		}
 	})
 }
+
+// While the database is down every entry fails: none may end in the
+// dead-letter stream for that, however often it is delivered; all are
+// applied once the database is back.
+func TestConsumerOutageDeadLettersNothing(t *testing.T) {
+	rdb := sharedSingle(t)
+	ctx := context.Background()
+	inv := newInv(t, rdb)
+	load(t, inv, "sku", 5)
+	store := newSQLite(t)
+	for i := 0; i < 3; i++ {
+		inv.Reserve(ctx, "sku", fmt.Sprintf("u%d", i), fmt.Sprintf("r%d", i), 1)
+	}
+	down := true
+	sink := SinkFunc(func(ctx context.Context, ev Event) error {
+		if down {
+			return errors.New("database unreachable")
+		}
+		return store.Apply(ctx, ev)
+	})
+	c := newConsumer(t, inv, sink, WithClaimIdle(0), WithMaxDeliveries(1))
+	for i := 0; i < 5; i++ {
+		c.Pass(ctx)
+	}
+	if s := c.Stats(); s.DeadLettered != 0 || s.Failed < 10 {
+		t.Fatalf("during the outage: %+v", s)
+	}
+	down = false
+	drain(t, c)
+	if n := len(ordersByID(t, store, "sku")); n != 3 || c.Stats().DeadLettered != 0 {
+		t.Fatalf("%d orders, stats %+v", n, c.Stats())
+	}
+}

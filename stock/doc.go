@@ -19,8 +19,10 @@
 //   - Consumer: drains every sale's outbox into a Sink (SQLStore for
 //     database/sql) through a consumer group: XREADGROUP, XACK after the
 //     write, XAUTOCLAIM of entries a dead consumer left pending, a
-//     dead-letter stream for entries that can never be applied. Run one or
-//     more per deployment.
+//     dead-letter stream for entries that can never be applied (malformed,
+//     refused by the sink with ErrPoison, or failing MaxDeliveries times
+//     while the sink accepts others: a database outage dead-letters
+//     nothing). Run one or more per deployment.
 //   - SQLStore: the order table keyed by (sku, request id), so redelivery is
 //     harmless; a release or confirm that arrives before its reservation is
 //     parked in the row and completed when the reservation arrives, and the

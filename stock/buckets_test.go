@@ -66,3 +66,22 @@ func TestBucketMoveSurvivesCrash(t *testing.T) {
 		}
 	})
 }
+
+// Units scattered one per bucket still make up a larger purchase: SoldOut
+// only when the whole sale has fewer units than asked.
+func TestBucketsGatherScatteredUnits(t *testing.T) {
+	rdb := sharedSingle(t)
+	ctx := context.Background()
+	inv := newInv(t, rdb, WithBuckets(4), WithPerUserLimit(4))
+	load(t, inv, "sku", 4)
+	if res, err := inv.Reserve(ctx, "sku", "big", "r1", 3); err != nil || res.Outcome != Reserved {
+		t.Fatalf("3 of 4 scattered units: %+v %v", res, err)
+	}
+	if res, _ := inv.Reserve(ctx, "sku", "other", "r2", 2); res.Outcome != SoldOut {
+		t.Fatalf("2 of the 1 left: %+v", res)
+	}
+	st := mustStatus(t, inv, "sku")
+	if st.Reserved != 3 || st.Remaining+st.InFlight != 1 {
+		t.Fatalf("status %+v", st)
+	}
+}

@@ -71,7 +71,8 @@ local function xadd(key, maxlen, fields)
 end
 `
 
-// borrowScript moves qty units out of a bucket towards another one. The
+// borrowScript moves up to qty units out of a bucket towards another one
+// (fewer if it has fewer: scattered units still make up a purchase). The
 // move is an outbox entry too, so that a crash before the credit lands
 // loses nothing: the consumer credits it.
 //
@@ -79,8 +80,8 @@ end
 var borrowScript = redis.NewScript(`
 local r = tonumber(redis.call('HGET', KEYS[1], 'remaining') or '-1')
 if r < 0 then return -1 end
-local q = tonumber(ARGV[2])
-if r < q then return 0 end
+local q = math.min(r, tonumber(ARGV[2]))
+if q <= 0 then return 0 end
 redis.call('HINCRBY', KEYS[1], 'remaining', -q)
 redis.call('HINCRBY', KEYS[1], 'xout', q)
 local t = redis.call('TIME')
@@ -130,7 +131,7 @@ func (inv *Inventory) Reserve(ctx context.Context, sku, user, requestID string, 
 	if err != nil || !empty {
 		return res, err
 	}
-	// The home bucket is empty: take qty from every other bucket that has it,
+	// The home bucket is short: take up to qty from every other bucket,
 	// in one pipelined round trip, and credit all of it to the home bucket in
 	// the final attempt (units beyond this request stay there for the next).
 	credits, err := inv.borrow(ctx, sku, h, qty)
@@ -201,8 +202,7 @@ func (inv *Inventory) rememberSoldOut(sku string) {
 	}
 }
 
-// borrow takes qty units from each other bucket that has them, for bucket
-// to, and returns the transfers as (id, qty) pairs for the reserve script.
+// borrow takes up to qty units from each other bucket, for bucket to, and returns the transfers as (id, qty) pairs for the reserve script.
 // A transfer whose reply is lost is credited by the consumer.
 func (inv *Inventory) borrow(ctx context.Context, sku string, to int, qty int64) ([]any, error) {
 	n := inv.cfg.buckets

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,10 +23,7 @@ type Consumer struct {
 	inv  *Inventory
 	sink Sink
 	cfg  consumerConfig
-	log  interface {
-		Warn(string, ...any)
-		Error(string, ...any)
-	}
+	log  *slog.Logger
 
 	groups    sync.Map     // outbox key -> struct{}: group known to exist
 	lastPark  atomic.Int64 // unix ns of the last parked check

@@ -1,0 +1,190 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+)
+
+// ErrSoldOut is returned by Admission.Allow when this process already knows
+// the SKU is sold out or its sale ended (see WithLocalSoldOut): the request
+// is answered without any Redis call.
+var ErrSoldOut = errors.New("stock: sold out")
+
+// Rate is a request budget: Count requests per Per, with bursts of Burst
+// (Count if 0). A zero Rate means no limit.
+type Rate struct {
+	Count int
+	Per   time.Duration
+	Burst int
+}
+
+func (r Rate) zero() bool { return r.Count == 0 }
+
+func (r Rate) redis() redis_rate.Limit {
+	b := r.Burst
+	if b == 0 {
+		b = r.Count
+	}
+	return redis_rate.Limit{Rate: r.Count, Period: r.Per, Burst: b}
+}
+
+// local is the per-process share of r over instances processes.
+func (r Rate) local(instances int) *rate.Limiter {
+	per := float64(r.Count) / float64(instances) / r.Per.Seconds()
+	b := r.Burst
+	if b == 0 {
+		b = r.Count
+	}
+	return rate.NewLimiter(rate.Limit(per), max(1, b/instances))
+}
+
+// Admission throttles requests before they reach Reserve: a GCRA limiter in
+// Redis (go-redis/redis_rate) per SKU and per user, shared by every process.
+// When Redis cannot answer, each process falls back to an in-process token
+// bucket holding its share (1/instances) of the same budgets, so an outage
+// narrows the gate instead of opening it. It is safe for concurrent use.
+type Admission struct {
+	lim       *redis_rate.Limiter
+	ns        string
+	sku, user Rate
+	instances int
+	inv       *Inventory
+	log       *slog.Logger
+
+	mu        sync.Mutex
+	localSKU  map[string]*rate.Limiter
+	localUser map[string]*rate.Limiter
+
+	fallbacks atomic.Int64
+	limited   atomic.Int64
+	outage    atomic.Bool
+}
+
+// AdmissionConfig configures an Admission.
+type AdmissionConfig struct {
+	PerSKU  Rate // budget of one SKU across all processes
+	PerUser Rate // budget of one user on one SKU across all processes
+	// Instances is how many processes share the budgets (for the local
+	// fallback's share); 1 if 0.
+	Instances int
+	// Inventory, if set, lends its local sold-out memory: a SKU known sold
+	// out is refused with ErrSoldOut before any Redis call.
+	Inventory *Inventory
+	Namespace string       // key prefix ("stock" if empty)
+	Logger    *slog.Logger // slog.Default() if nil
+}
+
+// NewAdmission returns an Admission on rdb.
+func NewAdmission(rdb redis.UniversalClient, cfg AdmissionConfig) (*Admission, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
+	}
+	for _, r := range []Rate{cfg.PerSKU, cfg.PerUser} {
+		if r.Count < 0 || r.Burst < 0 || (!r.zero() && r.Per <= 0) {
+			return nil, fmt.Errorf("%w: rate %+v", ErrInvalidOption, r)
+		}
+	}
+	if cfg.Instances < 0 {
+		return nil, fmt.Errorf("%w: instances %d", ErrInvalidOption, cfg.Instances)
+	}
+	a := &Admission{
+		lim: redis_rate.NewLimiter(rdb), ns: cfg.Namespace, sku: cfg.PerSKU, user: cfg.PerUser,
+		instances: max(1, cfg.Instances), inv: cfg.Inventory, log: cfg.Logger,
+		localSKU: map[string]*rate.Limiter{}, localUser: map[string]*rate.Limiter{},
+	}
+	if a.ns == "" {
+		a.ns = "stock"
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	return a, nil
+}
+
+// AdmissionStats are counters since NewAdmission.
+type AdmissionStats struct {
+	Limited   int64 // requests refused with ErrRateLimited
+	Fallbacks int64 // decisions taken by the local limiter because Redis failed
+}
+
+// Stats returns the counters.
+func (a *Admission) Stats() AdmissionStats {
+	return AdmissionStats{Limited: a.limited.Load(), Fallbacks: a.fallbacks.Load()}
+}
+
+// Allow admits one request of user for sku, or returns an error wrapping
+// ErrRateLimited or ErrSoldOut. It never returns a Redis error: when Redis
+// fails the local limiter decides.
+func (a *Admission) Allow(ctx context.Context, sku, user string) error {
+	if err := checkSKU(sku); err != nil {
+		return err
+	}
+	if err := checkID(user, ErrInvalidUser, "user"); err != nil {
+		return err
+	}
+	if a.inv != nil && a.inv.SoldOutLocally(sku) {
+		return fmt.Errorf("%w: %s", ErrSoldOut, sku)
+	}
+	// The user first: a flood from one user does not eat the SKU's budget.
+	if !a.user.zero() {
+		if err := a.allow(ctx, a.ns+":rl:u:{"+sku+"}:"+user, a.user, a.localUser, sku+"\x00"+user); err != nil {
+			return err
+		}
+	}
+	if !a.sku.zero() {
+		return a.allow(ctx, a.ns+":rl:s:{"+sku+"}", a.sku, a.localSKU, sku)
+	}
+	return nil
+}
+
+func (a *Admission) allow(ctx context.Context, key string, r Rate, local map[string]*rate.Limiter, lkey string) error {
+	res, err := a.lim.Allow(ctx, key, r.redis())
+	if err == nil {
+		if a.outage.Swap(false) {
+			a.log.Info("stock: admission: Redis answers again; shared limits back")
+		}
+		if res.Allowed > 0 {
+			return nil
+		}
+		a.limited.Add(1)
+		return fmt.Errorf("%w: %s (retry after %v)", ErrRateLimited, key, res.RetryAfter)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	a.fallbacks.Add(1)
+	if !a.outage.Swap(true) {
+		a.log.Warn("stock: admission: Redis failed; local limits in force", "err", err)
+	}
+	a.mu.Lock()
+	l := local[lkey]
+	if l == nil {
+		if len(local) >= 100_000 {
+			clear(local) // bounded memory; a cleared user starts a fresh bucket
+		}
+		l = r.local(a.instances)
+		local[lkey] = l
+	}
+	a.mu.Unlock()
+	if l.Allow() {
+		return nil
+	}
+	a.limited.Add(1)
+	return fmt.Errorf("%w: %s (local limit during a Redis outage)", ErrRateLimited, key)
+}
+
+// SoldOutLocally reports whether this process remembers sku as sold out or
+// ended (WithLocalSoldOut), so that a caller can answer without Redis.
+func (inv *Inventory) SoldOutLocally(sku string) bool {
+	until, ok := inv.soldOut.Load(sku)
+	return ok && time.Now().Before(until.(time.Time))
+}

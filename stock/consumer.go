@@ -1,0 +1,364 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Consumer drains the outboxes of every loaded sale into a Sink through a
+// Redis consumer group, and runs the sales' hold timers. Any number of
+// consumers, in any processes, may share a group: each entry is applied by
+// one of them at a time, and an entry whose consumer died is claimed by
+// another after ClaimIdle. Delivery is at least once; the Sink makes it
+// exactly once in effect (SQLStore keys every write by request id).
+type Consumer struct {
+	inv  *Inventory
+	sink Sink
+	cfg  consumerConfig
+	log  *slog.Logger
+
+	groups    sync.Map     // outbox key -> struct{}: group known to exist
+	lastPark  atomic.Int64 // unix ns of the last parked check
+	lastOK    atomic.Int64 // unix ns of the sink's last success
+	applied   atomic.Int64
+	credited  atomic.Int64
+	expired   atomic.Int64
+	claimed   atomic.Int64
+	failed    atomic.Int64
+	dead      atomic.Int64
+	parked    atomic.Int64
+	parkAlert atomic.Int64
+}
+
+// ConsumerStats are counters of one Consumer since NewConsumer.
+type ConsumerStats struct {
+	Applied      int64 // events the sink accepted
+	Credited     int64 // bucket transfers landed by the consumer
+	Expired      int64 // holds that ran out and were released
+	Claimed      int64 // entries taken over from another (crashed or slow) consumer
+	Failed       int64 // failed applications (retried later)
+	DeadLettered int64 // entries moved to the dead-letter stream
+	Parked       int64 // releases/confirms waiting for their reservation, at the last check
+	ParkAlerts   int64 // checks that found one waiting longer than ParkAlert
+}
+
+// Stats returns the consumer's counters.
+func (c *Consumer) Stats() ConsumerStats {
+	return ConsumerStats{
+		Applied: c.applied.Load(), Credited: c.credited.Load(), Expired: c.expired.Load(),
+		Claimed: c.claimed.Load(), Failed: c.failed.Load(), DeadLettered: c.dead.Load(),
+		Parked: c.parked.Load(), ParkAlerts: c.parkAlert.Load(),
+	}
+}
+
+// Parker is implemented by sinks that can say how many releases or confirms
+// have waited for their reservation since before a time.
+type Parker interface {
+	Parked(ctx context.Context, since time.Time) (int64, error)
+}
+
+// NewConsumer returns a consumer of inv's sales (its namespace and bucket
+// count) applying to sink. Start it with Run.
+func NewConsumer(inv *Inventory, sink Sink, opts ...ConsumerOption) (*Consumer, error) {
+	if inv == nil || sink == nil {
+		return nil, fmt.Errorf("%w: nil inventory or sink", ErrInvalidOption)
+	}
+	cfg := defaultConsumerConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	return &Consumer{inv: inv, sink: sink, cfg: cfg, log: cfg.logger}, nil
+}
+
+// Run drains until ctx ends, then returns nil. Errors of one pass (Redis
+// down, database down) are logged and retried on the next pass. Cancelling
+// ctx between reading an entry and acknowledging it loses nothing: the entry
+// stays pending and is applied again, harmlessly, later.
+func (c *Consumer) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		n, err := c.Pass(ctx)
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("stock: consumer pass", "err", err)
+		}
+		if n > 0 && err == nil {
+			continue
+		}
+		t := time.NewTimer(c.cfg.poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Pass makes one pass over every loaded sale: expire due holds, claim
+// entries abandoned by other consumers, read new entries, apply, acknowledge.
+// It returns how many entries and holds it handled, and the first error.
+func (c *Consumer) Pass(ctx context.Context) (int, error) {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	sales, err := c.inv.rdb.HGetAll(rctx, salesKey(c.inv.cfg.ns)).Result()
+	cancel()
+	if err != nil {
+		return 0, fmt.Errorf("stock: consumer: sales: %w", err)
+	}
+	work := 0
+	var first error
+	for sku, ns := range sales {
+		n, err := strconv.Atoi(ns)
+		if err != nil || n < 1 || checkSKU(sku) != nil {
+			continue
+		}
+		for b := 0; b < n; b++ {
+			w, err := c.bucket(ctx, sku, b)
+			work += w
+			if err != nil && first == nil {
+				first = err
+			}
+			if ctx.Err() != nil {
+				return work, first
+			}
+		}
+	}
+	c.checkParked(ctx)
+	return work, first
+}
+
+// errNoGroup: the outbox lost its group (a restart without persistence).
+var errNoGroup = errors.New("consumer group missing")
+
+func (c *Consumer) bucket(ctx context.Context, sku string, b int) (int, error) {
+	n, err := c.bucketOnce(ctx, sku, b)
+	if errors.Is(err, errNoGroup) {
+		// The group is created again (from the stream's start) and the
+		// pass goes on.
+		var m int
+		m, err = c.bucketOnce(ctx, sku, b)
+		n += m
+	}
+	return n, err
+}
+
+func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, error) {
+	k := c.inv.keys(sku, b)
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	defer cancel()
+	work := 0
+	n, err := c.inv.ExpireDue(rctx, sku, b, c.cfg.batch)
+	if err != nil {
+		return 0, err
+	}
+	c.expired.Add(int64(n))
+	work += n
+	if err := c.ensureGroup(rctx, k.outbox); err != nil {
+		return work, err
+	}
+	// Entries pending with consumers that stopped acknowledging.
+	msgs, _, err := c.inv.rdb.XAutoClaim(rctx, &redis.XAutoClaimArgs{
+		Stream: k.outbox, Group: c.cfg.group, Consumer: c.cfg.name,
+		MinIdle: c.cfg.claimIdle, Start: "0-0", Count: int64(c.cfg.batch),
+	}).Result()
+	if err != nil {
+		return work, c.streamErr(k.outbox, "claim", err)
+	}
+	c.claimed.Add(int64(len(msgs)))
+	w, err := c.handle(ctx, sku, b, k, msgs)
+	work += w
+	if err != nil {
+		return work, err
+	}
+	// New entries.
+	streams, err := c.inv.rdb.XReadGroup(rctx, &redis.XReadGroupArgs{
+		Group: c.cfg.group, Consumer: c.cfg.name, Streams: []string{k.outbox, ">"},
+		Count: int64(c.cfg.batch), Block: -1,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return work, nil
+	}
+	if err != nil {
+		return work, c.streamErr(k.outbox, "read", err)
+	}
+	for _, s := range streams {
+		w, err := c.handle(ctx, sku, b, k, s.Messages)
+		work += w
+		if err != nil {
+			return work, err
+		}
+	}
+	return work, nil
+}
+
+func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
+	if _, ok := c.groups.Load(stream); ok {
+		return nil
+	}
+	// From the stream's first entry: nothing written before the first
+	// consumer started is skipped.
+	err := c.inv.rdb.XGroupCreateMkStream(ctx, stream, c.cfg.group, "0").Err()
+	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+		return fmt.Errorf("stock: consumer: group on %s: %w", stream, err)
+	}
+	c.groups.Store(stream, struct{}{})
+	return nil
+}
+
+// streamErr forgets the group on NOGROUP (a server restarted without its
+// data): the next pass creates it again.
+func (c *Consumer) streamErr(stream, what string, err error) error {
+	if redis.HasErrorPrefix(err, "NOGROUP") {
+		c.groups.Delete(stream)
+		return fmt.Errorf("stock: consumer: %s %s: %w: %w", what, stream, errNoGroup, err)
+	}
+	return fmt.Errorf("stock: consumer: %s %s: %w", what, stream, err)
+}
+
+// handle applies msgs in order and acknowledges those done.
+func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, msgs []redis.XMessage) (int, error) {
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	if f := c.cfg.hooks.afterRead; f != nil {
+		ids := make([]string, len(msgs))
+		for i, m := range msgs {
+			ids[i] = m.ID
+		}
+		if err := f(ids); err != nil {
+			return 0, err
+		}
+	}
+	var acks []string
+	var first error
+	for _, m := range msgs {
+		if ctx.Err() != nil {
+			break
+		}
+		err := c.apply(ctx, sku, b, m)
+		switch {
+		case err == nil:
+			acks = append(acks, m.ID)
+		case errors.Is(err, ErrPoison) || (c.sinkHealthy() && c.deliveries(ctx, k.outbox, m.ID) >= c.cfg.maxDeliver):
+			if derr := c.deadLetter(ctx, k.outbox, m, err); derr != nil {
+				first = errors.Join(first, derr)
+				continue
+			}
+			acks = append(acks, m.ID)
+		default:
+			c.failed.Add(1)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if len(acks) > 0 {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.opTimeout)
+		err := c.inv.rdb.XAck(actx, k.outbox, c.cfg.group, acks...).Err()
+		cancel()
+		if err != nil {
+			// Not acknowledged: applied again later, harmlessly.
+			return len(acks), fmt.Errorf("stock: consumer: ack %s: %w", k.outbox, err)
+		}
+	}
+	return len(acks), first
+}
+
+func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessage) error {
+	ev, err := parseEvent(sku, b, m)
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	defer cancel()
+	if ev.Op == opXfer {
+		if ev.to >= 1024 {
+			return fmt.Errorf("%w: transfer to bucket %d", ErrPoison, ev.to)
+		}
+		k := c.inv.keys(sku, ev.to)
+		r, err := creditScript.Run(actx, c.inv.rdb, []string{k.meta, k.xin}, ev.RequestID, ev.Qty).Int()
+		if err != nil {
+			return fmt.Errorf("stock: consumer: credit %s/%d: %w", sku, ev.to, err)
+		}
+		if r < 0 {
+			return fmt.Errorf("%w: transfer %s to bucket %d of %s, which holds no sale", ErrPoison, ev.RequestID, ev.to, sku)
+		}
+		if r == 1 {
+			c.credited.Add(1)
+		}
+		return nil
+	}
+	if err := c.sink.Apply(actx, ev); err != nil {
+		return fmt.Errorf("stock: consumer: apply %s %s/%s: %w", ev.Op, sku, ev.RequestID, err)
+	}
+	c.applied.Add(1)
+	c.lastOK.Store(time.Now().UnixNano())
+	return nil
+}
+
+// sinkHealthy: the sink accepted an entry within the last ClaimIdle (at
+// least a second). Only then does an entry that keeps failing count as
+// poison: while the database is down every entry fails, and none of them
+// should end in the dead-letter stream for it.
+func (c *Consumer) sinkHealthy() bool {
+	last := c.lastOK.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < max(c.cfg.claimIdle, time.Second)
+}
+
+// deliveries is how often id was delivered (0 if unknown).
+func (c *Consumer) deliveries(ctx context.Context, stream, id string) int64 {
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	defer cancel()
+	p, err := c.inv.rdb.XPendingExt(rctx, &redis.XPendingExtArgs{Stream: stream, Group: c.cfg.group, Start: id, End: id, Count: 1}).Result()
+	if err != nil || len(p) == 0 {
+		return 0
+	}
+	return p[0].RetryCount
+}
+
+// deadLetter copies m to the dead-letter stream with the reason; the caller
+// then acknowledges it. A crash between the two copies it twice, never zero
+// times.
+func (c *Consumer) deadLetter(ctx context.Context, stream string, m redis.XMessage, why error) error {
+	vals := map[string]any{"stream": stream, "id": m.ID, "reason": fmt.Sprint(why)}
+	for k, v := range m.Values {
+		vals["f:"+k] = v
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.opTimeout)
+	defer cancel()
+	if err := c.inv.rdb.XAdd(rctx, &redis.XAddArgs{Stream: deadKey(c.inv.cfg.ns), Values: vals}).Err(); err != nil {
+		return fmt.Errorf("stock: consumer: dead letter %s %s: %w", stream, m.ID, err)
+	}
+	c.dead.Add(1)
+	c.log.Error("stock: entry moved to the dead-letter stream", "stream", stream, "id", m.ID, "reason", why)
+	return nil
+}
+
+func (c *Consumer) checkParked(ctx context.Context) {
+	p, ok := c.sink.(Parker)
+	last := c.lastPark.Load()
+	if !ok || time.Since(time.Unix(0, last)) < c.cfg.parkAlert/2 || !c.lastPark.CompareAndSwap(last, time.Now().UnixNano()) {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	defer cancel()
+	n, err := p.Parked(rctx, time.Now().Add(-c.cfg.parkAlert))
+	if err != nil {
+		c.log.Warn("stock: consumer: parked check", "err", err)
+		return
+	}
+	c.parked.Store(n)
+	if n > 0 {
+		c.parkAlert.Add(1)
+		c.log.Warn("stock: releases or confirms parked waiting for their reservation", "count", n, "older_than", c.cfg.parkAlert)
+	}
+}

@@ -1,0 +1,47 @@
+package stock
+
+import "errors"
+
+// Errors returned by the package; match them with errors.Is. Errors from
+// Redis or the database are wrapped and returned as they are.
+var (
+	// ErrInvalidOption is returned by New and NewConsumer for an option that
+	// makes no sense (a negative limit, zero buckets...).
+	ErrInvalidOption = errors.New("stock: invalid option")
+	// ErrInvalidSKU: an empty SKU, one longer than MaxIDLen bytes, or one
+	// containing a brace (braces delimit the Redis Cluster hash tag).
+	ErrInvalidSKU = errors.New("stock: invalid sku")
+	// ErrInvalidUser: an empty user id or one longer than MaxIDLen bytes.
+	ErrInvalidUser = errors.New("stock: invalid user")
+	// ErrInvalidRequestID: an empty request id or one longer than MaxIDLen bytes.
+	ErrInvalidRequestID = errors.New("stock: invalid request id")
+	// ErrInvalidQty: a quantity <= 0, above the sale's whole stock, or a
+	// stock that does not fit the sale.
+	ErrInvalidQty = errors.New("stock: invalid quantity")
+	// ErrInvalidWindow: a sale window that ends before it starts.
+	ErrInvalidWindow = errors.New("stock: invalid sale window")
+	// ErrSaleExists: Load found a different sale already loaded for the SKU.
+	ErrSaleExists = errors.New("stock: a different sale is already loaded")
+	// ErrNoSale: the SKU has no sale loaded in Redis.
+	ErrNoSale = errors.New("stock: no sale loaded")
+	// ErrBucketsMismatch: the client's WithBuckets differs from the loaded sale's.
+	ErrBucketsMismatch = errors.New("stock: bucket count differs from the loaded sale")
+	// ErrUnknownRequest: Confirm or Release named a request id that never
+	// reserved anything for the SKU.
+	ErrUnknownRequest = errors.New("stock: unknown request id")
+	// ErrNotReserved: Confirm or Release named a request that was answered
+	// without a reservation (sold out, limit reached).
+	ErrNotReserved = errors.New("stock: request holds no reservation")
+	// ErrReleased: Confirm came after the reservation was released or expired.
+	ErrReleased = errors.New("stock: reservation already released")
+	// ErrRateLimited is returned by Admission when a request is over a limit.
+	ErrRateLimited = errors.New("stock: rate limited")
+	// ErrPoison, wrapped by a Sink's error, says a message can never be
+	// applied: the consumer moves it to the dead-letter stream at once.
+	ErrPoison = errors.New("stock: poison message")
+	// ErrNotDrained: Repair refused because the outbox still holds messages
+	// the database has not applied; repairing then would lose them.
+	ErrNotDrained = errors.New("stock: outbox not drained")
+	// ErrClosed: the consumer was closed.
+	ErrClosed = errors.New("stock: closed")
+)

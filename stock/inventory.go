@@ -1,0 +1,194 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Inventory sells the stock of SKUs loaded into Redis. It is safe for
+// concurrent use and holds no goroutine: create as many as convenient.
+type Inventory struct {
+	rdb redis.UniversalClient
+	cfg config
+	log *slog.Logger
+
+	soldOut sync.Map // sku -> time.Time until which the SKU is known sold out or ended
+
+	hooks hooks
+}
+
+// hooks are interleaving points for tests; nil in production.
+type hooks struct {
+	// afterBorrow runs after stock was taken from another bucket and before
+	// it is credited to the home bucket (a crash there leaves it in flight).
+	afterBorrow func(sku string, to int) error
+}
+
+// Window is when a sale accepts reservations: from Start (zero: at once) until
+// End (zero: no end), by the Redis server's clock.
+type Window struct {
+	Start, End time.Time
+}
+
+// New returns an Inventory working on rdb (any redis.UniversalClient).
+func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	return &Inventory{rdb: rdb, cfg: cfg, log: cfg.logger}, nil
+}
+
+func (inv *Inventory) keys(sku string, b int) bucketKeys { return keysFor(inv.cfg.ns, sku, b) }
+
+// Buckets is the bucket count this Inventory was configured with.
+func (inv *Inventory) Buckets() int { return inv.cfg.buckets }
+
+var loadScript = redis.NewScript(`
+local m = KEYS[1]
+local f = {'stock','start','end','buckets','total','limit','hold'}
+if redis.call('EXISTS', m) == 1 then
+  local c = redis.call('HMGET', m, unpack(f))
+  for i = 1, #f do
+    if c[i] ~= ARGV[i] then return 0 end
+  end
+  return 1
+end
+for i = 1, #f do redis.call('HSET', m, f[i], ARGV[i]) end
+redis.call('HSET', m, 'remaining', ARGV[1], 'reserved', 0, 'sold', 0, 'xin', 0, 'xout', 0)
+return 1
+`)
+
+// Load puts a sale of qty units of sku on, open during w; qty is normally the
+// database's stock (see SQLStore.Stock). The units are split evenly over the
+// buckets. Loading the same sale again is a no-op (so a Load cut short can
+// be repeated); loading a different one over it returns ErrSaleExists.
+func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window) error {
+	if err := checkSKU(sku); err != nil {
+		return err
+	}
+	n := int64(inv.cfg.buckets)
+	if qty <= 0 {
+		return fmt.Errorf("%w: stock %d", ErrInvalidQty, qty)
+	}
+	if !w.End.IsZero() && !w.End.After(w.Start) {
+		return fmt.Errorf("%w: ends %v, before it starts %v", ErrInvalidWindow, w.End, w.Start)
+	}
+	start, end := int64(0), int64(0)
+	if !w.Start.IsZero() {
+		start = w.Start.UnixMilli()
+	}
+	if !w.End.IsZero() {
+		end = w.End.UnixMilli()
+	}
+	// Registered first, so that a consumer drains whatever this sale writes.
+	if err := inv.rdb.HSet(ctx, salesKey(inv.cfg.ns), sku, n).Err(); err != nil {
+		return fmt.Errorf("stock: load %s: %w", sku, err)
+	}
+	for b := int64(0); b < n; b++ {
+		share := qty / n
+		if b < qty%n {
+			share++
+		}
+		k := inv.keys(sku, int(b))
+		ok, err := loadScript.Run(ctx, inv.rdb, []string{k.meta},
+			share, start, end, n, qty, inv.cfg.perUser, inv.cfg.holdFor.Milliseconds()).Int()
+		if err != nil {
+			return fmt.Errorf("stock: load %s: %w", sku, err)
+		}
+		if ok == 0 {
+			return fmt.Errorf("%w: %s", ErrSaleExists, sku)
+		}
+	}
+	inv.soldOut.Delete(sku)
+	return nil
+}
+
+// Status is a sale's state in Redis, summed over its buckets. Remaining +
+// Reserved + Sold + InFlight is the sale's stock, unless something is wrong
+// (Reconcile says what).
+type Status struct {
+	Stock     int64 // units loaded (after a Repair: as rebuilt)
+	Remaining int64 // units for sale now
+	Reserved  int64 // units held by reservations not yet confirmed
+	Sold      int64 // units confirmed
+	InFlight  int64 // units being moved between buckets
+	Start     time.Time
+	End       time.Time // zero: no end
+	Buckets   int
+}
+
+// Status reads the sale's counters. It returns ErrNoSale if sku is not loaded.
+func (inv *Inventory) Status(ctx context.Context, sku string) (Status, error) {
+	if err := checkSKU(sku); err != nil {
+		return Status{}, err
+	}
+	n, err := inv.loadedBuckets(ctx, sku)
+	if err != nil {
+		return Status{}, err
+	}
+	cmds := make([]*redis.SliceCmd, n)
+	_, err = inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := 0; b < n; b++ {
+			cmds[b] = p.HMGet(ctx, inv.keys(sku, b).meta, "stock", "remaining", "reserved", "sold", "xin", "xout", "start", "end")
+		}
+		return nil
+	})
+	if err != nil {
+		return Status{}, fmt.Errorf("stock: status %s: %w", sku, err)
+	}
+	st := Status{Buckets: n}
+	var xin, xout int64
+	for b, c := range cmds {
+		v := c.Val()
+		if v[0] == nil {
+			return Status{}, fmt.Errorf("%w: %s bucket %d", ErrNoSale, sku, b)
+		}
+		num := func(i int) int64 { s, _ := v[i].(string); x, _ := strconv.ParseInt(s, 10, 64); return x }
+		st.Stock += num(0)
+		st.Remaining += num(1)
+		st.Reserved += num(2)
+		st.Sold += num(3)
+		xin += num(4)
+		xout += num(5)
+		if b == 0 {
+			if s := num(6); s > 0 {
+				st.Start = time.UnixMilli(s)
+			}
+			if e := num(7); e > 0 {
+				st.End = time.UnixMilli(e)
+			}
+		}
+	}
+	st.InFlight = xout - xin
+	return st, nil
+}
+
+// loadedBuckets is the bucket count the sale was loaded with.
+func (inv *Inventory) loadedBuckets(ctx context.Context, sku string) (int, error) {
+	s, err := inv.rdb.HGet(ctx, salesKey(inv.cfg.ns), sku).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("%w: %s", ErrNoSale, sku)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stock: %s: %w", sku, err)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: %s: bucket count %q", ErrNoSale, sku, s)
+	}
+	return n, nil
+}

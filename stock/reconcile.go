@@ -1,0 +1,332 @@
+package stock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Ledger is the database side of a sale, as Reconcile and Repair read it.
+// SQLStore implements it.
+type Ledger interface {
+	Stock(ctx context.Context, sku string) (int64, error)
+	Orders(ctx context.Context, sku string) ([]Order, error)
+}
+
+// Report is what Reconcile found. A sale whose outbox is drained and whose
+// Redis and database agree has a Clean report.
+type Report struct {
+	SKU     string
+	Redis   Status // zero when Redis holds no sale (lost, or never loaded)
+	NoSale  bool   // Redis holds no sale for the SKU
+	DBStock int64
+	// DBActive is the units of reserved or confirmed orders in the database.
+	DBActive int64
+	// Oversold is how many units Redis could sell, or the database has
+	// given out, beyond the stock.
+	Oversold int64
+	// Undersold is how many units of the stock Redis neither sells nor
+	// accounts for (lost by a restart without persistence, for instance).
+	Undersold int64
+	// CounterDrift is Redis's reserved+sold counters minus the units its
+	// reservation records hold: not 0 means the counters were tampered with.
+	CounterDrift int64
+	// Orphans are request ids the database knows in a state Redis does not
+	// (missing in Redis, or older there).
+	Orphans []string
+	// Unapplied are request ids whose latest state in Redis the database has
+	// not applied yet.
+	Unapplied []string
+	// Pending is the outbox entries the consumer group has not acknowledged
+	// (delivered or not). Unapplied ids with Pending = 0 are lost messages.
+	Pending int64
+}
+
+// Clean reports whether nothing is wrong or in flight.
+func (r Report) Clean() bool {
+	return !r.NoSale && r.Oversold == 0 && r.Undersold == 0 && r.CounterDrift == 0 &&
+		len(r.Orphans) == 0 && len(r.Unapplied) == 0 && r.Pending == 0
+}
+
+func (r Report) String() string {
+	return fmt.Sprintf("%s: redis %+v nosale=%v db stock=%d active=%d oversold=%d undersold=%d drift=%d orphans=%d unapplied=%d pending=%d",
+		r.SKU, r.Redis, r.NoSale, r.DBStock, r.DBActive, r.Oversold, r.Undersold, r.CounterDrift, len(r.Orphans), len(r.Unapplied), r.Pending)
+}
+
+func versionOf(s State) int {
+	switch s {
+	case StateReserved:
+		return 1
+	case StateConfirmed:
+		return 2
+	case StateReleased:
+		return 3
+	}
+	return 0
+}
+
+// Reconcile compares the sale of sku in Redis with the ledger. group is the
+// consumer group whose progress counts ("" for "stock"). Run it when the
+// sale is quiet (or expect in-flight entries to show as Unapplied/Pending).
+func (inv *Inventory) Reconcile(ctx context.Context, sku string, ledger Ledger, group string) (Report, error) {
+	if err := checkSKU(sku); err != nil {
+		return Report{}, err
+	}
+	if group == "" {
+		group = "stock"
+	}
+	rep := Report{SKU: sku}
+	stock, err := ledger.Stock(ctx, sku)
+	if err != nil {
+		return rep, err
+	}
+	rep.DBStock = stock
+	orders, err := ledger.Orders(ctx, sku)
+	if err != nil {
+		return rep, err
+	}
+	st, err := inv.Status(ctx, sku)
+	switch {
+	case errors.Is(err, ErrNoSale):
+		rep.NoSale = true
+	case err != nil:
+		return rep, err
+	}
+	rep.Redis = st
+	recs, err := inv.records(ctx, sku, st.Buckets)
+	if err != nil {
+		return rep, err
+	}
+	if !rep.NoSale {
+		rep.Pending, err = inv.pending(ctx, sku, st.Buckets, group)
+		if err != nil {
+			return rep, err
+		}
+	}
+	db := map[string]Order{}
+	for _, o := range orders {
+		db[o.RequestID] = o
+		if o.State == StateReserved || o.State == StateConfirmed {
+			rep.DBActive += o.Qty
+		}
+	}
+	var held int64
+	for id, r := range recs {
+		rv := versionOf(stateOf(r.S))
+		if r.S != "released" {
+			held += r.Q
+		}
+		o, ok := db[id]
+		if !ok || !o.Applied || o.Version < rv {
+			rep.Unapplied = append(rep.Unapplied, id)
+		}
+	}
+	for id, o := range db {
+		r, ok := recs[id]
+		if !ok || versionOf(stateOf(r.S)) < o.Version {
+			rep.Orphans = append(rep.Orphans, id)
+		}
+	}
+	sort.Strings(rep.Unapplied)
+	sort.Strings(rep.Orphans)
+	total := st.Remaining + st.Reserved + st.Sold + st.InFlight
+	rep.Oversold = max(0, total-stock, rep.DBActive-stock)
+	rep.Undersold = max(0, stock-total)
+	rep.CounterDrift = st.Reserved + st.Sold - held
+	return rep, nil
+}
+
+// records reads every reservation record (answers that reserved) of the sale.
+func (inv *Inventory) records(ctx context.Context, sku string, n int) (map[string]record, error) {
+	out := map[string]record{}
+	for b := 0; b < n; b++ {
+		iter := inv.rdb.HScan(ctx, inv.keys(sku, b).reqs, 0, "", 500).Iterator()
+		for iter.Next(ctx) {
+			id := iter.Val()
+			if !iter.Next(ctx) {
+				break
+			}
+			r, err := decodeRecord(iter.Val())
+			if err != nil {
+				return nil, err
+			}
+			if r.O == "reserved" {
+				out[id] = r
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return nil, fmt.Errorf("stock: records of %s: %w", sku, err)
+		}
+	}
+	return out, nil
+}
+
+// pending is the outbox entries not yet acknowledged by group.
+func (inv *Inventory) pending(ctx context.Context, sku string, n int, group string) (int64, error) {
+	var total int64
+	for b := 0; b < n; b++ {
+		k := inv.keys(sku, b).outbox
+		groups, err := inv.rdb.XInfoGroups(ctx, k).Result()
+		if err != nil && !redis.HasErrorPrefix(err, "ERR no such key") {
+			return 0, fmt.Errorf("stock: outbox of %s: %w", sku, err)
+		}
+		found := false
+		for _, g := range groups {
+			if g.Name != group {
+				continue
+			}
+			found = true
+			// Entries never delivered: those after the group's last
+			// delivered id (counted, rather than XINFO's lag, which
+			// Redis cannot always compute and some servers misreport),
+			// up to a cap that is enough to say "not drained".
+			after, err := inv.rdb.XRangeN(ctx, k, "("+g.LastDeliveredID, "+", 10000).Result()
+			if err != nil {
+				return 0, fmt.Errorf("stock: outbox of %s: %w", sku, err)
+			}
+			total += g.Pending + int64(len(after))
+		}
+		if !found {
+			l, err := inv.rdb.XLen(ctx, k).Result()
+			if err != nil {
+				return 0, fmt.Errorf("stock: outbox of %s: %w", sku, err)
+			}
+			total += l
+		}
+	}
+	return total, nil
+}
+
+// Repair rebuilds the sale of sku in Redis from the ledger: the stock, every
+// reservation (reserved ones get a fresh hold), the per-user counts; the
+// units left are spread over the buckets. Use it after Redis lost data (a
+// restart without persistence) or when Reconcile found the Redis side wrong.
+// It refuses with ErrNotDrained while the outbox holds entries the database
+// has not applied. The sale's window and limits are w and this Inventory's
+// options. Answers that reserved nothing (sold out, limit reached) are not
+// in the database and so are forgotten: a retry of one is decided anew.
+// Reservations must not be made while it runs.
+func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w Window, group string) (Report, error) {
+	rep, err := inv.Reconcile(ctx, sku, ledger, group)
+	if err != nil {
+		return rep, err
+	}
+	if rep.Pending > 0 {
+		return rep, fmt.Errorf("%w: %s has %d entries pending", ErrNotDrained, sku, rep.Pending)
+	}
+	orders, err := ledger.Orders(ctx, sku)
+	if err != nil {
+		return rep, err
+	}
+	n := inv.cfg.buckets
+	type bucket struct {
+		reserved, sold int64
+		recs           map[string]any
+		users          map[string]int64
+		due            []redis.Z
+	}
+	bs := make([]bucket, n)
+	for i := range bs {
+		bs[i] = bucket{recs: map[string]any{}, users: map[string]int64{}}
+	}
+	now := time.Now()
+	var active int64
+	for _, o := range orders {
+		b := &bs[homeBucket(o.User, n)]
+		rec, _ := json.Marshal(record{O: "reserved", S: o.State.String(), U: o.User, Q: o.Qty, T: o.Updated.UnixMilli()})
+		b.recs[o.RequestID] = string(rec)
+		switch o.State {
+		case StateReserved:
+			b.reserved += o.Qty
+			b.users[o.User] += o.Qty
+			if inv.cfg.holdFor > 0 {
+				b.due = append(b.due, redis.Z{Score: float64(now.Add(inv.cfg.holdFor).UnixMilli()), Member: o.RequestID})
+			}
+		case StateConfirmed:
+			b.sold += o.Qty
+			b.users[o.User] += o.Qty
+		}
+		if o.State == StateReserved || o.State == StateConfirmed {
+			active += o.Qty
+		}
+	}
+	left := max(0, rep.DBStock-active)
+	start, end := int64(0), int64(0)
+	if !w.Start.IsZero() {
+		start = w.Start.UnixMilli()
+	}
+	if !w.End.IsZero() {
+		end = w.End.UnixMilli()
+	}
+	if err := inv.rdb.HSet(ctx, salesKey(inv.cfg.ns), sku, n).Err(); err != nil {
+		return rep, fmt.Errorf("stock: repair %s: %w", sku, err)
+	}
+	for i, b := range bs {
+		share := left / int64(n)
+		if int64(i) < left%int64(n) {
+			share++
+		}
+		k := inv.keys(sku, i)
+		_, err := inv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, k.meta, k.reqs, k.users, k.due, k.xin)
+			p.HSet(ctx, k.meta, "stock", share+b.reserved+b.sold, "start", start, "end", end, "buckets", n,
+				"total", rep.DBStock, "limit", inv.cfg.perUser, "hold", inv.cfg.holdFor.Milliseconds(),
+				"remaining", share, "reserved", b.reserved, "sold", b.sold, "xin", 0, "xout", 0)
+			if len(b.recs) > 0 {
+				p.HSet(ctx, k.reqs, b.recs)
+			}
+			for u, q := range b.users {
+				p.HSet(ctx, k.users, u, q)
+			}
+			if len(b.due) > 0 {
+				p.ZAdd(ctx, k.due, b.due...)
+			}
+			return nil
+		})
+		if err != nil {
+			return rep, fmt.Errorf("stock: repair %s bucket %d: %w", sku, i, err)
+		}
+	}
+	inv.soldOut.Delete(sku)
+	return rep, nil
+}
+
+// Unload ends a sale for good: it removes the SKU from the sales the
+// consumers drain and deletes its keys (counters, request records, outbox,
+// timers). It refuses with ErrNotDrained while the outbox holds entries the
+// group has not acknowledged. Reconcile first if the database matters.
+func (inv *Inventory) Unload(ctx context.Context, sku, group string) error {
+	if err := checkSKU(sku); err != nil {
+		return err
+	}
+	if group == "" {
+		group = "stock"
+	}
+	n, err := inv.loadedBuckets(ctx, sku)
+	if err != nil {
+		return err
+	}
+	p, err := inv.pending(ctx, sku, n, group)
+	if err != nil {
+		return err
+	}
+	if p > 0 {
+		return fmt.Errorf("%w: %s has %d entries pending", ErrNotDrained, sku, p)
+	}
+	if err := inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err(); err != nil {
+		return fmt.Errorf("stock: unload %s: %w", sku, err)
+	}
+	for b := 0; b < n; b++ {
+		k := inv.keys(sku, b)
+		if err := inv.rdb.Del(ctx, k.list()...).Err(); err != nil {
+			return fmt.Errorf("stock: unload %s bucket %d: %w", sku, b, err)
+		}
+	}
+	inv.soldOut.Delete(sku)
+	return nil
+}

@@ -1,0 +1,202 @@
+package stock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// SQLStore keeps a sale's stock and its orders in a database/sql database
+// and is the Sink and Ledger the package offers out of the box. It uses only
+// portable SQL with ? placeholders (SQLite, MySQL, MariaDB).
+//
+// Exactly once in effect: the order table's key is (sku, request_id), and
+// each row keeps the highest version applied. A redelivered event finds its
+// row and changes nothing; a release or confirm that arrives before its
+// reservation inserts the row "parked" (reservation not applied yet), and
+// the reservation, when it comes, completes it instead of overwriting it
+// (the idea of a branch barrier: the later branch sees the earlier one's
+// mark).
+type SQLStore struct {
+	db     *sql.DB
+	sku    string // table names
+	order  string
+	parked atomic.Int64
+	joined atomic.Int64
+}
+
+// Order is one row of the order table.
+type Order struct {
+	SKU       string
+	RequestID string
+	User      string
+	Qty       int64
+	State     State
+	Version   int
+	// Applied: the reservation itself has been applied. A row without it is
+	// a release or confirm parked waiting for its reservation.
+	Applied bool
+	Updated time.Time
+}
+
+// NewSQLStore returns a store whose tables are named prefix+"sku" and
+// prefix+"order" ("stock_" if prefix is empty). Create them with CreateTables.
+func NewSQLStore(db *sql.DB, prefix string) *SQLStore {
+	if prefix == "" {
+		prefix = "stock_"
+	}
+	return &SQLStore{db: db, sku: prefix + "sku", order: prefix + "order"}
+}
+
+// CreateTables creates the store's tables if they do not exist.
+func (s *SQLStore) CreateTables(ctx context.Context) error {
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS ` + s.sku + ` (
+			sku VARCHAR(128) NOT NULL PRIMARY KEY,
+			stock BIGINT NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS ` + s.order + ` (
+			sku VARCHAR(128) NOT NULL,
+			request_id VARCHAR(128) NOT NULL,
+			user_id VARCHAR(128) NOT NULL,
+			qty BIGINT NOT NULL,
+			state VARCHAR(16) NOT NULL,
+			version INT NOT NULL,
+			applied INT NOT NULL,
+			updated_ms BIGINT NOT NULL,
+			PRIMARY KEY (sku, request_id))`,
+	} {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("stock: create tables: %w", err)
+		}
+	}
+	return nil
+}
+
+// SetStock records the stock of sku (what Load will put on sale).
+func (s *SQLStore) SetStock(ctx context.Context, sku string, qty int64) error {
+	if err := checkSKU(sku); err != nil {
+		return err
+	}
+	if qty < 0 {
+		return fmt.Errorf("%w: stock %d", ErrInvalidQty, qty)
+	}
+	r, err := s.db.ExecContext(ctx, `UPDATE `+s.sku+` SET stock = ? WHERE sku = ?`, qty, sku)
+	if err == nil {
+		if n, _ := r.RowsAffected(); n == 0 {
+			// MySQL reports 0 rows for an unchanged value too: insert only if absent.
+			var x int64
+			if err = s.db.QueryRowContext(ctx, `SELECT stock FROM `+s.sku+` WHERE sku = ?`, sku).Scan(&x); errors.Is(err, sql.ErrNoRows) {
+				_, err = s.db.ExecContext(ctx, `INSERT INTO `+s.sku+` (sku, stock) VALUES (?, ?)`, sku, qty)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("stock: set stock %s: %w", sku, err)
+	}
+	return nil
+}
+
+// Stock returns the recorded stock of sku, or an error wrapping ErrNoSale.
+func (s *SQLStore) Stock(ctx context.Context, sku string) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, `SELECT stock FROM `+s.sku+` WHERE sku = ?`, sku).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("%w: %s has no stock row", ErrNoSale, sku)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stock: stock of %s: %w", sku, err)
+	}
+	return n, nil
+}
+
+// Apply writes ev to the order table; see the type's comment.
+func (s *SQLStore) Apply(ctx context.Context, ev Event) error {
+	state := "reserved"
+	switch ev.Op {
+	case OpReserve:
+	case OpConfirm:
+		state = "confirmed"
+	case OpRelease, OpExpire:
+		state = "released"
+	default:
+		return fmt.Errorf("%w: op %q", ErrPoison, ev.Op)
+	}
+	now := time.Now().UnixMilli()
+	var version, applied int
+	err := s.db.QueryRowContext(ctx, `SELECT version, applied FROM `+s.order+` WHERE sku = ? AND request_id = ?`,
+		ev.SKU, ev.RequestID).Scan(&version, &applied)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// First news of this request. If it is not the reservation, the row
+		// is parked: the reservation completes it when it arrives. (Two
+		// consumers racing here: one insert fails on the key and its entry is
+		// retried, finding the row.)
+		appliedNow := 0
+		if ev.Op == OpReserve {
+			appliedNow = 1
+		} else {
+			s.parked.Add(1)
+		}
+		_, err = s.db.ExecContext(ctx, `INSERT INTO `+s.order+
+			` (sku, request_id, user_id, qty, state, version, applied, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			ev.SKU, ev.RequestID, ev.User, ev.Qty, state, ev.Version, appliedNow, now)
+	case err != nil:
+	case ev.Op == OpReserve:
+		if applied == 0 {
+			_, err = s.db.ExecContext(ctx, `UPDATE `+s.order+` SET applied = 1, updated_ms = ? WHERE sku = ? AND request_id = ?`,
+				now, ev.SKU, ev.RequestID)
+			if err == nil {
+				s.joined.Add(1)
+			}
+		}
+	default:
+		_, err = s.db.ExecContext(ctx, `UPDATE `+s.order+` SET state = ?, version = ?, updated_ms = ? WHERE sku = ? AND request_id = ? AND version < ?`,
+			state, ev.Version, now, ev.SKU, ev.RequestID, ev.Version)
+	}
+	if err != nil {
+		return fmt.Errorf("stock: apply %s %s/%s: %w", ev.Op, ev.SKU, ev.RequestID, err)
+	}
+	return nil
+}
+
+// Parked counts rows waiting for their reservation since since or earlier.
+func (s *SQLStore) Parked(ctx context.Context, since time.Time) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+s.order+` WHERE applied = 0 AND updated_ms <= ?`, since.UnixMilli()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("stock: parked: %w", err)
+	}
+	return n, nil
+}
+
+// ParkStats returns how many releases or confirms this store parked, and how
+// many parked rows a late reservation completed, since NewSQLStore.
+func (s *SQLStore) ParkStats() (parked, joined int64) { return s.parked.Load(), s.joined.Load() }
+
+// Orders returns every order row of sku.
+func (s *SQLStore) Orders(ctx context.Context, sku string) ([]Order, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT request_id, user_id, qty, state, version, applied, updated_ms FROM `+s.order+` WHERE sku = ?`, sku)
+	if err != nil {
+		return nil, fmt.Errorf("stock: orders of %s: %w", sku, err)
+	}
+	defer rows.Close()
+	var out []Order
+	for rows.Next() {
+		o := Order{SKU: sku}
+		var st string
+		var applied int
+		var ms int64
+		if err := rows.Scan(&o.RequestID, &o.User, &o.Qty, &st, &o.Version, &applied, &ms); err != nil {
+			return nil, fmt.Errorf("stock: orders of %s: %w", sku, err)
+		}
+		o.State, o.Applied, o.Updated = stateOf(st), applied == 1, time.UnixMilli(ms)
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("stock: orders of %s: %w", sku, err)
+	}
+	return out, nil
+}

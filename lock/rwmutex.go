@@ -81,11 +81,26 @@ func (b *readBackend) waitList() string { return "" }
 
 func (b *readBackend) acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
 	start := time.Now()
-	v, err := readAcquireScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64Slice()
+	v, err := bounded(ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
+		return readAcquireScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64Slice()
+	}, func(v []int64, err error) {
+		if err == nil && len(v) > 0 && v[0] > 0 {
+			b.giveBack(owner)
+		}
+	})
 	if err != nil {
 		return acquired{}, fmt.Errorf("lock: read-acquire %q: %w", b.lname, err)
 	}
-	return parseAcquired(v, start, lease, b.cfg)
+	return parseAcquired(v, start, b.cfg)
+}
+
+// giveBack drops one read hold of owner that nobody will use.
+func (b *readBackend) giveBack(owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.releaseTimeout())
+	defer cancel()
+	if err := b.release(ctx, owner, false); err != nil {
+		b.cfg.logger.Warn("lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
+	}
 }
 
 func (b *readBackend) queueRenew(ctx context.Context, pipe redis.Pipeliner, owner string, lease time.Duration) *redis.Cmd {
@@ -99,20 +114,32 @@ func (b *readBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Du
 	if err != nil {
 		return time.Time{}, fmt.Errorf("lock: renew read lock %q: %w", b.lname, err)
 	}
-	if n != 1 {
+	return b.renewed(n, start)
+}
+
+func (b *readBackend) renewed(n int64, start time.Time) (time.Time, error) {
+	if n <= 0 {
 		return time.Time{}, lostf("%q: the read hold is gone (expired or deleted)", b.lname)
 	}
-	return start.Add(lease - b.cfg.driftFor(lease)), nil
+	return b.cfg.validUntil(start, n), nil
 }
 
 func (b *readBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
 	start := time.Now()
-	return b.renewResult(readRenewScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)), start, lease)
+	n, err := bounded(ctx, b.cfg.callTimeout(lease), func(ctx context.Context) (int64, error) {
+		return readRenewScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64()
+	}, nil)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("lock: renew read lock %q: %w", b.lname, err)
+	}
+	return b.renewed(n, start)
 }
 
 func (b *readBackend) release(ctx context.Context, owner string, all bool) error {
-	n, err := readReleaseScript.Run(ctx, b.rdb, b.keys,
-		owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()
+	n, err := bounded(ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
+		return readReleaseScript.Run(ctx, b.rdb, b.keys,
+			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("lock: release read lock %q: %w", b.lname, err)
 	}
@@ -123,7 +150,9 @@ func (b *readBackend) release(ctx context.Context, owner string, all bool) error
 }
 
 func (b *readBackend) ttl(ctx context.Context, owner string) (time.Duration, error) {
-	n, err := readTTLScript.Run(ctx, b.rdb, b.keys, owner).Int64()
+	n, err := bounded(ctx, b.cfg.callTimeout(b.cfg.lease), func(ctx context.Context) (int64, error) {
+		return readTTLScript.Run(ctx, b.rdb, b.keys, owner).Int64()
+	}, nil)
 	if err != nil {
 		return 0, fmt.Errorf("lock: ttl of read lock %q: %w", b.lname, err)
 	}

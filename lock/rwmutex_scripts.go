@@ -29,17 +29,21 @@ end
 
 // readAcquireScript adds a read hold for ARGV[1] with lease ARGV[2] ms,
 // unless another owner holds the write lock (its owner may also read: a
-// writer can downgrade). Replies {holds, current fencing counter} or {0,
-// pttl of the writer}.
+// writer can downgrade). Replies {holds, current fencing counter (0 when it
+// expired), remaining read lease} or {0, pttl of the writer}. Like every hold
+// script, it never shortens a lease.
 var readAcquireScript = redis.NewScript(readersPrelude + `
 local w = redis.call('HGET', KEYS[1], 'owner')
 if w and w ~= ARGV[1] then return {0, redis.call('PTTL', KEYS[1])} end
 local n = redis.call('HINCRBY', KEYS[3], ARGV[1], 1)
 local exp = now + tonumber(ARGV[2])
 local cur = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[1]) or '0')
-if cur < exp then redis.call('ZADD', KEYS[2], exp, ARGV[1]) end
+if cur < exp then
+  redis.call('ZADD', KEYS[2], exp, ARGV[1])
+  cur = exp
+end
 keepReaders()
-return {n, tonumber(redis.call('GET', KEYS[4]) or '0')}
+return {n, tonumber(redis.call('GET', KEYS[4]) or '0'), cur - now}
 `)
 
 // writeAcquireScript is acquireScript for the writer: the lock must also have
@@ -53,16 +57,26 @@ if owner ~= ARGV[1] then
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
   if #last > 0 then return {0, tonumber(last[2]) - now} end
 end
-local function fence() return redis.call('INCR', KEYS[4]) end
+local fenceKey = KEYS[4]
+local function fence()
+` + fenceLua + `
+end
 ` + takeHoldLua)
 
-// readRenewScript resets ARGV[1]'s read lease to ARGV[2] ms. Replies 1, or 0
-// when its read hold is gone.
+// readRenewScript makes ARGV[1]'s read lease last at least ARGV[2] ms (never
+// shorter, as renewScript). Replies the remaining read lease, or 0 when the
+// read hold is gone.
 var readRenewScript = redis.NewScript(readersPrelude + `
-if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[1])
+local cur = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not cur then return 0 end
+cur = tonumber(cur)
+local exp = now + tonumber(ARGV[2])
+if cur < exp then
+  redis.call('ZADD', KEYS[2], exp, ARGV[1])
+  cur = exp
+end
 keepReaders()
-return 1
+return math.max(cur - now, 1)
 `)
 
 // readReleaseScript drops one read hold of ARGV[1] (all when ARGV[2] is

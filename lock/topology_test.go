@@ -36,6 +36,9 @@ func TestTopologies(t *testing.T) {
 			t.Run("release names one client", func(t *testing.T) { testReleaseNamesOneClient(t, rdb) })
 			t.Run("close", func(t *testing.T) { testClose(t, rdb) })
 			t.Run("exclusion across processes", func(t *testing.T) { testExclusion(t, rdb) })
+			t.Run("fencing", func(t *testing.T) { fencingTests(t, rdb) })
+			t.Run("one subscriber per node", func(t *testing.T) { testOneSubscriberPerNode(t, rdb) })
+			t.Run("unlock with a cancelled context", func(t *testing.T) { testUnlockCancelled(t, rdb) })
 		})
 	}
 }

@@ -99,7 +99,7 @@ func (e *engine) obtain(ctx context.Context, b backend, cfg *config, wait bool) 
 		// Queue behind this client's waiters instead of barging in.
 		return e.wait(ctx, b, owner, cfg, reentrant, acquired{wait: -1})
 	}
-	a, err := e.try(ctx, b, owner, cfg, reentrant)
+	a, err := e.try(ctx, b, owner, cfg, reentrant, wait)
 	if wait && errors.Is(err, ErrTimeout) && ctx.Err() == nil {
 		err, a, owner = nil, acquired{wait: -1}, e.retryOwner(owner, reentrant)
 	}
@@ -133,8 +133,8 @@ func refused(b backend, a acquired) error {
 }
 
 // try makes one attempt.
-func (e *engine) try(ctx context.Context, b backend, owner string, cfg *config, reentrant bool) (acquired, error) {
-	a, err := b.acquire(ctx, owner, cfg.lease)
+func (e *engine) try(ctx context.Context, b backend, owner string, cfg *config, reentrant, waiting bool) (acquired, error) {
+	a, err := b.acquire(ctx, owner, cfg.lease, waiting)
 	if err == nil {
 		return a, nil
 	}
@@ -203,6 +203,26 @@ func (e *engine) wait(ctx context.Context, b backend, owner string, cfg *config,
 		wake, ready = w.c, w.ready
 	}
 	bo := backoff{min: cfg.minBackoff, max: cfg.maxBackoff}
+	hb, _ := b.(*holdBackend)
+	queues := hb != nil && hb.queues
+	if queues {
+		// A waiting writer renews its place ahead of new readers well
+		// within the mark's life.
+		bo.max = min(bo.max, cfg.markTTL()/3)
+		bo.min = min(bo.min, bo.max)
+		defer func() {
+			if !obtained {
+				giveUp := func() {
+					ctx, cancel := context.WithTimeout(context.Background(), cfg.releaseTimeout())
+					defer cancel()
+					hb.giveUp(ctx, owner)
+				}
+				if !e.background(giveUp) {
+					giveUp()
+				}
+			}
+		}()
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -227,7 +247,7 @@ func (e *engine) wait(ctx context.Context, b backend, owner string, cfg *config,
 			return nil, ErrClosed
 		}
 		var err error
-		a, err = e.try(ctx, b, owner, cfg, reentrant)
+		a, err = e.try(ctx, b, owner, cfg, reentrant, true)
 		if errors.Is(err, ErrTimeout) && ctx.Err() == nil {
 			// One slow call: keep waiting while the context allows.
 			a, owner = acquired{wait: -1}, e.retryOwner(owner, reentrant)

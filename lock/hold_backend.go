@@ -21,6 +21,7 @@ type holdBackend struct {
 	relKeys  []string // the hold hash, then the wait list if any
 	acq      *redis.Script
 	fence    any    // "1" to draw fencing tokens
+	queues   bool   // a waiting acquirer marks itself (RWMutex writer)
 	channelN string // release notifications; "" for none
 	cfg      *config
 	args     scriptArgs
@@ -51,10 +52,14 @@ func (b *holdBackend) waitList() string {
 	return ""
 }
 
-func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
+func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Duration, waiting bool) (acquired, error) {
 	start := time.Now()
+	mark := argZero
+	if waiting && b.queues {
+		mark = ms(b.cfg.markTTL())
+	}
 	v, err := bounded(ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
-		return b.acq.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease), b.fence).Int64Slice()
+		return b.acq.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease), b.fence, mark).Int64Slice()
 	}, func(v []int64, err error) {
 		if err == nil && len(v) > 1 && v[0] > 0 {
 			// The caller gave up before this hold came back: give it back.
@@ -169,4 +174,18 @@ func (b *holdBackend) ttl(ctx context.Context, owner string) (time.Duration, err
 		return 0, fmt.Errorf("%w: %q", ErrNotHeld, b.lname)
 	}
 	return time.Duration(n) * time.Millisecond, nil
+}
+
+// giveUp removes the mark a waiting writer left (see writersLua) when it
+// stops waiting without the lock, waking the readers queued behind it.
+func (b *holdBackend) giveUp(ctx context.Context, owner string) {
+	if !b.queues {
+		return
+	}
+	err := boundedErr(ctx, b.cfg.releaseTimeout(), func(ctx context.Context) error {
+		return writerGivesUpScript.Run(ctx, b.rdb, b.keys[4:5], owner, b.args.pubCmd, b.args.channel, b.args.payload).Err()
+	})
+	if err != nil {
+		b.cfg.logger.Warn("lock: removing a waiting writer's mark", "lock", b.lname, "err", err)
+	}
 }

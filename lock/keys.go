@@ -18,6 +18,7 @@ import (
 //	base:rw             hash: owner, n, token                 RWMutex writer
 //	base:readers        zset: owner -> lease expiry (ms)      RWMutex readers
 //	base:holds          hash: owner -> hold count             RWMutex readers
+//	base:writers        zset: waiting writer -> expiry (ms)   RWMutex writers queued ahead of readers
 //	base:rw:released    channel announcing RWMutex releases
 const (
 	fenceSuffix    = ":fence"
@@ -26,6 +27,7 @@ const (
 	releasedSuffix = ":released"
 	waitersSuffix  = ":waiters"
 	rwSuffix       = ":rw"
+	writersSuffix  = ":writers"
 )
 
 // baseKey returns the common start of every key of the named lock: the name

@@ -11,6 +11,7 @@ import "github.com/redis/go-redis/v9"
 var acquireScript = redis.NewScript(`
 local owner = redis.call('HGET', KEYS[1], 'owner')
 local fenceKey = KEYS[2]
+local function onGrant() end
 local function fence()
   if ARGV[3] == '1' then
 ` + fenceLua + `
@@ -40,19 +41,22 @@ const fenceLua = `
 // takeHoldLua ends every acquire script that takes the hash lock at
 // KEYS[1] for owner ARGV[1] with lease ARGV[2] ms, once the script has
 // checked everything else: it needs the local owner (the current holder) and
-// a function fence() that draws the new holder's fencing token. A free lock
+// a function fence() that draws the new holder's fencing token, and
+// onGrant(), run when the lock is granted. A free lock
 // is taken; the holder gets one more hold with the same token and a lease at
 // least as long as asked (never shorter: see renewScript); anyone else is
 // answered {0, pttl}. A grant replies {holds, token, pttl}, the lease the
 // key now has.
 const takeHoldLua = `
 if not owner then
+  onGrant()
   local token = fence()
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'n', 1, 'token', string.format('%.0f', token))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, token, tonumber(ARGV[2])}
 end
 if owner == ARGV[1] then
+  onGrant()
   local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
   local pttl = redis.call('PTTL', KEYS[1])
   if pttl < tonumber(ARGV[2]) then

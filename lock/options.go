@@ -91,6 +91,14 @@ func (c *config) validUntil(start time.Time, pttl int64) time.Time {
 	return start.Add(d - c.driftFor(d))
 }
 
+// markTTL is how long a waiting writer's place ahead of new readers lasts
+// unless it tries again: a writer that died blocks new readers that long.
+func (c *config) markTTL() time.Duration {
+	return min(c.lease, maxMarkTTL)
+}
+
+const maxMarkTTL = 2 * time.Second
+
 // WithPrefix sets the prefix of every key and channel (default "lock:").
 // It may not contain '{' or '}', which would change the hash tag.
 func WithPrefix(prefix string) Option {

@@ -114,12 +114,12 @@ func (b *redlockBackend) each(ctx context.Context, f func(ctx context.Context, i
 	wg.Wait()
 }
 
-func (b *redlockBackend) acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
+func (b *redlockBackend) acquire(ctx context.Context, owner string, lease time.Duration, waiting bool) (acquired, error) {
 	start := time.Now()
 	res := make([]acquired, len(b.nodes))
 	errs := make([]error, len(b.nodes))
 	b.each(ctx, func(ctx context.Context, i int, n *holdBackend) {
-		res[i], errs[i] = n.acquire(ctx, owner, lease)
+		res[i], errs[i] = n.acquire(ctx, owner, lease, waiting)
 	})
 	granted, wait := 0, time.Duration(-1)
 	var holds, token int64

@@ -10,10 +10,17 @@ import (
 
 // RWMutex is a read-write lock: any number of readers, or one writer. Each
 // reader holds its own lease (renewed by the watchdog like any lock), so a
-// crashed reader frees its share within its lease. Readers get in while a
-// writer waits, so a steady stream of readers can delay writers; upgrading a
-// read lock to a write lock is refused with ErrUpgrade, while a writer may
-// take read locks (downgrade) with its own owner id.
+// crashed reader frees its share within its lease.
+//
+// It is writer-preferring: a writer waiting in Lock marks itself in Redis,
+// and readers that arrive after it queue behind it (an owner that already
+// holds a read lock may still take more, or nested read locks would
+// deadlock). A writer therefore gets the lock once the readers already in
+// leave, however many new readers keep coming, within the longest of their
+// leases. A writer that stops waiting removes its mark; one that dies leaves
+// it for at most min(lease, 2 s). Upgrading a read lock to a write lock is
+// refused with ErrUpgrade, while a writer may take read locks (downgrade)
+// with its own owner id.
 type RWMutex struct {
 	e      *engine
 	cfg    config
@@ -30,11 +37,13 @@ func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
 	if err != nil && rw.cfg.err == nil {
 		rw.cfg.err = err
 	}
-	keys := []string{base + rwSuffix, base + readersSuffix, base + holdsSuffix, base + fenceSuffix}
+	keys := []string{base + rwSuffix, base + readersSuffix, base + holdsSuffix, base + fenceSuffix, base + writersSuffix}
 	channel := base + rwSuffix + releasedSuffix
 	// Releases of an RWMutex wake every client: all of their readers may
 	// get in at once.
-	rw.writer = newHoldBackend(c.rdb, name, keys, writeAcquireScript, true, channel, "", c.pub, &rw.cfg)
+	writer := newHoldBackend(c.rdb, name, keys, writeAcquireScript, true, channel, "", c.pub, &rw.cfg)
+	writer.queues = true
+	rw.writer = writer
 	rw.reader = &readBackend{rdb: c.rdb, lname: name, keys: keys, channelN: channel, cfg: &rw.cfg,
 		args: newScriptArgs(rw.cfg.lease, c.pub.cmd, channel, c.pub.payload)}
 	return rw
@@ -79,7 +88,7 @@ func (b *readBackend) channel() string  { return b.channelN }
 func (b *readBackend) shared() bool     { return true }
 func (b *readBackend) waitList() string { return "" }
 
-func (b *readBackend) acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
+func (b *readBackend) acquire(ctx context.Context, owner string, lease time.Duration, _ bool) (acquired, error) {
 	start := time.Now()
 	v, err := bounded(ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
 		return readAcquireScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64Slice()

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 func fencingTests(t *testing.T, rdb redis.UniversalClient) {
 	t.Run("tokens survive a lost counter", func(t *testing.T) { testFencingSurvivesLoss(t, rdb) })
 	t.Run("idle lock leaves no key", func(t *testing.T) { testIdleLockNoKeys(t, rdb) })
+	t.Run("SetFenced", func(t *testing.T) { testSetFenced(t, rdb) })
 }
 
 // takeToken takes a lock, returns its token and releases it.
@@ -146,5 +148,29 @@ func TestRedlockFencing(t *testing.T) {
 			t.Fatalf("round %d: token %d after %d (nodes back empty)", round, tok, last)
 		}
 		last = tok
+	}
+}
+
+// testSetFenced: a Redis-held resource accepts only growing tokens.
+func testSetFenced(t *testing.T, rdb redis.UniversalClient) {
+	ctx := testCtx(t)
+	key := "res:{set-fenced}"
+	rdb.Del(ctx, key)
+	if err := SetFenced(ctx, rdb, key, 5, "five", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []int64{5, 3} {
+		if err := SetFenced(ctx, rdb, key, tok, "stale", 0); !errors.Is(err, ErrFenced) {
+			t.Fatalf("token %d after 5: %v, want ErrFenced", tok, err)
+		}
+	}
+	if err := SetFenced(ctx, rdb, key, 6, "six", 0); err != nil {
+		t.Fatal(err)
+	}
+	if v := rdb.HGet(ctx, key, "value").Val(); v != "six" {
+		t.Fatalf("value %q", v)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("ttl %v", ttl)
 	}
 }

@@ -95,7 +95,7 @@ func (hd *Handle) Owner() string { return hd.h.owner }
 // to the next, even across restarts and flushes of Redis. A resource that
 // remembers the highest token it has seen and refuses lower ones cannot be
 // corrupted by a holder whose lease ran out while it was paused (see
-// FenceSQL and FenceScript). Reentrant handles share their hold's token; a
+// ExecFenced and SetFenced). Reentrant handles share their hold's token; a
 // read lock reports the token of the last writer while it is remembered
 // (0 once no writer held the lock for a lease).
 func (hd *Handle) Token() int64 { return hd.h.token }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Bounding Redis calls. A go-redis client made with default options
@@ -50,18 +52,36 @@ const defaultReleaseTimeout = 5 * time.Second
 // (or ErrTimeout and context.DeadlineExceeded when the limit ran out) and
 // errAbandoned, and abandon (when not nil) receives the call's outcome once
 // it comes.
-func bounded[T any](ctx context.Context, limit time.Duration, call func(context.Context) (T, error), abandon func(T, error)) (T, error) {
+//
+// inline says the Redis client applies context deadlines to its reads
+// (ContextTimeoutEnabled): the call then runs on the caller's goroutine,
+// which saves a goroutine hand-off per call.
+//
+// A ctx made by detachedRun runs the call on a context detached from it
+// (bounded by limit only), while the caller still returns when ctx ends:
+// the call goes on in the background.
+func bounded[T any](inline bool, ctx context.Context, limit time.Duration, call func(context.Context) (T, error), abandon func(T, error)) (T, error) {
+	detached := ctx.Value(detachedKey{}) != nil
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if detached {
+		runCtx, inline = context.WithoutCancel(ctx), false
+	}
 	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, limit, errLimit)
+		runCtx, cancel = context.WithTimeoutCause(runCtx, limit, errLimit)
+	}
+	waitCtx := runCtx
+	if detached {
+		waitCtx = ctx
+	}
+	if inline || (waitCtx.Done() == nil && runCtx.Done() == nil) {
 		defer cancel()
+		v, err := call(runCtx)
+		return v, limitErr(runCtx, err)
 	}
-	if ctx.Done() == nil {
-		return call(ctx)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := waitCtx.Err(); err != nil && !detached {
+		cancel()
 		var zero T
-		return zero, callErr(ctx)
+		return zero, callErr(waitCtx)
 	}
 	type result struct {
 		v   T
@@ -73,7 +93,8 @@ func bounded[T any](ctx context.Context, limit time.Duration, call func(context.
 	gaveUp := false
 	done := make(chan result, 1)
 	go func() {
-		v, err := call(ctx)
+		defer cancel() // after the outcome is taken: the caller also watches runCtx
+		v, err := call(runCtx)
 		mu.Lock()
 		if gaveUp {
 			mu.Unlock()
@@ -87,19 +108,23 @@ func bounded[T any](ctx context.Context, limit time.Duration, call func(context.
 	}()
 	select {
 	case r := <-done:
-		return r.v, limitErr(ctx, r.err)
-	case <-ctx.Done():
-		mu.Lock()
-		defer mu.Unlock()
-		select {
-		case r := <-done: // it came back after all
-			return r.v, limitErr(ctx, r.err)
-		default:
-		}
-		gaveUp = true
-		var zero T
-		return zero, callErr(ctx)
+		return r.v, limitErr(runCtx, r.err)
+	case <-waitCtx.Done():
+	case <-runCtx.Done():
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case r := <-done: // it came back after all
+		return r.v, limitErr(runCtx, r.err)
+	default:
+	}
+	gaveUp = true
+	var zero T
+	if waitCtx.Err() != nil {
+		return zero, callErr(waitCtx)
+	}
+	return zero, callErr(runCtx)
 }
 
 // errLimit is the cause of a call context whose operation timeout ran out.
@@ -123,9 +148,28 @@ func callErr(ctx context.Context) error {
 	return fmt.Errorf("%w: %w", errAbandoned, ctx.Err())
 }
 
+type detachedKey struct{}
+
+// detachedRun marks ctx so that bounded runs calls detached from it.
+func detachedRun(ctx context.Context) context.Context {
+	return context.WithValue(ctx, detachedKey{}, true)
+}
+
+// honoursDeadlines reports whether rdb applies context deadlines to its
+// socket reads.
+func honoursDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
 // boundedErr is bounded for calls that only return an error.
-func boundedErr(ctx context.Context, limit time.Duration, call func(context.Context) error) error {
-	_, err := bounded(ctx, limit, func(ctx context.Context) (struct{}, error) {
+func boundedErr(inline bool, ctx context.Context, limit time.Duration, call func(context.Context) error) error {
+	_, err := bounded(inline, ctx, limit, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, call(ctx)
 	}, nil)
 	return err

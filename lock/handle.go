@@ -213,32 +213,24 @@ func (hd *Handle) Unlock(ctx context.Context) error {
 	if !hd.released.CompareAndSwap(false, true) {
 		return nil
 	}
-	// The backend bounds the release by its own timeout.
-	rctx := context.WithoutCancel(ctx)
-	release := func() error {
-		err := hd.h.b.release(rctx, hd.h.owner, false)
+	// The release runs detached from ctx, bounded by its own timeout; the
+	// caller waits for it while ctx allows (at most that timeout when ctx
+	// has already ended).
+	rctx := ctx
+	if ctx.Err() != nil {
+		rctx = context.WithoutCancel(ctx)
+	}
+	err := hd.h.b.release(detachedRun(rctx), hd.h.owner, false)
+	if errors.Is(err, errAbandoned) {
+		// Gone on in the background; the hold ends here all the same.
+		hd.e.wd.detach(hd, nil)
+	} else {
 		hd.e.wd.detach(hd, err)
-		return err
 	}
-	if ctx.Err() != nil || hd.e.isClosed() {
-		// Nothing to wait for but the release's own timeout.
-		err := release()
-		if hd.e.isClosed() {
-			return fmt.Errorf("%w: %q: unlock (release: %v)", ErrClosed, hd.Name(), errOrOK(err))
-		}
-		return err
-	}
-	done := make(chan error, 1)
-	if !hd.e.background(func() { done <- release() }) {
-		err := release() // closed meanwhile
+	if hd.e.isClosed() {
 		return fmt.Errorf("%w: %q: unlock (release: %v)", ErrClosed, hd.Name(), errOrOK(err))
 	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("lock: unlock %q: %w (the release goes on in the background)", hd.Name(), ctx.Err())
-	}
+	return err
 }
 
 func errOrOK(err error) any {

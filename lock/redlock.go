@@ -45,6 +45,10 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error)
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	cfg.inline = true
+	for _, n := range nodes {
+		cfg.inline = cfg.inline && honoursDeadlines(n)
+	}
 	r := &Redlock{nodes: slices.Clone(nodes), quorum: len(nodes)/2 + 1, cfg: cfg}
 	r.engine = newEngine(cfg.logger, nil, r.renewBatch)
 	return r, nil
@@ -180,7 +184,7 @@ func (b *redlockBackend) raiseFence(ctx context.Context, owner string, token int
 			ok[i] = true
 			return
 		}
-		v, err := bounded(ctx, 0, func(ctx context.Context) (int64, error) {
+		v, err := bounded(n.cfg.inline, ctx, 0, func(ctx context.Context) (int64, error) {
 			return raiseFenceScript.Run(ctx, n.rdb, n.keys, owner, token, ms(lease)).Int64()
 		}, nil)
 		ok[i] = err == nil && v == 1

@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -107,27 +108,37 @@ func handoffLoop(tb testing.TB, impl lockImpl, key, me string, rounds int) error
 		acq := time.Now().UnixNano()
 		ctl.RPush(ctx, events, fmt.Sprintf("a %s %d", me, acq))
 		time.Sleep(handoffHold)
-		ctl.RPush(ctx, events, fmt.Sprintf("r %s %d", me, time.Now().UnixNano()))
+		rel := time.Now().UnixNano()
 		if err := unlock(); err != nil {
 			return err
 		}
+		ctl.RPush(ctx, events, fmt.Sprintf("r %s %d", me, rel))
 		time.Sleep(handoffGap)
 	}
 	return nil
 }
 
-// handoffs pairs each release with the next acquisition.
+// handoffs pairs each release with the next acquisition, in the order of
+// their timestamps (a release is noted after its Unlock returns, with the
+// time Unlock was called).
 func handoffs(tb testing.TB, ctl *redis.Client, key string) (lat []time.Duration, missed int) {
-	evs, err := ctl.LRange(context.Background(), key+":events", 0, -1).Result()
+	list, err := ctl.LRange(context.Background(), key+":events", 0, -1).Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
+	type event struct {
+		kind, who string
+		at        int64
+	}
+	evs := make([]event, len(list))
+	for i, e := range list {
+		fmt.Sscan(e, &evs[i].kind, &evs[i].who, &evs[i].at)
+	}
+	slices.SortStableFunc(evs, func(a, b event) int { return cmp.Compare(a.at, b.at) })
 	var relBy string
 	var relAt int64
 	for _, e := range evs {
-		var kind, who string
-		var at int64
-		fmt.Sscan(e, &kind, &who, &at)
+		kind, who, at := e.kind, e.who, e.at
 		switch {
 		case kind == "r":
 			relBy, relAt = who, at

@@ -1,5 +1,7 @@
 // Package lock provides distributed locks on Redis: a reentrant mutex with
-// fencing tokens, a read-write lock, and Redlock over independent masters.
+// fencing tokens, a writer-preferring read-write lock, a semaphore with
+// expiring permits, and Redlock over independent masters, plus the checks a
+// protected resource makes on fencing tokens (ExecFenced, SetFenced).
 //
 // # Model
 //
@@ -75,7 +77,9 @@
 // so code running under it reenters naturally.
 //
 // Waiting. Lock retries until its context ends. Waiters subscribe to the
-// lock's release channel (a shard channel with SSUBSCRIBE on a cluster), and
+// lock's release channel (a shard channel with SSUBSCRIBE on a cluster; one
+// subscriber connection per node carries all the channels a client waits
+// on, and it is closed when the client has nobody waiting), and
 // a client with waiters puts itself on the lock's wait list; each release
 // names one client of that list at random, which wakes its longest waiting
 // waiter, so a handover costs one attempt, not one per process. As a
@@ -85,6 +89,13 @@
 // busy) until a waiter of its client has waited 2 ms; then it queues, as in
 // sync.Mutex. When the context ends first, the error matches both
 // ErrNotObtained and ctx.Err().
+//
+// Semaphores. Client.Semaphore hands out up to n permits of a name. Each
+// acquisition's permits carry their own lease, renewed by the same watchdog,
+// so a holder that crashes gives its permits back within one lease; waiters
+// are woken by the same release notifications.
+//
+// Read-write locks are writer-preferring: see RWMutex.
 //
 // # Redlock: when it is and is not safe
 //

@@ -64,7 +64,9 @@ func bounded[T any](inline bool, ctx context.Context, limit time.Duration, call 
 	detached := ctx.Value(detachedKey{}) != nil
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if detached {
-		runCtx, inline = context.WithoutCancel(ctx), false
+		// The caller can only be made to wait less than the call when ctx
+		// can end; otherwise the call may as well run on its goroutine.
+		runCtx, inline = context.WithoutCancel(ctx), inline && ctx.Done() == nil
 	}
 	if limit > 0 {
 		runCtx, cancel = context.WithTimeoutCause(runCtx, limit, errLimit)

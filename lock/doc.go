@@ -48,7 +48,9 @@
 // go-redis client made with default options, which does not apply context
 // deadlines to its reads: the call is abandoned, its outcome handled in the
 // background (a lock it obtained is given back). Unlock releases on a
-// context of its own, so a cancelled context does not strand the lock.
+// context of its own, so a cancelled context does not strand the lock. On a
+// client made with ContextTimeoutEnabled, go-redis applies deadlines itself
+// and calls run on the caller's goroutine, which is cheaper: prefer it.
 //
 // Fencing tokens. Cancellation cannot stop a write already on the wire, and
 // a paused process learns of nothing until it resumes. Handle.Token is the

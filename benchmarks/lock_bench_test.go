@@ -18,19 +18,25 @@ import (
 	"github.com/cacheguard/cacheguard/lock"
 )
 
-// A lockImpl takes and releases one named lock through one library. Each
+// A lockImpl takes and releases named locks through one library. Each
 // "client" of a benchmark is a separate go-redis client and library client,
 // as separate processes would have.
 type lockImpl struct {
 	name string
-	// open returns the acquire function of a new client of the library.
-	open func(b *testing.B, key string, calls *atomic.Int64) func(ctx context.Context) (unlock func() error, err error)
+	// client returns a new client of the library: a function that gives
+	// the acquire function of a named lock.
+	client func(b testing.TB, calls *atomic.Int64) func(key string) func(ctx context.Context) (unlock func() error, err error)
+}
+
+// open returns the acquire function of key on a new client.
+func (l lockImpl) open(b testing.TB, key string, calls *atomic.Int64) func(ctx context.Context) (unlock func() error, err error) {
+	return l.client(b, calls)(key)
 }
 
 // lockRedis returns a client of the shared server that counts the commands
 // it sends (pipelines count each command), so that the benchmarks can report
 // Redis calls per lock handover: the cost that polling puts on the server.
-func lockRedis(b *testing.B, calls *atomic.Int64) *redis.Client {
+func lockRedis(b testing.TB, calls *atomic.Int64) *redis.Client {
 	c := newClient(b)
 	c.AddHook(callCounter{calls})
 	return c
@@ -63,54 +69,85 @@ const lockLease = 10 * time.Second
 const lockRetry = time.Millisecond
 
 func lockImpls(contended bool) []lockImpl {
+	type take = func(context.Context) (func() error, error)
 	return []lockImpl{
-		{"cacheguard", func(b *testing.B, key string, calls *atomic.Int64) func(context.Context) (func() error, error) {
+		{"cacheguard", func(b testing.TB, calls *atomic.Int64) func(string) take {
 			c, err := lock.New(lockRedis(b, calls))
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { c.Close() })
-			m := c.Mutex(key)
-			take := m.TryLock
-			if contended {
-				take = m.Lock
-			}
-			return func(ctx context.Context) (func() error, error) {
-				h, err := take(ctx)
-				if err != nil {
-					return nil, err
+			return func(key string) take {
+				m := c.Mutex(key)
+				t := m.TryLock
+				if contended {
+					t = m.Lock
 				}
-				return func() error { return h.Unlock(ctx) }, nil
+				return func(ctx context.Context) (func() error, error) {
+					h, err := t(ctx)
+					if err != nil {
+						return nil, err
+					}
+					return func() error { return h.Unlock(ctx) }, nil
+				}
 			}
 		}},
-		{"redislock", func(b *testing.B, key string, calls *atomic.Int64) func(context.Context) (func() error, error) {
+		{"cacheguard-ctxtimeout", func(b testing.TB, calls *atomic.Int64) func(string) take {
+			rdb := redis.NewClient(&redis.Options{Addr: redisAddr(b), ContextTimeoutEnabled: true})
+			b.Cleanup(func() { rdb.Close() })
+			rdb.AddHook(callCounter{calls})
+			c, err := lock.New(rdb)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { c.Close() })
+			return func(key string) take {
+				m := c.Mutex(key)
+				t := m.TryLock
+				if contended {
+					t = m.Lock
+				}
+				return func(ctx context.Context) (func() error, error) {
+					h, err := t(ctx)
+					if err != nil {
+						return nil, err
+					}
+					return func() error { return h.Unlock(ctx) }, nil
+				}
+			}
+		}},
+		{"redislock", func(b testing.TB, calls *atomic.Int64) func(string) take {
 			c := redislock.New(lockRedis(b, calls))
 			opt := &redislock.Options{}
 			if contended {
 				opt.RetryStrategy = redislock.LinearBackoff(lockRetry)
 			}
-			return func(ctx context.Context) (func() error, error) {
-				l, err := c.Obtain(ctx, key, lockLease, opt)
-				if err != nil {
-					return nil, err
+			return func(key string) take {
+				return func(ctx context.Context) (func() error, error) {
+					l, err := c.Obtain(ctx, key, lockLease, opt)
+					if err != nil {
+						return nil, err
+					}
+					return func() error { return l.Release(ctx) }, nil
 				}
-				return func() error { return l.Release(ctx) }, nil
 			}
 		}},
-		{"redsync", func(b *testing.B, key string, calls *atomic.Int64) func(context.Context) (func() error, error) {
+		{"redsync", func(b testing.TB, calls *atomic.Int64) func(string) take {
 			rs := redsync.New(goredis.NewPool(lockRedis(b, calls)))
 			opts := []redsync.Option{redsync.WithExpiry(lockLease), redsync.WithTries(1)}
 			if contended {
 				opts = append(opts, redsync.WithTries(math.MaxInt32), redsync.WithRetryDelay(lockRetry))
 			}
-			return func(ctx context.Context) (func() error, error) {
-				// A redsync Mutex keeps the value of its current hold, so
-				// concurrent holders each need their own.
-				m := rs.NewMutex(key, opts...)
-				if err := m.LockContext(ctx); err != nil {
-					return nil, err
+			return func(key string) take {
+				return func(ctx context.Context) (func() error, error) {
+					// A redsync Mutex keeps the value of its current hold, so
+					// concurrent holders each need their own.
+					m := rs.NewMutex(key, opts...)
+					if err := m.LockContext(ctx); err != nil {
+						return nil, err
+					}
+					return func() error { _, err := m.UnlockContext(ctx); return err }, nil
 				}
-				return func() error { _, err := m.UnlockContext(ctx); return err }, nil
 			}
 		}},
 	}
@@ -143,12 +180,24 @@ func BenchmarkLockUncontended(b *testing.B) {
 // BenchmarkLockUncontendedPaired alternates one uncontended acquire plus
 // release of cacheguard with one of another library, and reports the median
 // of each: on a shared, noisy machine both see the same conditions.
+//
+// cacheguard-ctxtimeout is cacheguard on a go-redis client made with
+// ContextTimeoutEnabled: true, which applies context deadlines to its reads,
+// so that cacheguard runs each call on the caller's goroutine; on a client
+// with default options it runs each call on a goroutine of its own so that
+// it can return at the deadline (see lock/bounded.go). The second group
+// pairs that variant with the others.
 func BenchmarkLockUncontendedPaired(b *testing.B) {
-	ctx := context.Background()
 	impls := lockImpls(false)
-	for _, other := range impls[1:] {
+	b.Run("base=cacheguard", func(b *testing.B) { lockPaired(b, impls[0], impls[1:]) })
+	b.Run("base=cacheguard-ctxtimeout", func(b *testing.B) { lockPaired(b, impls[1], impls[2:]) })
+}
+
+func lockPaired(b *testing.B, base lockImpl, others []lockImpl) {
+	ctx := context.Background()
+	for _, other := range others {
 		b.Run("vs="+other.name, func(b *testing.B) {
-			pair := []lockImpl{impls[0], other}
+			pair := []lockImpl{base, other}
 			var calls atomic.Int64
 			takes := make([]func(context.Context) (func() error, error), len(pair))
 			for i, impl := range pair {

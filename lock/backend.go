@@ -11,8 +11,10 @@ import (
 // and inspect it for a given owner. Mutex, the two halves of RWMutex and
 // Redlock each have one; the waiting, the watchdog and the handles are shared.
 type backend interface {
-	// acquire takes the lock for owner or adds a reentrant hold.
-	acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error)
+	// acquire takes the lock for owner or adds a reentrant hold. waiting
+	// says the caller will wait for the lock if refused (a writer then
+	// queues ahead of new readers).
+	acquire(ctx context.Context, owner string, lease time.Duration, waiting bool) (acquired, error)
 	// renew resets the lease to lease. It returns how long the holder may
 	// trust the lock, or an error matching ErrLost when the lock is
 	// definitely no longer owner's.

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,6 +30,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	cfg.inline = honoursDeadlines(rdb)
 	id := newOwner()
 	c := &Client{rdb: rdb, cfg: cfg}
 	ntf := newNotifier(rdb, id, cfg.logger)
@@ -85,7 +87,19 @@ func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []ren
 			left = append(left, i)
 		}
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command below
+	// Errors are read per command below. A pipeline abandoned at the
+	// deadline fails every renewal in it (transient: retried).
+	if err := boundedErr(c.cfg.inline, ctx, 0, func(ctx context.Context) error {
+		_, _ = pipe.Exec(ctx)
+		return nil
+	}); err != nil {
+		for _, i := range todo {
+			if _, ok := cmds[i]; ok {
+				out[i].err = fmt.Errorf("lock: renew %q: %w", batch[i].h.b.name(), err)
+			}
+		}
+		return left
+	}
 	missing := map[*redis.Script]bool{}
 	for _, i := range todo {
 		cmd, ok := cmds[i]

@@ -150,9 +150,13 @@ func testClose(t *testing.T, rdb redis.UniversalClient) {
 			for _, fn := range []string{"(*watchdog)", "(*notifier)", "(*engine)"} {
 				noGoroutines(t, "lock."+fn)
 			}
-			// The Redis client is the caller's: unlocking still works.
-			if err := held.Unlock(ctx); err != nil {
-				t.Fatal(err)
+			// The Redis client is the caller's: unlocking still frees the
+			// lock, and says the client is closed.
+			if err := held.Unlock(ctx); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Unlock after Close: %v", err)
+			}
+			if n := rdb.Exists(ctx, "lock:{closing}").Val(); n != 0 {
+				t.Fatal("Unlock after Close left the lock held")
 			}
 			c.Close() // twice is fine
 		}

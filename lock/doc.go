@@ -1,5 +1,7 @@
 // Package lock provides distributed locks on Redis: a reentrant mutex with
-// fencing tokens, a read-write lock, and Redlock over independent masters.
+// fencing tokens, a writer-preferring read-write lock, a semaphore with
+// expiring permits, and Redlock over independent masters, plus the checks a
+// protected resource makes on fencing tokens (ExecFenced, SetFenced).
 //
 // # Model
 //
@@ -25,19 +27,50 @@
 // goroutine per client schedules all renewals and exists only while the
 // client holds something.
 //
+// Local validity. Every reply that grants or renews a lock carries the lease
+// the key has in Redis at that moment, and the holder trusts the lock until
+// the moment it sent that request plus that lease, less a drift allowance:
+// Redis set the lease after the request left, so the lock cannot expire
+// sooner. No script of a hold ever shortens its lease (a reentrant
+// acquisition, a renewal, Extend: each makes it last at least as long as
+// asked), so while the owner holds the lock its lease in Redis only grows,
+// and a reply that comes late or out of order still gives a true lower bound.
+//
 // Lost leases. A process can be paused (GC, swapping, a stopped VM) or cut
-// off from Redis longer than its lease. The handle's Context is cancelled as
-// soon as the holder can no longer trust the lock: when its lease runs out
-// by the local clock (less a drift allowance) without a successful renewal,
-// or when a renewal finds the key gone or taken. context.Cause says why.
+// off from Redis longer than its lease. Handle.Err reports the lease lost as
+// soon as the local deadline passes, and the handle's Context is cancelled
+// then (on a timer, like any deadline context): when the lease runs out by
+// the local clock without a successful renewal, or when a renewal finds the
+// key gone or taken. context.Cause says why.
+//
+// Bounded calls. Every Redis call returns by its context's deadline, or by
+// the operation timeout (WithTimeout; by default the lease), even on a
+// go-redis client made with default options, which does not apply context
+// deadlines to its reads: the call is abandoned, its outcome handled in the
+// background (a lock it obtained is given back). Unlock releases on a
+// context of its own, so a cancelled context does not strand the lock. On a
+// client made with ContextTimeoutEnabled, go-redis applies deadlines itself
+// and calls run on the caller's goroutine, which is cheaper: prefer it.
 //
 // Fencing tokens. Cancellation cannot stop a write already on the wire, and
 // a paused process learns of nothing until it resumes. Handle.Token is the
 // answer for correctness: every new holder of a lock gets a strictly larger
-// token (an INCR in the acquire script), and a protected resource that
-// remembers the largest token it has accepted and refuses smaller ones (a
-// version column, a compare in a Lua script) turns a stale holder's write
-// into a refused write instead of lost data.
+// token, and a protected resource that remembers the largest token it has
+// accepted and refuses smaller ones (a version column, a compare in a Lua
+// script) turns a stale holder's write into a refused write instead of lost
+// data. A token is one more than the last one, but at least the Redis
+// server's clock in microseconds, so tokens keep growing when Redis loses
+// the counter (a restart without persistence, FLUSHALL, a failover to a
+// replica that missed it, eviction), provided the server's clock (or, after
+// a failover, the new master's) does not go back. The counter therefore
+// expires with the lock, and an idle lock keeps no key in Redis.
+//
+// Names. A lock's keys are the prefix, then the name in braces, which makes
+// the name the hash tag of every key of the lock. A name that carries its
+// own hash tag ("orders:{42}:lock") is used as it is, so the lock lives in
+// the cluster slot of the data it guards ("orders:{42}") and one script can
+// touch both; braces that would not form one non-empty tag are refused with
+// ErrInvalidName.
 //
 // Reentrancy. Go has no thread identity, so the owner is explicit: an id
 // carried in the context (WithOwner). Acquisitions with the same owner id
@@ -46,7 +79,9 @@
 // so code running under it reenters naturally.
 //
 // Waiting. Lock retries until its context ends. Waiters subscribe to the
-// lock's release channel (a shard channel with SSUBSCRIBE on a cluster), and
+// lock's release channel (a shard channel with SSUBSCRIBE on a cluster; one
+// subscriber connection per node carries all the channels a client waits
+// on, and it is closed when the client has nobody waiting), and
 // a client with waiters puts itself on the lock's wait list; each release
 // names one client of that list at random, which wakes its longest waiting
 // waiter, so a handover costs one attempt, not one per process. As a
@@ -56,6 +91,13 @@
 // busy) until a waiter of its client has waited 2 ms; then it queues, as in
 // sync.Mutex. When the context ends first, the error matches both
 // ErrNotObtained and ctx.Err().
+//
+// Semaphores. Client.Semaphore hands out up to n permits of a name. Each
+// acquisition's permits carry their own lease, renewed by the same watchdog,
+// so a holder that crashes gives its permits back within one lease; waiters
+// are woken by the same release notifications.
+//
+// Read-write locks are writer-preferring: see RWMutex.
 //
 // # Redlock: when it is and is not safe
 //
@@ -71,8 +113,16 @@
 // every node (the drift allowance covers small differences). A process paused
 // past its validity time, a node whose clock jumps, or a node that restarts
 // without persistence and forgets a lock it granted (unless it stays down for
-// at least one lease) can let two holders in at once. Redlock cannot issue
-// fencing tokens either: there is no single counter a majority agrees on.
+// at least one lease) can let two holders in at once.
+//
+// Redlock issues fencing tokens all the same. Each node draws a token by the
+// Mutex rule; the holder takes the largest of its quorum's and writes it
+// back to those nodes (raising their counters) before it holds the lock, and
+// gives the lock up if that write does not reach a quorum. Any two quorums
+// share a node, so the next holder draws on a node that already knows this
+// token and gets a larger one. This holds while the nodes' clocks agree to
+// within the time between two acquisitions (the counters expire with the
+// lock and fall back on the clocks).
 //
 // So: use a Mutex (with fencing tokens checked by the resource) when
 // correctness depends on mutual exclusion; use Redlock for efficiency (avoid

@@ -65,18 +65,19 @@ func (e *engine) isClosed() bool {
 }
 
 // background runs f on a goroutine that Close waits for; after Close it does
-// nothing.
-func (e *engine) background(f func()) {
+// nothing and returns false.
+func (e *engine) background(f func()) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return
+		return false
 	}
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
 		f()
 	}()
+	return true
 }
 
 // obtain takes the lock of b, waiting for it when wait is set.
@@ -98,7 +99,10 @@ func (e *engine) obtain(ctx context.Context, b backend, cfg *config, wait bool) 
 		// Queue behind this client's waiters instead of barging in.
 		return e.wait(ctx, b, owner, cfg, reentrant, acquired{wait: -1})
 	}
-	a, err := e.try(ctx, b, owner, cfg, reentrant)
+	a, err := e.try(ctx, b, owner, cfg, reentrant, wait)
+	if wait && errors.Is(err, ErrTimeout) && ctx.Err() == nil {
+		err, a, owner = nil, acquired{wait: -1}, e.retryOwner(owner, reentrant)
+	}
 	if err != nil || a.holds > 0 {
 		return e.handle(ctx, b, owner, cfg, a, err)
 	}
@@ -129,12 +133,12 @@ func refused(b backend, a acquired) error {
 }
 
 // try makes one attempt.
-func (e *engine) try(ctx context.Context, b backend, owner string, cfg *config, reentrant bool) (acquired, error) {
-	a, err := b.acquire(ctx, owner, cfg.lease)
+func (e *engine) try(ctx context.Context, b backend, owner string, cfg *config, reentrant, waiting bool) (acquired, error) {
+	a, err := b.acquire(ctx, owner, cfg.lease, waiting)
 	if err == nil {
 		return a, nil
 	}
-	if ambiguous(err) && !reentrant {
+	if ambiguous(err) && !reentrant && !errors.Is(err, errAbandoned) {
 		// The script may have run although the reply was lost: free the
 		// lock it may have taken rather than leave it until the lease ends.
 		// A reentrant owner is left alone; its extra hold, if any, lapses
@@ -149,6 +153,9 @@ func (e *engine) try(ctx context.Context, b backend, owner string, cfg *config, 
 	}
 	if ctx.Err() != nil {
 		return a, fmt.Errorf("%w: %w", notObtained(b.name(), ctx.Err()), err)
+	}
+	if errors.Is(err, ErrTimeout) {
+		return a, fmt.Errorf("%w: %w", ErrNotObtained, err)
 	}
 	return a, err
 }
@@ -196,6 +203,26 @@ func (e *engine) wait(ctx context.Context, b backend, owner string, cfg *config,
 		wake, ready = w.c, w.ready
 	}
 	bo := backoff{min: cfg.minBackoff, max: cfg.maxBackoff}
+	hb, _ := b.(*holdBackend)
+	queues := hb != nil && hb.queues
+	if queues {
+		// A waiting writer renews its place ahead of new readers well
+		// within the mark's life.
+		bo.max = min(bo.max, cfg.markTTL()/3)
+		bo.min = min(bo.min, bo.max)
+		defer func() {
+			if !obtained {
+				giveUp := func() {
+					ctx, cancel := context.WithTimeout(context.Background(), cfg.releaseTimeout())
+					defer cancel()
+					hb.giveUp(ctx, owner)
+				}
+				if !e.background(giveUp) {
+					giveUp()
+				}
+			}
+		}()
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -220,12 +247,30 @@ func (e *engine) wait(ctx context.Context, b backend, owner string, cfg *config,
 			return nil, ErrClosed
 		}
 		var err error
-		a, err = e.try(ctx, b, owner, cfg, reentrant)
+		a, err = e.try(ctx, b, owner, cfg, reentrant, true)
+		if errors.Is(err, ErrTimeout) && ctx.Err() == nil {
+			// One slow call: keep waiting while the context allows.
+			a, owner = acquired{wait: -1}, e.retryOwner(owner, reentrant)
+			continue
+		}
 		if err != nil || a.holds > 0 {
 			obtained = err == nil
 			return e.handle(ctx, b, owner, cfg, a, err)
 		}
 	}
+}
+
+// retryOwner is the owner for the next attempt after one that timed out.
+// The timed-out call may still take the lock, and it is given back (or
+// released by try's cleanup) under the old owner id: a caller without its
+// own id takes a fresh one, so that this cleanup can never release the lock
+// a later attempt obtains. A reentrant owner keeps its id; its cleanup only
+// drops the one hold the lost call added.
+func (e *engine) retryOwner(owner string, reentrant bool) string {
+	if reentrant {
+		return owner
+	}
+	return newOwner()
 }
 
 // backoff is exponential with equal jitter: each pause is between half and

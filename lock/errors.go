@@ -28,6 +28,14 @@ var (
 	// ErrClosed is returned by calls on a closed Client or Redlock.
 	ErrClosed = errors.New("lock: client closed")
 
+	// ErrInvalidName is returned for a lock name that cannot make a Redis
+	// key whose keys stay in one cluster slot (see Client.Mutex).
+	ErrInvalidName = errors.New("lock: invalid lock name")
+
+	// ErrTimeout is returned when a Redis call took longer than the
+	// operation timeout (see WithTimeout).
+	ErrTimeout = errors.New("lock: redis call timed out")
+
 	// ErrUpgrade is returned when an owner holding a read lock asks for the
 	// write lock of the same RWMutex. Waiting would deadlock on itself.
 	ErrUpgrade = errors.New("lock: cannot upgrade a read lock to a write lock")

@@ -89,13 +89,15 @@ func (hd *Handle) Name() string { return hd.h.b.name() }
 // passing Context, which carries it) makes further acquisitions reentrant.
 func (hd *Handle) Owner() string { return hd.h.owner }
 
-// Token returns the fencing token of the hold: a number drawn from a
-// per-lock counter each time the lock passes to a new holder, so it strictly
-// increases from one holder to the next. A resource that remembers the
-// highest token it has seen and refuses lower ones cannot be corrupted by a
-// holder whose lease ran out while it was paused. Reentrant handles share
-// their hold's token; a read lock reports the token of the last writer;
-// Redlock handles have none (0).
+// Token returns the fencing token of the hold: a number drawn each time the
+// lock passes to a new holder (one more than the last, at least the Redis
+// server's clock in microseconds), so it strictly increases from one holder
+// to the next, even across restarts and flushes of Redis. A resource that
+// remembers the highest token it has seen and refuses lower ones cannot be
+// corrupted by a holder whose lease ran out while it was paused (see
+// ExecFenced and SetFenced). Reentrant handles share their hold's token; a
+// read lock reports the token of the last writer while it is remembered
+// (0 once no writer held the lock for a lease).
 func (hd *Handle) Token() int64 { return hd.h.token }
 
 // Context returns a context that carries the owner id and the values of the
@@ -116,13 +118,23 @@ func (hd *Handle) Context() context.Context {
 
 // Err returns nil while the handle holds the lock, ErrReleased after Unlock,
 // or an error matching ErrLost that says how the lease was lost.
+//
+// Err reads the local clock: once the deadline has passed it reports the
+// lease lost at once, without waiting for the watchdog to cancel Context
+// (which, like any deadline context, happens on a timer a moment later).
+// Check Err right before acting on the lock.
 func (hd *Handle) Err() error {
 	if hd.released.Load() {
 		return ErrReleased
 	}
-	hd.e.wd.mu.Lock()
-	defer hd.e.wd.mu.Unlock()
-	return hd.h.err
+	wd := hd.e.wd
+	wd.mu.Lock()
+	defer wd.mu.Unlock()
+	h := hd.h
+	if h.err == nil && !time.Now().Before(h.deadline) {
+		wd.endLocked(h, h.expired())
+	}
+	return h.err
 }
 
 // Deadline returns until when the holder may trust the lock as things stand:
@@ -143,18 +155,27 @@ func (hd *Handle) Validity() time.Duration {
 // TTL asks Redis for the remaining lease. It returns ErrNotHeld when the lock
 // is no longer this owner's.
 func (hd *Handle) TTL(ctx context.Context) (time.Duration, error) {
+	if hd.e.isClosed() {
+		return 0, ErrClosed
+	}
 	if hd.released.Load() {
 		return 0, fmt.Errorf("%w: %q: unlocked", ErrNotHeld, hd.Name())
 	}
 	return hd.h.b.ttl(ctx, hd.h.owner)
 }
 
-// Extend resets the lease to d from now. On a lock renewed by the watchdog, d
-// also becomes the lease the watchdog renews. It returns an error matching
-// ErrNotHeld (and ErrLost, ending the hold) when the lock was already lost.
+// Extend makes the lease last at least d from now; it never shortens it,
+// since a lease that could shrink while a renewal is on the wire would leave
+// the holder unsure of how long it holds the lock. On a lock renewed by the
+// watchdog, d also becomes the lease the watchdog renews. It returns an
+// error matching ErrNotHeld (and ErrLost, ending the hold) when the lock was
+// already lost, and ErrClosed, touching nothing, once the client is closed.
 func (hd *Handle) Extend(ctx context.Context, d time.Duration) error {
 	if d < minLease {
 		return fmt.Errorf("lock: lease %v is shorter than %v", d, minLease)
+	}
+	if hd.e.isClosed() {
+		return fmt.Errorf("%w: %q: extend", ErrClosed, hd.Name())
 	}
 	if hd.released.Load() {
 		return fmt.Errorf("%w: %q: unlocked", ErrNotHeld, hd.Name())
@@ -177,8 +198,14 @@ func (hd *Handle) Extend(ctx context.Context, d time.Duration) error {
 // holder whose lease ran out gets ErrNotHeld and cannot release its
 // successor's lock. Unlocking a handle again does nothing and returns nil.
 //
-// The context bounds the release; if it fails, the handle is given up anyway
-// and the lock expires with its lease.
+// The release runs on its own context, detached from ctx and bounded by the
+// operation timeout (WithTimeout; by default the lease, at most 5 s),
+// so that a deferred Unlock whose context was cancelled still frees the lock
+// at once instead of leaving it to its lease. Unlock returns when the release
+// is done, or when ctx ends if ctx was still live when Unlock was called; the
+// release then goes on in the background. If it fails the handle is given up
+// anyway and the lock expires with its lease. After the client is closed,
+// Unlock still releases the lock and returns an error matching ErrClosed.
 func (hd *Handle) Unlock(ctx context.Context) error {
 	if hd == nil {
 		return fmt.Errorf("%w: nil handle", ErrNotHeld)
@@ -186,7 +213,29 @@ func (hd *Handle) Unlock(ctx context.Context) error {
 	if !hd.released.CompareAndSwap(false, true) {
 		return nil
 	}
-	err := hd.h.b.release(ctx, hd.h.owner, false)
-	hd.e.wd.detach(hd, err)
+	// The release runs detached from ctx, bounded by its own timeout; the
+	// caller waits for it while ctx allows (at most that timeout when ctx
+	// has already ended).
+	rctx := ctx
+	if ctx.Err() != nil {
+		rctx = context.WithoutCancel(ctx)
+	}
+	err := hd.h.b.release(detachedRun(rctx), hd.h.owner, false)
+	if errors.Is(err, errAbandoned) {
+		// Gone on in the background; the hold ends here all the same.
+		hd.e.wd.detach(hd, nil)
+	} else {
+		hd.e.wd.detach(hd, err)
+	}
+	if hd.e.isClosed() {
+		return fmt.Errorf("%w: %q: unlock (release: %v)", ErrClosed, hd.Name(), errOrOK(err))
+	}
+	return err
+}
+
+func errOrOK(err error) any {
+	if err == nil {
+		return "done"
+	}
 	return err
 }

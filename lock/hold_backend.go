@@ -2,7 +2,9 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +21,7 @@ type holdBackend struct {
 	relKeys  []string // the hold hash, then the wait list if any
 	acq      *redis.Script
 	fence    any    // "1" to draw fencing tokens
+	queues   bool   // a waiting acquirer marks itself (RWMutex writer)
 	channelN string // release notifications; "" for none
 	cfg      *config
 	args     scriptArgs
@@ -49,18 +52,42 @@ func (b *holdBackend) waitList() string {
 	return ""
 }
 
-func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
+func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Duration, waiting bool) (acquired, error) {
 	start := time.Now()
-	v, err := b.acq.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease), b.fence).Int64Slice()
+	mark := argZero
+	if waiting && b.queues {
+		mark = ms(b.cfg.markTTL())
+	}
+	v, err := bounded(b.cfg.inline, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
+		return b.acq.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease), b.fence, mark).Int64Slice()
+	}, func(v []int64, err error) {
+		if err == nil && len(v) > 1 && v[0] > 0 {
+			// The caller gave up before this hold came back: give it back.
+			b.giveBack(owner, v[1])
+		}
+	})
 	if err != nil {
 		return acquired{}, fmt.Errorf("lock: acquire %q: %w", b.lname, err)
 	}
-	return parseAcquired(v, start, lease, b.cfg)
+	return parseAcquired(v, start, b.cfg)
 }
 
-// parseAcquired reads the {holds, token-or-pttl} reply of an acquire script.
-func parseAcquired(v []int64, start time.Time, lease time.Duration, cfg *config) (acquired, error) {
-	if len(v) != 2 {
+// giveBack drops one hold of owner that nobody will use, if the lock is
+// still the one that granted it (same token).
+func (b *holdBackend) giveBack(owner string, token int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.releaseTimeout())
+	defer cancel()
+	if err := b.releaseHold(ctx, owner, false, strconv.FormatInt(token, 10)); err != nil && !errors.Is(err, ErrNotHeld) {
+		b.cfg.logger.Warn("lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
+	}
+}
+
+// parseAcquired reads the reply of an acquire script: {holds, token, pttl}
+// when granted, {0, pttl of the holder} when refused, {-1, 0} for an
+// upgrade. The holder trusts the lock for the lease Redis reports it holds
+// now, counted from when the request was sent, less the drift allowance.
+func parseAcquired(v []int64, start time.Time, cfg *config) (acquired, error) {
+	if len(v) < 2 {
 		return acquired{}, fmt.Errorf("lock: unexpected acquire reply %v", v)
 	}
 	if v[0] < 0 {
@@ -69,11 +96,14 @@ func parseAcquired(v []int64, start time.Time, lease time.Duration, cfg *config)
 	if v[0] == 0 {
 		return acquired{wait: time.Duration(v[1]) * time.Millisecond, start: start}, nil
 	}
+	if len(v) != 3 {
+		return acquired{}, fmt.Errorf("lock: unexpected acquire reply %v", v)
+	}
 	return acquired{
 		holds:      v[0],
 		token:      v[1],
 		start:      start,
-		validUntil: start.Add(lease - cfg.driftFor(lease)),
+		validUntil: cfg.validUntil(start, v[2]),
 	}, nil
 }
 
@@ -88,10 +118,14 @@ func (b *holdBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Du
 	if err != nil {
 		return time.Time{}, fmt.Errorf("lock: renew %q: %w", b.lname, err)
 	}
-	switch n {
-	case 1:
-		return start.Add(lease - b.cfg.driftFor(lease)), nil
-	case 0:
+	return b.renewed(n, start)
+}
+
+func (b *holdBackend) renewed(n int64, start time.Time) (time.Time, error) {
+	switch {
+	case n > 0:
+		return b.cfg.validUntil(start, n), nil
+	case n == 0:
 		return time.Time{}, lostf("%q: the lock key is gone (expired or deleted)", b.lname)
 	default:
 		return time.Time{}, lostf("%q: another owner holds the lock", b.lname)
@@ -100,13 +134,26 @@ func (b *holdBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Du
 
 func (b *holdBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
 	start := time.Now()
-	cmd := renewScript.Run(ctx, b.rdb, b.keys[:1], owner, b.args.leaseArg(lease))
-	return b.renewResult(cmd, start, lease)
+	n, err := bounded(b.cfg.inline, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) (int64, error) {
+		return renewScript.Run(ctx, b.rdb, b.keys[:1], owner, b.args.leaseArg(lease)).Int64()
+	}, nil)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("lock: renew %q: %w", b.lname, err)
+	}
+	return b.renewed(n, start)
 }
 
 func (b *holdBackend) release(ctx context.Context, owner string, all bool) error {
-	n, err := releaseScript.Run(ctx, b.rdb, b.relKeys,
-		owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()
+	return b.releaseHold(ctx, owner, all, "")
+}
+
+// releaseHold is release, limited to the hold with fencing token token
+// unless it is "".
+func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, token string) error {
+	n, err := bounded(b.cfg.inline, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
+		return releaseScript.Run(ctx, b.rdb, b.relKeys,
+			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload, token).Int64()
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("lock: release %q: %w", b.lname, err)
 	}
@@ -117,7 +164,9 @@ func (b *holdBackend) release(ctx context.Context, owner string, all bool) error
 }
 
 func (b *holdBackend) ttl(ctx context.Context, owner string) (time.Duration, error) {
-	n, err := ttlScript.Run(ctx, b.rdb, b.keys[:1], owner).Int64()
+	n, err := bounded(b.cfg.inline, ctx, b.cfg.callTimeout(b.cfg.lease), func(ctx context.Context) (int64, error) {
+		return ttlScript.Run(ctx, b.rdb, b.keys[:1], owner).Int64()
+	}, nil)
 	if err != nil {
 		return 0, fmt.Errorf("lock: ttl %q: %w", b.lname, err)
 	}
@@ -125,4 +174,18 @@ func (b *holdBackend) ttl(ctx context.Context, owner string) (time.Duration, err
 		return 0, fmt.Errorf("%w: %q", ErrNotHeld, b.lname)
 	}
 	return time.Duration(n) * time.Millisecond, nil
+}
+
+// giveUp removes the mark a waiting writer left (see writersLua) when it
+// stops waiting without the lock, waking the readers queued behind it.
+func (b *holdBackend) giveUp(ctx context.Context, owner string) {
+	if !b.queues {
+		return
+	}
+	err := boundedErr(b.cfg.inline, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) error {
+		return writerGivesUpScript.Run(ctx, b.rdb, b.keys[4:5], owner, b.args.pubCmd, b.args.channel, b.args.payload).Err()
+	})
+	if err != nil {
+		b.cfg.logger.Warn("lock: removing a waiting writer's mark", "lock", b.lname, "err", err)
+	}
 }

@@ -7,37 +7,63 @@ import "github.com/redis/go-redis/v9"
 // Mutex, the writer side of RWMutex and each node of a Redlock.
 
 // acquireScript takes the lock for ARGV[1] with lease ARGV[2] ms, drawing a
-// fencing token from KEYS[2] when ARGV[3] is "1". The owner already holding
-// it gets one more hold with the same token, and a lease at least as long as
-// asked (a reentrant acquisition never shortens the lease). Replies
-// {holds, token}, or {0, pttl of the holder} when someone else holds it.
+// fencing token (fenceLua) when ARGV[3] is "1". Replies as takeHoldLua.
 var acquireScript = redis.NewScript(`
 local owner = redis.call('HGET', KEYS[1], 'owner')
+local fenceKey = KEYS[2]
+local function onGrant() end
 local function fence()
-  if ARGV[3] == '1' then return redis.call('INCR', KEYS[2]) end
+  if ARGV[3] == '1' then
+` + fenceLua + `
+  end
   return 0
 end
 ` + takeHoldLua)
 
+// fenceLua draws the next fencing token from the counter at fenceKey: one
+// more than the last, but at least the server's clock in microseconds, and
+// writes it back with the lease ARGV[2]. The clock floor is what makes the
+// counter safe to lose: after a restart without persistence, a FLUSHALL, a
+// failover to a replica that missed the last write or an eviction, the next
+// token is still larger than every token issued before (each was at most
+// the clock when it was issued), as long as the server's clock does not go
+// back. So the counter needs to live only as long as the lock, and an idle
+// lock keeps no key at all. Tokens stay below 2^53, exact in Lua's numbers.
+const fenceLua = `
+    local t = redis.call('TIME')
+    local token = tonumber(redis.call('GET', fenceKey) or '0') + 1
+    local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    if token < floor then token = floor end
+    redis.call('SET', fenceKey, string.format('%.0f', token), 'PX', ARGV[2])
+    return token
+`
+
 // takeHoldLua ends every acquire script that takes the hash lock at
 // KEYS[1] for owner ARGV[1] with lease ARGV[2] ms, once the script has
 // checked everything else: it needs the local owner (the current holder) and
-// a function fence() that draws the new holder's fencing token. A free lock
+// a function fence() that draws the new holder's fencing token, and
+// onGrant(), run when the lock is granted. A free lock
 // is taken; the holder gets one more hold with the same token and a lease at
-// least as long as asked; anyone else is answered {0, pttl}.
+// least as long as asked (never shorter: see renewScript); anyone else is
+// answered {0, pttl}. A grant replies {holds, token, pttl}, the lease the
+// key now has.
 const takeHoldLua = `
 if not owner then
+  onGrant()
   local token = fence()
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'n', 1, 'token', token)
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'n', 1, 'token', string.format('%.0f', token))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, token}
+  return {1, token, tonumber(ARGV[2])}
 end
 if owner == ARGV[1] then
+  onGrant()
   local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+  local pttl = redis.call('PTTL', KEYS[1])
+  if pttl < tonumber(ARGV[2]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    pttl = tonumber(ARGV[2])
   end
-  return {n, tonumber(redis.call('HGET', KEYS[1], 'token'))}
+  return {n, tonumber(redis.call('HGET', KEYS[1], 'token')), pttl}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `
@@ -51,10 +77,13 @@ return {0, redis.call('PTTL', KEYS[1])}
 // and nobody on it, nothing is published; without one (KEYS[2] absent) the
 // target is "", every client. Replies the holds left, 0 when freed, -1 when
 // ARGV[1] is not the owner: a caller whose lease ran out can never delete a
-// successor's lock.
+// successor's lock. With ARGV[6] set, only the hold with that fencing token
+// is touched: an acquisition given up on can then drop its own hold, never
+// one of a later lock of the same owner.
 var releaseScript = redis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'owner', 'n')
+local h = redis.call('HMGET', KEYS[1], 'owner', 'n', 'token')
 if h[1] ~= ARGV[1] then return -1 end
+if ARGV[6] and ARGV[6] ~= '' and h[3] ~= ARGV[6] then return -1 end
 if ARGV[2] ~= '1' and h[2] ~= '1' then
   return redis.call('HINCRBY', KEYS[1], 'n', -1)
 end
@@ -85,14 +114,24 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `)
 
-// renewScript resets the lease of ARGV[1]'s lock to ARGV[2] ms. Replies 1,
-// 0 when the lock is gone, -1 when another owner holds it.
+// renewScript makes ARGV[1]'s lease last at least ARGV[2] ms and replies
+// the lease the key now has; 0 when the lock is gone, -1 when another owner
+// holds it. It never shortens a lease, and neither does any other script
+// of a hold: the lease in Redis then only grows while the owner holds the
+// lock, so every reply, even one that comes late or out of order, gives a
+// lower bound of it (request sent + pttl), and the holder may keep the
+// largest bound it has seen. A script that could shorten the lease would
+// make a reply in flight a lie.
 var renewScript = redis.NewScript(`
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if not owner then return 0 end
 if owner ~= ARGV[1] then return -1 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  pttl = tonumber(ARGV[2])
+end
+return pttl
 `)
 
 // ttlScript replies the remaining lease in ms of ARGV[1]'s lock, or -3 when

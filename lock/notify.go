@@ -21,11 +21,19 @@ import (
 // longest waiting), so a handover costs one attempt rather than one per
 // client, and no client wins every race by being first to hear of it.
 //
-// On a single server (or sentinel) one connection carries every channel. On
-// a cluster the channels are shard channels (SSUBSCRIBE, SPUBLISH): each is
-// served by the node owning its slot, so each subscribed channel gets its own
-// connection, opened for the first waiter and closed a few seconds after the
-// last one left.
+// One connection per node carries every channel this client waits on there:
+// on a single server (or sentinel) that is one connection in all; on a
+// cluster the channels are shard channels (SSUBSCRIBE, SPUBLISH), each
+// served by the master owning its slot, so there is one connection per
+// master, whatever the number of locks waited for. A connection is opened
+// for the first waiter on its node and closed a few seconds after the last
+// one left, so an idle client holds no connection and runs no goroutine.
+//
+// go-redis subscribes a reconnected PubSub to all its channels in one
+// command, which a cluster refuses for shard channels of different slots
+// (CROSSSLOT). So a connection is never left to reconnect on its own: after
+// an error the reader replaces it, subscribing each channel with its own
+// command, and wakes every waiter on it (a release may have gone unheard).
 //
 // A missed message only costs latency: waiters also retry on a backoff timer
 // capped by the holder's remaining lease. A client named by a release that
@@ -33,7 +41,7 @@ import (
 type notifier struct {
 	rdb     redis.UniversalClient
 	sharded bool   // shard channels: SSUBSCRIBE / SPUBLISH
-	perChan bool   // one connection per channel
+	perChan bool   // one connection per channel (a Ring routes by channel)
 	self    string // this client's id, in release messages and on wait lists
 	logger  *slog.Logger
 	linger  time.Duration // topicLinger; tests shorten it
@@ -79,7 +87,8 @@ type waiter struct {
 // for at that moment, so concurrent joins and leaves cannot leave it wrong.
 type subConn struct {
 	key        string
-	topics     map[string]*topic // guarded by notifier.mu
+	sub        redis.UniversalClient // the node's client
+	topics     map[string]*topic     // guarded by notifier.mu
 	opMu       sync.Mutex
 	ps         *redis.PubSub   // guarded by opMu until the reader starts
 	subscribed map[string]bool // guarded by opMu
@@ -144,13 +153,10 @@ func (n *notifier) join(ctx context.Context, ch, waitList string, shared bool) *
 	t := n.topics[ch]
 	fresh := t == nil
 	if fresh {
-		key := ""
-		if n.perChan {
-			key = ch
-		}
+		key, sub := n.nodeOf(ctx, ch)
 		sc := n.conns[key]
 		if sc == nil {
-			sc = &subConn{key: key, topics: make(map[string]*topic),
+			sc = &subConn{key: key, sub: sub, topics: make(map[string]*topic),
 				subscribed: make(map[string]bool), stop: make(chan struct{})}
 			n.conns[key] = sc
 		}
@@ -177,6 +183,23 @@ func (n *notifier) join(ctx context.Context, ch, waitList string, shared bool) *
 		n.syncWaitList(ctx, t, false)
 	}
 	return w
+}
+
+// nodeOf returns the key of the connection that serves channel ch and the
+// client of its node: the master owning ch's slot on a cluster.
+func (n *notifier) nodeOf(ctx context.Context, ch string) (string, redis.UniversalClient) {
+	switch c := n.rdb.(type) {
+	case *redis.ClusterClient:
+		if node, err := c.MasterForKey(ctx, ch); err == nil {
+			return node.Options().Addr, node
+		}
+		// Slots unknown for now: a connection of its own, routed by the
+		// cluster client.
+		return ch, n.rdb
+	case *redis.Ring:
+		return ch, n.rdb
+	}
+	return "", n.rdb
 }
 
 // exclusive counts the waiters for the exclusive lock. n.mu must be held.
@@ -313,7 +336,7 @@ func (n *notifier) sync(ctx context.Context, sc *subConn, ch string) {
 	}
 	t := n.topics[ch]
 	want := t != nil && t.conn == sc
-	drop := n.perChan && !want && n.conns[sc.key] == sc
+	drop := !want && len(sc.topics) == 0 && n.conns[sc.key] == sc
 	if drop {
 		delete(n.conns, sc.key)
 	}
@@ -327,11 +350,7 @@ func (n *notifier) sync(ctx context.Context, sc *subConn, ch string) {
 	switch {
 	case want && !have:
 		if sc.ps == nil {
-			if n.sharded {
-				sc.ps = n.rdb.SSubscribe(ctx)
-			} else {
-				sc.ps = n.rdb.Subscribe(ctx)
-			}
+			sc.ps = n.newPubSub(ctx, sc)
 		}
 		var err error
 		if n.sharded {
@@ -358,11 +377,57 @@ func (n *notifier) sync(ctx context.Context, sc *subConn, ch string) {
 		}
 	}
 	if startReader {
-		go n.read(sc, sc.ps)
+		go n.read(sc)
 	}
 	if drop {
 		sc.shut()
 	}
+}
+
+func (n *notifier) newPubSub(ctx context.Context, sc *subConn) *redis.PubSub {
+	if n.sharded {
+		return sc.sub.SSubscribe(ctx)
+	}
+	return sc.sub.Subscribe(ctx)
+}
+
+// replace swaps sc's connection for a new one subscribed to the same
+// channels, one command each, after a read error.
+func (n *notifier) replace(sc *subConn) {
+	sc.opMu.Lock()
+	defer sc.opMu.Unlock()
+	if sc.stopped {
+		return
+	}
+	ctx, cancel := context.WithTimeout(n.bg, subscribeTimeout)
+	defer cancel()
+	_ = sc.ps.Close()
+	sc.ps = n.newPubSub(ctx, sc)
+	n.mu.Lock()
+	for _, t := range sc.topics {
+		if t.confirmed {
+			t.confirmed = false
+			t.ready = make(chan struct{})
+		}
+	}
+	n.mu.Unlock()
+	for ch := range sc.subscribed {
+		var err error
+		if n.sharded {
+			err = sc.ps.SSubscribe(ctx, ch)
+		} else {
+			err = sc.ps.Subscribe(ctx, ch)
+		}
+		if err != nil {
+			n.logger.Warn("lock: subscribing to release notifications", "channel", ch, "err", err)
+		}
+	}
+	// Releases may have gone unheard meanwhile: every waiter tries again.
+	n.mu.Lock()
+	for ch := range sc.topics {
+		n.wakeLocked(ch)
+	}
+	n.mu.Unlock()
 }
 
 // shut stops sc's reader and closes its connection. opMu must be held.
@@ -379,13 +444,19 @@ func (sc *subConn) shut() {
 
 // read delivers the messages of one subscriber connection until it is shut,
 // sweeping idle channels on the way.
-func (n *notifier) read(sc *subConn, ps *redis.PubSub) {
+func (n *notifier) read(sc *subConn) {
 	defer n.wg.Done()
 	lastSweep := time.Now()
 	for {
 		if time.Since(lastSweep) >= n.sweepIn {
 			n.sweep(sc)
 			lastSweep = time.Now()
+		}
+		sc.opMu.Lock()
+		ps, stopped := sc.ps, sc.stopped
+		sc.opMu.Unlock()
+		if stopped {
+			return
 		}
 		msg, err := ps.ReceiveTimeout(context.Background(), n.sweepIn)
 		if err != nil {
@@ -406,6 +477,7 @@ func (n *notifier) read(sc *subConn, ps *redis.PubSub) {
 				return
 			case <-t.C:
 			}
+			n.replace(sc)
 			continue
 		}
 		switch m := msg.(type) {

@@ -1,6 +1,10 @@
 package lock
 
 import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,14 +59,14 @@ func testSubscriptionLifecycle(t *testing.T, rdb redis.UniversalClient) {
 		if topics != 0 {
 			t.Fatalf("round %d: %d topics left after the sweep", round, topics)
 		}
-		if c.ntf.perChan && nconns != 0 {
-			t.Fatalf("round %d: %d per-channel connections left", round, nconns)
+		if nconns != 0 {
+			t.Fatalf("round %d: %d subscriber connections left", round, nconns)
 		}
 		for _, sc := range conns {
 			sc.opMu.Lock()
 			n, stopped := len(sc.subscribed), sc.stopped
 			sc.opMu.Unlock()
-			if n != 0 || (c.ntf.perChan && !stopped) {
+			if n != 0 || !stopped {
 				t.Fatalf("round %d: connection still subscribed to %d channels (stopped %v)", round, n, stopped)
 			}
 		}
@@ -122,4 +126,111 @@ func testReleaseNamesOneClient(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatal("the release named a client without waiters and was lost")
 	}
 	rdb.Del(ctx, list)
+}
+
+// subscriberConns counts, on every master, the connections subscribed to
+// any channel (CLIENT LIST: sub or ssub not 0).
+func subscriberConns(t testing.TB, rdb redis.UniversalClient) map[string]int {
+	t.Helper()
+	ctx := testCtx(t)
+	out := map[string]int{}
+	var mu sync.Mutex
+	count := func(ctx context.Context, c *redis.Client) error {
+		list, err := c.ClientList(ctx).Result()
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, line := range strings.Split(list, "\n") {
+			if line != "" && (!strings.Contains(line, " sub=0 ") || !strings.Contains(line, " ssub=0 ")) {
+				n++
+			}
+		}
+		mu.Lock()
+		out[c.Options().Addr] = n
+		mu.Unlock()
+		return nil
+	}
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, count)
+	} else {
+		err = count(ctx, rdb.(*redis.Client))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// testOneSubscriberPerNode: 1,000 waiters on 1,000 different locks use one
+// subscriber connection per master, and none once they are gone and the
+// client is closed.
+func testOneSubscriberPerNode(t *testing.T, rdb redis.UniversalClient) {
+	const locks = 1000
+	ctx := testCtx(t)
+	holder := newClient(t, rdb, WithLease(time.Minute))
+	c, err := New(rdb, WithBackoff(time.Minute, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var blocked sync.Map
+	ready := make(chan struct{})
+	var nblocked int
+	var bmu sync.Mutex
+	c.hookWaiting = func(name string) {
+		if _, dup := blocked.LoadOrStore(name, true); !dup {
+			bmu.Lock()
+			nblocked++
+			if nblocked == locks {
+				close(ready)
+			}
+			bmu.Unlock()
+		}
+	}
+	before := subscriberConns(t, rdb)
+	held := make([]*Handle, locks)
+	for i := range held {
+		if held[i], err = holder.Mutex(fmt.Sprintf("fanout-%d", i)).Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, locks)
+	for i := 0; i < locks; i++ {
+		go func() {
+			h, err := c.Mutex(fmt.Sprintf("fanout-%d", i)).Lock(ctx)
+			if err == nil {
+				err = h.Unlock(ctx)
+			}
+			errs <- err
+		}()
+	}
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		t.Fatal("the waiters never all blocked")
+	}
+	during := subscriberConns(t, rdb)
+	for addr, n := range during {
+		if extra := n - before[addr]; extra > 1 {
+			t.Errorf("master %s: %d subscriber connections for %d waiters", addr, extra, locks)
+		}
+	}
+	t.Logf("subscriber connections per master before %v, with %d waiters %v", before, locks, during)
+	for _, h := range held {
+		h.Unlock(ctx)
+	}
+	for i := 0; i < locks; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	after := subscriberConns(t, rdb)
+	for addr, n := range after {
+		if n > before[addr] {
+			t.Errorf("master %s: %d subscriber connections left after Close", addr, n-before[addr])
+		}
+	}
 }

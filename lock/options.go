@@ -45,6 +45,8 @@ type config struct {
 	maxBackoff  time.Duration
 	drift       float64
 	nodeTimeout time.Duration
+	opTimeout   time.Duration // 0: each call bounded by its lease
+	inline      bool          // the Redis client applies context deadlines (see bounded)
 	logger      *slog.Logger
 	err         error // the first invalid option
 }
@@ -81,6 +83,22 @@ func (c *config) fail(format string, args ...any) {
 func (c *config) driftFor(lease time.Duration) time.Duration {
 	return time.Duration(float64(lease)*c.drift) + driftFloor
 }
+
+// validUntil is until when a holder may trust a lease of pttl ms that Redis
+// reported for a request sent at start: the server set it at some moment
+// after start, so start + pttl is early enough, less the drift allowance.
+func (c *config) validUntil(start time.Time, pttl int64) time.Time {
+	d := time.Duration(pttl) * time.Millisecond
+	return start.Add(d - c.driftFor(d))
+}
+
+// markTTL is how long a waiting writer's place ahead of new readers lasts
+// unless it tries again: a writer that died blocks new readers that long.
+func (c *config) markTTL() time.Duration {
+	return min(c.lease, maxMarkTTL)
+}
+
+const maxMarkTTL = 2 * time.Second
 
 // WithPrefix sets the prefix of every key and channel (default "lock:").
 // It may not contain '{' or '}', which would change the hash tag.
@@ -169,5 +187,19 @@ func WithLogger(l *slog.Logger) Option {
 			return
 		}
 		c.logger = l
+	}
+}
+
+// WithTimeout bounds every Redis call of a lock (each attempt of Lock, each
+// renewal, each release), whatever the caller's context allows. The default
+// bounds each call by the lock's lease: a reply that takes longer is of no
+// use. A call cut short fails with an error matching ErrTimeout.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.fail("operation timeout %v is not positive", d)
+			return
+		}
+		c.opTimeout = d
 	}
 }

@@ -18,8 +18,9 @@ import (
 // allowance. See the package documentation for when that is and is not safe.
 //
 // A Redlock mutex supports Lock, TryLock, reentrancy, Extend, TTL and the
-// watchdog like any Mutex. It has no fencing tokens (Token is 0) and no
-// release notifications: waiters retry on their jittered backoff.
+// watchdog like any Mutex. Its fencing tokens grow from one holder to the
+// next like a Mutex's (see raiseFence). It has no release notifications:
+// waiters retry on their jittered backoff.
 type Redlock struct {
 	*engine
 	nodes  []redis.UniversalClient
@@ -43,6 +44,10 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error)
 	cfg.apply(opts)
 	if cfg.err != nil {
 		return nil, cfg.err
+	}
+	cfg.inline = true
+	for _, n := range nodes {
+		cfg.inline = cfg.inline && honoursDeadlines(n)
 	}
 	r := &Redlock{nodes: slices.Clone(nodes), quorum: len(nodes)/2 + 1, cfg: cfg}
 	r.engine = newEngine(cfg.logger, nil, r.renewBatch)
@@ -69,7 +74,7 @@ func (r *Redlock) Mutex(name string, opts ...Option) *Mutex {
 	b := &redlockBackend{lname: name, quorum: r.quorum, cfg: &m.cfg}
 	for _, n := range r.nodes {
 		b.nodes = append(b.nodes, newHoldBackend(n, name, []string{base, base + fenceSuffix},
-			acquireScript, false, "", "", publisher{}, &m.cfg))
+			acquireScript, true, "", "", publisher{}, &m.cfg))
 	}
 	m.b = b
 	return m
@@ -113,69 +118,129 @@ func (b *redlockBackend) each(ctx context.Context, f func(ctx context.Context, i
 	wg.Wait()
 }
 
-func (b *redlockBackend) acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
+func (b *redlockBackend) acquire(ctx context.Context, owner string, lease time.Duration, waiting bool) (acquired, error) {
 	start := time.Now()
 	res := make([]acquired, len(b.nodes))
 	errs := make([]error, len(b.nodes))
 	b.each(ctx, func(ctx context.Context, i int, n *holdBackend) {
-		res[i], errs[i] = n.acquire(ctx, owner, lease)
+		res[i], errs[i] = n.acquire(ctx, owner, lease, waiting)
 	})
 	granted, wait := 0, time.Duration(-1)
-	var holds int64
+	var holds, token int64
+	var valid []time.Time
 	for i, a := range res {
 		switch {
 		case errs[i] != nil:
 		case a.holds > 0:
 			granted++
 			holds = max(holds, a.holds)
+			token = max(token, a.token)
+			valid = append(valid, a.validUntil)
 		case a.wait >= 0 && (wait < 0 || a.wait < wait):
 			wait = a.wait
 		}
 	}
-	drift := b.cfg.driftFor(lease)
-	validity := lease - time.Since(start) - drift
-	if granted >= b.quorum && validity > 0 {
-		return acquired{holds: holds, start: start, validUntil: start.Add(lease - drift)}, nil
+	var validUntil time.Time
+	if granted >= b.quorum {
+		// The lock stands while a quorum holds it: until the quorum-th
+		// longest lease ends.
+		slices.SortFunc(valid, func(x, y time.Time) int { return y.Compare(x) })
+		validUntil = valid[b.quorum-1]
+	}
+	why := fmt.Errorf("%d of %d nodes granted the lock (quorum %d)", granted, len(b.nodes), b.quorum)
+	if granted >= b.quorum && time.Now().Before(validUntil) {
+		raised := b.raiseFence(ctx, owner, token, lease, res)
+		if raised >= b.quorum {
+			return acquired{holds: holds, token: token, start: start, validUntil: validUntil}, nil
+		}
+		why = fmt.Errorf("the fencing token reached %d of %d nodes (quorum %d)", raised, len(b.nodes), b.quorum)
+	} else if granted >= b.quorum {
+		why = fmt.Errorf("quorum reached too late: the acquisition took longer than the lease of %v", lease)
 	}
 	// Not enough: give back what was granted, and what may have been
 	// granted where the reply was lost.
 	b.undo(ctx, owner, res, errs)
-	why := fmt.Errorf("%d of %d nodes granted the lock (quorum %d)", granted, len(b.nodes), b.quorum)
-	if granted >= b.quorum {
-		why = fmt.Errorf("quorum reached too late: the acquisition took longer than the lease of %v", lease)
-	}
 	if err := errors.Join(errs...); err != nil {
 		why = fmt.Errorf("%w: %w", why, err)
 	}
 	return acquired{wait: wait, start: start, why: why}, nil
 }
 
+// raiseFence makes token, the largest of the tokens the granting nodes drew,
+// the token of the hold and the floor of the fencing counter on each of
+// them, and returns on how many it succeeded. Each node draws its token with
+// the same rule (one more than its counter, at least its clock), and any two
+// quorums share a node: a later holder draws its token on a node where this
+// token was written back while this holder had it, so it gets a larger one,
+// whichever nodes its own quorum holds. A holder whose token did not reach
+// a quorum gives the lock up.
+func (b *redlockBackend) raiseFence(ctx context.Context, owner string, token int64, lease time.Duration, res []acquired) int {
+	ok := make([]bool, len(b.nodes))
+	b.each(ctx, func(ctx context.Context, i int, n *holdBackend) {
+		if res[i].holds == 0 {
+			return
+		}
+		if res[i].token == token {
+			ok[i] = true
+			return
+		}
+		v, err := bounded(n.cfg.inline, ctx, 0, func(ctx context.Context) (int64, error) {
+			return raiseFenceScript.Run(ctx, n.rdb, n.keys, owner, token, ms(lease)).Int64()
+		}, nil)
+		ok[i] = err == nil && v == 1
+	})
+	k := 0
+	for _, o := range ok {
+		if o {
+			k++
+		}
+	}
+	return k
+}
+
+// raiseFenceScript sets the token of ARGV[1]'s hold at KEYS[1] to ARGV[2]
+// and raises the fencing counter KEYS[2] to it (keeping it ARGV[3] ms).
+// Replies 1, or 0 when ARGV[1] does not hold the lock there.
+var raiseFenceScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+if tonumber(redis.call('GET', KEYS[2]) or '0') < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+end
+redis.call('HSET', KEYS[1], 'token', ARGV[2])
+return 1
+`)
+
 func (b *redlockBackend) undo(ctx context.Context, owner string, res []acquired, errs []error) {
 	b.each(context.WithoutCancel(ctx), func(ctx context.Context, i int, n *holdBackend) {
-		if res[i].holds > 0 || (errs[i] != nil && ambiguous(errs[i])) {
+		// An abandoned call gives its own hold back when it comes.
+		if res[i].holds > 0 || (errs[i] != nil && ambiguous(errs[i]) && !errors.Is(errs[i], errAbandoned)) {
 			_ = n.release(ctx, owner, false)
 		}
 	})
 }
 
 func (b *redlockBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
-	start := time.Now()
 	errs := make([]error, len(b.nodes))
+	vu := make([]time.Time, len(b.nodes))
 	b.each(ctx, func(ctx context.Context, i int, n *holdBackend) {
-		_, errs[i] = n.renew(ctx, owner, lease)
+		vu[i], errs[i] = n.renew(ctx, owner, lease)
 	})
 	ok, lost := 0, 0
-	for _, err := range errs {
+	var valid []time.Time
+	for i, err := range errs {
 		switch {
 		case err == nil:
 			ok++
+			valid = append(valid, vu[i])
 		case errors.Is(err, ErrLost):
 			lost++
 		}
 	}
-	drift := b.cfg.driftFor(lease)
-	if ok >= b.quorum && time.Since(start) < lease-drift {
-		return start.Add(lease - drift), nil
+	if ok >= b.quorum {
+		slices.SortFunc(valid, func(x, y time.Time) int { return y.Compare(x) })
+		if v := valid[b.quorum-1]; time.Now().Before(v) {
+			return v, nil
+		}
 	}
 	if lost > len(b.nodes)-b.quorum {
 		return time.Time{}, lostf("%q: only %d of %d nodes still hold the lock (quorum %d)", b.lname, len(b.nodes)-lost, len(b.nodes), b.quorum)

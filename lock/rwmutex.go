@@ -10,10 +10,17 @@ import (
 
 // RWMutex is a read-write lock: any number of readers, or one writer. Each
 // reader holds its own lease (renewed by the watchdog like any lock), so a
-// crashed reader frees its share within its lease. Readers get in while a
-// writer waits, so a steady stream of readers can delay writers; upgrading a
-// read lock to a write lock is refused with ErrUpgrade, while a writer may
-// take read locks (downgrade) with its own owner id.
+// crashed reader frees its share within its lease.
+//
+// It is writer-preferring: a writer waiting in Lock marks itself in Redis,
+// and readers that arrive after it queue behind it (an owner that already
+// holds a read lock may still take more, or nested read locks would
+// deadlock). A writer therefore gets the lock once the readers already in
+// leave, however many new readers keep coming, within the longest of their
+// leases. A writer that stops waiting removes its mark; one that dies leaves
+// it for at most min(lease, 2 s). Upgrading a read lock to a write lock is
+// refused with ErrUpgrade, while a writer may take read locks (downgrade)
+// with its own owner id.
 type RWMutex struct {
 	e      *engine
 	cfg    config
@@ -30,11 +37,13 @@ func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
 	if err != nil && rw.cfg.err == nil {
 		rw.cfg.err = err
 	}
-	keys := []string{base + rwSuffix, base + readersSuffix, base + holdsSuffix, base + fenceSuffix}
+	keys := []string{base + rwSuffix, base + readersSuffix, base + holdsSuffix, base + fenceSuffix, base + writersSuffix}
 	channel := base + rwSuffix + releasedSuffix
 	// Releases of an RWMutex wake every client: all of their readers may
 	// get in at once.
-	rw.writer = newHoldBackend(c.rdb, name, keys, writeAcquireScript, true, channel, "", c.pub, &rw.cfg)
+	writer := newHoldBackend(c.rdb, name, keys, writeAcquireScript, true, channel, "", c.pub, &rw.cfg)
+	writer.queues = true
+	rw.writer = writer
 	rw.reader = &readBackend{rdb: c.rdb, lname: name, keys: keys, channelN: channel, cfg: &rw.cfg,
 		args: newScriptArgs(rw.cfg.lease, c.pub.cmd, channel, c.pub.payload)}
 	return rw
@@ -79,13 +88,28 @@ func (b *readBackend) channel() string  { return b.channelN }
 func (b *readBackend) shared() bool     { return true }
 func (b *readBackend) waitList() string { return "" }
 
-func (b *readBackend) acquire(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
+func (b *readBackend) acquire(ctx context.Context, owner string, lease time.Duration, _ bool) (acquired, error) {
 	start := time.Now()
-	v, err := readAcquireScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64Slice()
+	v, err := bounded(b.cfg.inline, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
+		return readAcquireScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64Slice()
+	}, func(v []int64, err error) {
+		if err == nil && len(v) > 0 && v[0] > 0 {
+			b.giveBack(owner)
+		}
+	})
 	if err != nil {
 		return acquired{}, fmt.Errorf("lock: read-acquire %q: %w", b.lname, err)
 	}
-	return parseAcquired(v, start, lease, b.cfg)
+	return parseAcquired(v, start, b.cfg)
+}
+
+// giveBack drops one read hold of owner that nobody will use.
+func (b *readBackend) giveBack(owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.releaseTimeout())
+	defer cancel()
+	if err := b.release(ctx, owner, false); err != nil {
+		b.cfg.logger.Warn("lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
+	}
 }
 
 func (b *readBackend) queueRenew(ctx context.Context, pipe redis.Pipeliner, owner string, lease time.Duration) *redis.Cmd {
@@ -99,20 +123,32 @@ func (b *readBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Du
 	if err != nil {
 		return time.Time{}, fmt.Errorf("lock: renew read lock %q: %w", b.lname, err)
 	}
-	if n != 1 {
+	return b.renewed(n, start)
+}
+
+func (b *readBackend) renewed(n int64, start time.Time) (time.Time, error) {
+	if n <= 0 {
 		return time.Time{}, lostf("%q: the read hold is gone (expired or deleted)", b.lname)
 	}
-	return start.Add(lease - b.cfg.driftFor(lease)), nil
+	return b.cfg.validUntil(start, n), nil
 }
 
 func (b *readBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
 	start := time.Now()
-	return b.renewResult(readRenewScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)), start, lease)
+	n, err := bounded(b.cfg.inline, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) (int64, error) {
+		return readRenewScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64()
+	}, nil)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("lock: renew read lock %q: %w", b.lname, err)
+	}
+	return b.renewed(n, start)
 }
 
 func (b *readBackend) release(ctx context.Context, owner string, all bool) error {
-	n, err := readReleaseScript.Run(ctx, b.rdb, b.keys,
-		owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()
+	n, err := bounded(b.cfg.inline, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
+		return readReleaseScript.Run(ctx, b.rdb, b.keys,
+			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("lock: release read lock %q: %w", b.lname, err)
 	}
@@ -123,7 +159,9 @@ func (b *readBackend) release(ctx context.Context, owner string, all bool) error
 }
 
 func (b *readBackend) ttl(ctx context.Context, owner string) (time.Duration, error) {
-	n, err := readTTLScript.Run(ctx, b.rdb, b.keys, owner).Int64()
+	n, err := bounded(b.cfg.inline, ctx, b.cfg.callTimeout(b.cfg.lease), func(ctx context.Context) (int64, error) {
+		return readTTLScript.Run(ctx, b.rdb, b.keys, owner).Int64()
+	}, nil)
 	if err != nil {
 		return 0, fmt.Errorf("lock: ttl of read lock %q: %w", b.lname, err)
 	}

@@ -14,6 +14,7 @@ func rwTests(t *testing.T, rdb redis.UniversalClient) {
 	t.Run("writer woken by last reader", func(t *testing.T) { testRWWriterWoken(t, rdb) })
 	t.Run("readers woken by writer", func(t *testing.T) { testRWReadersWoken(t, rdb) })
 	t.Run("dead reader frees its share", func(t *testing.T) { testRWDeadReader(t, rdb) })
+	t.Run("writer not starved", func(t *testing.T) { testRWWriterNotStarved(t, rdb) })
 }
 
 func testRWShare(t *testing.T, rdb redis.UniversalClient) {
@@ -189,4 +190,59 @@ func testRWDeadReader(t *testing.T, rdb redis.UniversalClient) {
 	if err := rd.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("dead reader unlock: %v", err)
 	}
+}
+
+// testRWWriterNotStarved: eight readers keep the read lock held without a
+// gap (each takes its next read lock before giving up the last). A writer
+// still gets the lock: readers arriving after it queue behind it.
+func testRWWriterNotStarved(t *testing.T, rdb redis.UniversalClient) {
+	ctx := testCtx(t)
+	readers, writer := newClient(t, rdb), newClient(t, rdb)
+	rw := readers.RWMutex("starve")
+	stop := make(chan struct{})
+	handoffs := make(chan struct{}, 1024)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cur, err := rw.RLock(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for {
+				select {
+				case <-stop:
+					cur.Unlock(ctx)
+					return
+				default:
+				}
+				next, err := rw.TryRLock(ctx)
+				cur.Unlock(ctx)
+				if err != nil {
+					// Queued behind the writer: wait for a turn.
+					if next, err = rw.RLock(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				cur = next
+				select {
+				case handoffs <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	for i := 0; i < 16; i++ { // the readers overlap
+		<-handoffs
+	}
+	h, err := writer.RWMutex("starve").Lock(ctx)
+	close(stop)
+	if err != nil {
+		t.Fatalf("writer starved by overlapping readers: %v", err)
+	}
+	h.Unlock(ctx)
+	wg.Wait()
 }

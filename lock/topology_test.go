@@ -23,6 +23,8 @@ func TestTopologies(t *testing.T) {
 			exclusionChild(t)
 		case roleKilled:
 			killedChild(t)
+		case roleSemaphore:
+			semaphoreChild(t)
 		}
 		return
 	}
@@ -36,6 +38,10 @@ func TestTopologies(t *testing.T) {
 			t.Run("release names one client", func(t *testing.T) { testReleaseNamesOneClient(t, rdb) })
 			t.Run("close", func(t *testing.T) { testClose(t, rdb) })
 			t.Run("exclusion across processes", func(t *testing.T) { testExclusion(t, rdb) })
+			t.Run("fencing", func(t *testing.T) { fencingTests(t, rdb) })
+			t.Run("semaphore", func(t *testing.T) { semaphoreTests(t, rdb) })
+			t.Run("one subscriber per node", func(t *testing.T) { testOneSubscriberPerNode(t, rdb) })
+			t.Run("unlock with a cancelled context", func(t *testing.T) { testUnlockCancelled(t, rdb) })
 		})
 	}
 }

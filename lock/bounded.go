@@ -1,0 +1,178 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Bounding Redis calls. A go-redis client made with default options
+// (ContextTimeoutEnabled false) ignores a context's deadline while it waits
+// for a reply: against a frozen server a call lasts ReadTimeout, retried
+// MaxRetries times. The package cannot change the caller's client, and a
+// second client with other options would lose the caller's hooks and double
+// the connections. So each call runs on its own goroutine and the caller
+// returns when the call returns or when its context (or the operation
+// timeout) ends, whichever comes first. A call abandoned that way finishes
+// inside go-redis within the client's own timeouts (at once if the client
+// is closed); its outcome is handed to an abandon function, so that a lock
+// it obtained is given back rather than left to its lease.
+
+// errAbandoned marks a call given up on before its reply came: whether it
+// ran in Redis is unknown, and its outcome goes to the abandon function.
+var errAbandoned = errors.New("lock: call abandoned")
+
+// callTimeout is how long one Redis call of a lock with this lease may take.
+func (c *config) callTimeout(lease time.Duration) time.Duration {
+	if c.opTimeout > 0 {
+		return c.opTimeout
+	}
+	return lease
+}
+
+// releaseTimeout bounds a release, which runs on its own context so that a
+// caller whose context has ended still frees the lock.
+func (c *config) releaseTimeout() time.Duration {
+	if c.opTimeout > 0 {
+		return c.opTimeout
+	}
+	return min(c.lease, defaultReleaseTimeout)
+}
+
+// defaultReleaseTimeout bounds a release without WithTimeout: long enough
+// for a busy connection pool, short against a lease.
+const defaultReleaseTimeout = 5 * time.Second
+
+// bounded runs call with a context that ends with ctx or after limit (0: no
+// limit). If the context ends first it returns an error matching ctx.Err()
+// (or ErrTimeout and context.DeadlineExceeded when the limit ran out) and
+// errAbandoned, and abandon (when not nil) receives the call's outcome once
+// it comes.
+//
+// inline says the Redis client applies context deadlines to its reads
+// (ContextTimeoutEnabled): the call then runs on the caller's goroutine,
+// which saves a goroutine hand-off per call.
+//
+// A ctx made by detachedRun runs the call on a context detached from it
+// (bounded by limit only), while the caller still returns when ctx ends:
+// the call goes on in the background.
+func bounded[T any](inline bool, ctx context.Context, limit time.Duration, call func(context.Context) (T, error), abandon func(T, error)) (T, error) {
+	detached := ctx.Value(detachedKey{}) != nil
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if detached {
+		// The caller can only be made to wait less than the call when ctx
+		// can end; otherwise the call may as well run on its goroutine.
+		runCtx, inline = context.WithoutCancel(ctx), inline && ctx.Done() == nil
+	}
+	if limit > 0 {
+		runCtx, cancel = context.WithTimeoutCause(runCtx, limit, errLimit)
+	}
+	waitCtx := runCtx
+	if detached {
+		waitCtx = ctx
+	}
+	if inline || (waitCtx.Done() == nil && runCtx.Done() == nil) {
+		defer cancel()
+		v, err := call(runCtx)
+		return v, limitErr(runCtx, err)
+	}
+	if err := waitCtx.Err(); err != nil && !detached {
+		cancel()
+		var zero T
+		return zero, callErr(waitCtx)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	// Exactly one side takes the outcome: the caller, if it came before
+	// the context ended, or else abandon.
+	var mu sync.Mutex
+	gaveUp := false
+	done := make(chan result, 1)
+	go func() {
+		defer cancel() // after the outcome is taken: the caller also watches runCtx
+		v, err := call(runCtx)
+		mu.Lock()
+		if gaveUp {
+			mu.Unlock()
+			if abandon != nil {
+				abandon(v, err)
+			}
+			return
+		}
+		done <- result{v, err}
+		mu.Unlock()
+	}()
+	select {
+	case r := <-done:
+		return r.v, limitErr(runCtx, r.err)
+	case <-waitCtx.Done():
+	case <-runCtx.Done():
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case r := <-done: // it came back after all
+		return r.v, limitErr(runCtx, r.err)
+	default:
+	}
+	gaveUp = true
+	var zero T
+	if waitCtx.Err() != nil {
+		return zero, callErr(waitCtx)
+	}
+	return zero, callErr(runCtx)
+}
+
+// errLimit is the cause of a call context whose operation timeout ran out.
+var errLimit = fmt.Errorf("%w (%w)", ErrTimeout, context.DeadlineExceeded)
+
+// limitErr makes the error of a call that failed because the operation
+// timeout ran out (go-redis gives up waiting for a connection, for one)
+// match ErrTimeout.
+func limitErr(ctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(ctx), ErrTimeout) && !errors.Is(err, ErrTimeout) {
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return err
+}
+
+func callErr(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, ErrTimeout) {
+		return fmt.Errorf("%w: %w", errAbandoned, cause)
+	}
+	return fmt.Errorf("%w: %w", errAbandoned, ctx.Err())
+}
+
+type detachedKey struct{}
+
+// detachedRun marks ctx so that bounded runs calls detached from it.
+func detachedRun(ctx context.Context) context.Context {
+	return context.WithValue(ctx, detachedKey{}, true)
+}
+
+// honoursDeadlines reports whether rdb applies context deadlines to its
+// socket reads.
+func honoursDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// boundedErr is bounded for calls that only return an error.
+func boundedErr(inline bool, ctx context.Context, limit time.Duration, call func(context.Context) error) error {
+	_, err := bounded(inline, ctx, limit, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, call(ctx)
+	}, nil)
+	return err
+}

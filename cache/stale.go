@@ -26,8 +26,12 @@ local v = redis.call('GET', KEYS[1])
 if not v then
 	return 0
 end
-if #v >= ` + headerSizeLua + ` and string.byte(v, 1) == 254 and string.byte(v, 2) == 99 and bit.band(string.byte(v, 4), 1) == 0 then
-	local f = bit.band(bit.bor(string.byte(v, 4), 4), bit.bnot(8))
+if #v >= ` + headerSizeLua + ` and string.byte(v, 1) == 254 and string.byte(v, 2) == 99 and string.byte(v, 4) % 2 == 0 then
+	-- Flag arithmetic instead of the bit library, which not every Lua
+	-- that speaks Redis's scripting (miniredis's) provides.
+	local f = string.byte(v, 4)
+	if math.floor(f / 4) % 2 == 0 then f = f + 4 end
+	if math.floor(f / 8) % 2 == 1 then f = f - 8 end
 	redis.call('SETRANGE', KEYS[1], 3, string.char(f))
 	local pttl = redis.call('PTTL', KEYS[1])
 	if pttl < 0 or pttl > tonumber(ARGV[1]) then

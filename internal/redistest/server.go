@@ -28,7 +28,8 @@ const startTimeout = 15 * time.Second
 type Server struct {
 	Addr string
 	// Mini is non-nil when the server is an in-process miniredis fallback.
-	// Its TTLs only run down through Mini.FastForward.
+	// Its TTLs run down in real time, as on a server (see runClock);
+	// Mini.FastForward moves them on further.
 	Mini *miniredis.Miniredis
 
 	t     testing.TB
@@ -61,6 +62,7 @@ func Single(t testing.TB) (*Server, redis.UniversalClient) {
 		}
 		t.Logf("redistest: redis-server not on PATH; falling back to miniredis")
 		m := miniredis.RunT(t)
+		t.Cleanup(runClock(m))
 		s := &Server{Addr: m.Addr(), Mini: m, t: t}
 		return s, s.Client()
 	}

@@ -118,10 +118,12 @@ func connect(ctx context.Context, addr string) ([]*redis.Client, func(), error) 
 	first.Addr = addrs[0]
 	c := redis.NewClient(&first)
 	info, err := c.Info(ctx, "cluster").Result()
-	if err != nil {
+	if err != nil && isConnError(err) {
 		c.Close()
 		return nil, nil, fmt.Errorf("%s: %w", addrs[0], err)
 	}
+	// A server that refuses INFO cluster (an emulator, a proxy) is taken
+	// for a single node.
 	if !strings.Contains(info, "cluster_enabled:1") {
 		if len(addrs) > 1 {
 			c.Close()

@@ -65,6 +65,7 @@ func (s *scanner) scanNode(ctx context.Context, c *redis.Client) error {
 		}
 		if room := s.opts.maxKeys - seen; int64(len(keys)) > room {
 			keys = keys[:room]
+			s.rep.Truncated = true
 		}
 		if err := s.examine(ctx, c, addr, keys, now); err != nil {
 			return err
@@ -76,7 +77,7 @@ func (s *scanner) scanNode(ctx context.Context, c *redis.Client) error {
 			return nil
 		}
 		if seen >= s.opts.maxKeys {
-			s.rep.Truncated = true
+			s.rep.Truncated = true // more keys may follow the cursor
 			return nil
 		}
 	}

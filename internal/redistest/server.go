@@ -187,7 +187,14 @@ func (s *Server) start() error {
 
 // Client returns a new client for this server, closed when the test ends.
 func (s *Server) Client() *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	opts := &redis.Options{Addr: s.Addr}
+	if s.Mini != nil {
+		// miniredis runs every script in a fresh Lua VM inside the test
+		// process; under -race on a busy machine a pipeline of scripts can
+		// outlast go-redis's 3 s read timeout without anything being wrong.
+		opts.ReadTimeout, opts.WriteTimeout = 30*time.Second, 30*time.Second
+	}
+	c := redis.NewClient(opts)
 	s.t.Cleanup(func() { c.Close() })
 	return c
 }

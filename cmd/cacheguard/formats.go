@@ -109,8 +109,7 @@ func lockName(key string) (name, kind string, ok bool) {
 	if i < 0 {
 		return "", "", false
 	}
-	tagged := key[i:]
-	tag, rest, ok := hashTagged(tagged)
+	_, rest, ok := hashTagged(key[i:])
 	if !ok {
 		return "", "", false
 	}
@@ -120,6 +119,5 @@ func lockName(key string) (name, kind string, ok bool) {
 	case ":rw":
 		return strings.TrimSuffix(key, ":rw"), "rwmutex", true
 	}
-	_ = tag
 	return "", "", false
 }

@@ -30,16 +30,21 @@ func plant(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// Entries in the writer's format, then one expiry for all of them (as a
+	// fill of many keys at once without jitter gives), independent of how
+	// long the writes took on a slow machine.
+	at := time.Now().Add(time.Hour)
 	for i := 0; i < 300; i++ {
 		if err := c.Set(ctx, fmt.Sprint(i), "v"); err != nil {
 			t.Fatal(err)
 		}
+		must(t, rdb.PExpireAt(ctx, fmt.Sprint("user:", i), at).Err())
 	}
 	// The lease placeholder format (cache/envelope.go) left without expiry,
 	// as a server restored from a snapshot or a hand-made PERSIST leaves it.
 	stranded := "\xfel" + strings.Repeat("\x01", 16)
 	must(t, rdb.Set(ctx, "user:stranded", stranded, 0).Err())
-	must(t, rdb.Set(ctx, "user:inflight", "\xfel"+strings.Repeat("\x02", 16), 3*time.Second).Err())
+	must(t, rdb.Set(ctx, "user:inflight", "\xfel"+strings.Repeat("\x02", 16), 50*time.Second).Err()) // under -max-lease
 	must(t, rdb.Set(ctx, "blob", strings.Repeat("x", 2<<20), 0).Err())
 
 	// Foreign data of every shape, including strings that start like ours.

@@ -249,6 +249,7 @@ func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload
 	if null {
 		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), flagNull
 	}
+	payload, flags = c.compress(payload, flags)
 	return appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload), ttl
 }
 

@@ -117,3 +117,34 @@ func ExampleWithBloom() {
 type knownIDs map[string]bool
 
 func (k knownIDs) MayContain(_ context.Context, key string) (bool, error) { return k[key], nil }
+
+// Large values (here a report of many rows) are stored compressed once their
+// encoded size reaches the threshold; readers decompress them transparently.
+func ExampleWithCompression() {
+	mr := miniredis.NewMiniRedis()
+	mr.Start()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	reports, err := cache.New[[]string](rdb,
+		cache.WithPrefix("report:"),
+		cache.WithCompression(4<<10), // compress values of 4 KiB and more
+		cache.WithMaxValueSize(8<<20),
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer reports.Close()
+
+	rows := make([]string, 2000)
+	for i := range rows {
+		rows[i] = fmt.Sprintf("order %d: shipped", i)
+	}
+	got, err := reports.Get(ctx, "daily", func(context.Context, string) ([]string, error) { return rows, nil })
+	stored, _ := rdb.StrLen(ctx, "report:daily").Result() // about 44 KB of JSON
+	fmt.Println(len(got), err, stored < 20_000)
+	// Output:
+	// 2000 <nil> true
+}

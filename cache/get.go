@@ -158,7 +158,7 @@ func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, boo
 	}
 	r := result[V]{null: env.null(), size: len(raw), noLocal: env.flags&(flagStale|flagRefreshing) != 0}
 	if !r.null {
-		v, err := c.codec.decode(env.payload)
+		v, err := c.decodePayload(env)
 		if err != nil {
 			c.report(key, fmt.Errorf("cacheguard: decode %q: %w", key, err))
 			return result[V]{}, env, false

@@ -23,6 +23,7 @@ type config struct {
 	loadTimeout   time.Duration
 	loadOnTimeout bool
 	maxValueSize  int
+	compressAt    int // WithCompression (compress.go)
 	codec         Codec
 	logger        *slog.Logger
 	onError       func(key string, err error)

@@ -33,6 +33,8 @@ if not v then
 end
 local envelope = #v >= ` + headerSizeLua + ` and string.byte(v, 1) == 254 and string.byte(v, 2) == 99
 if envelope and string.byte(v, 4) % 2 == 0 then
+	-- Flag arithmetic instead of the bit library, which not every Lua
+	-- that speaks Redis's scripting (miniredis's) provides.
 	local f = string.byte(v, 4)
 	if math.floor(f / 4) % 2 == 0 then f = f + 4 end
 	if math.floor(f / 8) % 2 == 1 then f = f - 8 end

@@ -60,7 +60,9 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 	title := r.name
 	series := func(run runResult) []int64 { return run.series }
 	capacity := r.capacity
+	yLabel := fmt.Sprintf("DB queries per %v", bucket)
 	if r.plotRedis {
+		yLabel = fmt.Sprintf("Redis calls per %v", bucket)
 		title += fmt.Sprintf(", Redis round trips per %v", bucket)
 		series = func(run runResult) []int64 { return run.redisSeries }
 		capacity = 0
@@ -134,6 +136,27 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 				run.mode, strings.TrimSpace(p.String()), modeColour[run.mode])
 		}
 	}
+	// Each line's peak is labelled, so that a line hugging zero (a handful
+	// of queries against thousands) still reads as a number.
+	for i, run := range r.runs {
+		at, top := 0, int64(-1)
+		for j, v := range series(run) {
+			if v > top {
+				at, top = j, v
+			}
+		}
+		if top < 0 {
+			continue
+		}
+		x := px(time.Duration(at)*bucket + bucket/2)
+		y := py(float64(top)) - 5 - float64(12*i)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10" font-weight="bold" fill="%s">peak %d</text>`+"\n",
+			x, math.Max(y, float64(cy0+10)), modeColour[run.mode], top)
+	}
+	yl, ym := x0-52, (cy0+cy1)/2
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-size="10" fill="#666" transform="rotate(-90 %d %d)">`, yl, ym, yl, ym)
+	xml.EscapeText(b, []byte(yLabel))
+	b.WriteString("</text>\n")
 	text(b, x1, cy1+30, "end", 10, "normal", "#666", "time since the run started")
 }
 

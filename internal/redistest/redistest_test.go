@@ -101,3 +101,22 @@ func TestReplicatedClusterFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestFallbackTTLsRunDown pins that a key set with a TTL goes away by itself
+// on whatever server Single gave, miniredis included: code waiting for a
+// lease or a lock to lapse must not wait forever. (Polling with a deadline
+// waits for the server, not for the code under test.)
+func TestFallbackTTLsRunDown(t *testing.T) {
+	_, c := Single(t)
+	ctx := context.Background()
+	if err := c.Set(ctx, "k", "v", 50*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Exists(ctx, "k").Val() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a key with a 50ms TTL still exists after 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

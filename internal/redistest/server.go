@@ -28,7 +28,8 @@ const startTimeout = 15 * time.Second
 type Server struct {
 	Addr string
 	// Mini is non-nil when the server is an in-process miniredis fallback.
-	// Its TTLs only run down through Mini.FastForward.
+	// Its TTLs run down in real time, as on a server (see runClock);
+	// Mini.FastForward moves them on further.
 	Mini *miniredis.Miniredis
 
 	t     testing.TB
@@ -61,6 +62,7 @@ func Single(t testing.TB) (*Server, redis.UniversalClient) {
 		}
 		t.Logf("redistest: redis-server not on PATH; falling back to miniredis")
 		m := miniredis.RunT(t)
+		t.Cleanup(runClock(m))
 		s := &Server{Addr: m.Addr(), Mini: m, t: t}
 		return s, s.Client()
 	}
@@ -185,7 +187,14 @@ func (s *Server) start() error {
 
 // Client returns a new client for this server, closed when the test ends.
 func (s *Server) Client() *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	opts := &redis.Options{Addr: s.Addr}
+	if s.Mini != nil {
+		// miniredis runs every script in a fresh Lua VM inside the test
+		// process; under -race on a busy machine a pipeline of scripts can
+		// outlast go-redis's 3 s read timeout without anything being wrong.
+		opts.ReadTimeout, opts.WriteTimeout = 30*time.Second, 30*time.Second
+	}
+	c := redis.NewClient(opts)
 	s.t.Cleanup(func() { c.Close() })
 	return c
 }

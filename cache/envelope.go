@@ -42,10 +42,10 @@ const (
 	flagRefreshing = 1 << 3 // an early refresh is under way
 	knownFlags     = flagNull | flagCompressed | flagStale | flagRefreshing
 	// readableFlags are the flags this reader implements. An entry with any
-	// other flag (flagCompressed, until a codec for it is in place, or one
-	// from a newer writer) is a miss, reloaded and overwritten: decoding
-	// it as if the flag were not there would serve garbage.
-	readableFlags = flagNull | flagStale | flagRefreshing
+	// other flag (one from a newer writer) is a miss, reloaded and
+	// overwritten: decoding it as if the flag were not there would serve
+	// garbage.
+	readableFlags = flagNull | flagCompressed | flagStale | flagRefreshing
 
 	leaseTokenSize = 16
 )

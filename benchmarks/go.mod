@@ -7,8 +7,18 @@ replace github.com/cacheguard/cacheguard => ../
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/cacheguard/cacheguard v0.0.0-00010101000000-000000000000
+	github.com/dgraph-io/ristretto/v2 v2.4.2
+	github.com/dtm-labs/rockscache v0.1.1
+	github.com/eko/gocache/lib/v4 v4.2.0
+	github.com/eko/gocache/store/redis/v4 v4.2.2
+	github.com/eko/gocache/store/ristretto/v4 v4.2.2
+	github.com/go-redis/cache/v9 v9.0.0
 	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/klauspost/compress v1.20.3
+	github.com/maypok86/otter/v2 v2.2.1
+	github.com/mgtv-tech/jetcache-go v1.2.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/zeromicro/go-zero v1.8.5
 )
 
 require (
@@ -19,26 +29,17 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coocood/freecache v1.2.4 // indirect
 	github.com/dgraph-io/ristretto v1.0.0 // indirect
-	github.com/dgraph-io/ristretto/v2 v2.4.2 // indirect
-	github.com/dtm-labs/rockscache v0.1.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
-	github.com/eko/gocache/lib/v4 v4.2.0 // indirect
-	github.com/eko/gocache/store/redis/v4 v4.2.2 // indirect
-	github.com/eko/gocache/store/ristretto/v4 v4.2.2 // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/go-logr/logr v1.4.2 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/go-redis/cache/v9 v9.0.0 // indirect
 	github.com/go-redis/redis_rate/v10 v10.0.1 // indirect
 	github.com/golang/mock v1.6.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.20.0 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/lithammer/shortuuid v3.0.0+incompatible // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
-	github.com/maypok86/otter/v2 v2.2.1 // indirect
-	github.com/mgtv-tech/jetcache-go v1.2.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/openzipkin/zipkin-go v0.4.3 // indirect
 	github.com/pelletier/go-toml/v2 v2.2.2 // indirect
@@ -52,7 +53,6 @@ require (
 	github.com/vmihailenco/go-tinylfu v0.2.2 // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
-	github.com/zeromicro/go-zero v1.8.5 // indirect
 	go.opentelemetry.io/otel v1.24.0 // indirect
 	go.opentelemetry.io/otel/exporters/jaeger v1.17.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.24.0 // indirect

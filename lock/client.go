@@ -30,12 +30,13 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	cfg.inline = honoursDeadlines(rdb)
+	rdb, inline := callClient(rdb)
 	id := newOwner()
 	c := &Client{rdb: rdb, cfg: cfg}
 	ntf := newNotifier(rdb, id, cfg.logger)
 	c.pub = publisher{cmd: ntf.publishCmd(), payload: id}
 	c.engine = newEngine(cfg.logger, ntf, c.renewBatch)
+	c.cfg.calls = c.engine.callSet(inline)
 	return c, nil
 }
 
@@ -89,7 +90,7 @@ func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []ren
 	}
 	// Errors are read per command below. A pipeline abandoned at the
 	// deadline fails every renewal in it (transient: retried).
-	if err := boundedErr(c.cfg.inline, ctx, 0, func(ctx context.Context) error {
+	if err := boundedErr(c.cfg.calls, ctx, 0, func(ctx context.Context) error {
 		_, _ = pipe.Exec(ctx)
 		return nil
 	}); err != nil {

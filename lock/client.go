@@ -41,7 +41,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 }
 
 // Close stops the watchdog and the notification connections and waits for
-// them. Locks still held are no longer renewed: their handles' contexts are
+// them, and for Redis calls abandoned at a deadline that go-redis is still
+// running (up to 5 s: on a client with default options such a call lasts
+// until the client's ReadTimeout). Locks still held are no longer renewed: their handles' contexts are
 // cancelled (cause matching ErrLost and ErrClosed) and the locks expire with
 // their leases unless unlocked. Close does not close the Redis client.
 func (c *Client) Close() error {

@@ -58,7 +58,8 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error)
 	return r, nil
 }
 
-// Close stops the watchdog. Held locks expire with their leases.
+// Close stops the watchdog and waits for Redis calls abandoned at a
+// deadline (up to 5 s). Held locks expire with their leases.
 func (r *Redlock) Close() error {
 	r.engine.close()
 	return nil

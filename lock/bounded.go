@@ -14,13 +14,55 @@ import (
 // (ContextTimeoutEnabled false) ignores a context's deadline while it waits
 // for a reply: against a frozen server a call lasts ReadTimeout, retried
 // MaxRetries times. The package cannot change the caller's client, and a
-// second client with other options would lose the caller's hooks and double
-// the connections. So each call runs on its own goroutine and the caller
+// second client (or a WithTimeout clone with ContextTimeoutEnabled set)
+// would not run the caller's hooks (tracing, metrics) and would double the
+// connections. So each call runs on its own goroutine and the caller
 // returns when the call returns or when its context (or the operation
 // timeout) ends, whichever comes first. A call abandoned that way finishes
 // inside go-redis within the client's own timeouts (at once if the client
 // is closed); its outcome is handed to an abandon function, so that a lock
-// it obtained is given back rather than left to its lease.
+// it obtained is given back rather than left to its lease, and Close waits
+// for it, up to closeWait.
+
+// callSet says how the calls of a client are bounded and keeps count of
+// the ones running on goroutines of their own.
+type callSet struct {
+	inline   bool            // the Redis client applies context deadlines
+	inflight *sync.WaitGroup // calls on their own goroutines (nil: not counted)
+}
+
+// callClient returns the client to run calls on and whether it applies
+// context deadlines to its socket reads (see above).
+func callClient(rdb redis.UniversalClient) (redis.UniversalClient, bool) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c, c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c, c.Options().ContextTimeoutEnabled
+	}
+	return rdb, false
+}
+
+// closeWait bounds how long Close waits for abandoned calls to finish.
+const closeWait = 5 * time.Second
+
+// waitInflight waits for the calls counted in wg, at most d; it reports
+// whether they all ended.
+func waitInflight(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // errAbandoned marks a call given up on before its reply came: whether it
 // ran in Redis is unknown, and its outcome goes to the abandon function.
@@ -53,14 +95,15 @@ const defaultReleaseTimeout = 5 * time.Second
 // errAbandoned, and abandon (when not nil) receives the call's outcome once
 // it comes.
 //
-// inline says the Redis client applies context deadlines to its reads
-// (ContextTimeoutEnabled): the call then runs on the caller's goroutine,
-// which saves a goroutine hand-off per call.
+// calls.inline says the Redis client applies context deadlines to its
+// reads: the call then runs on the caller's goroutine, which saves a
+// goroutine hand-off per call.
 //
 // A ctx made by detachedRun runs the call on a context detached from it
 // (bounded by limit only), while the caller still returns when ctx ends:
 // the call goes on in the background.
-func bounded[T any](inline bool, ctx context.Context, limit time.Duration, call func(context.Context) (T, error), abandon func(T, error)) (T, error) {
+func bounded[T any](calls callSet, ctx context.Context, limit time.Duration, call func(context.Context) (T, error), abandon func(T, error)) (T, error) {
+	inline := calls.inline
 	detached := ctx.Value(detachedKey{}) != nil
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if detached {
@@ -94,7 +137,13 @@ func bounded[T any](inline bool, ctx context.Context, limit time.Duration, call 
 	var mu sync.Mutex
 	gaveUp := false
 	done := make(chan result, 1)
+	if calls.inflight != nil {
+		calls.inflight.Add(1)
+	}
 	go func() {
+		if calls.inflight != nil {
+			defer calls.inflight.Done()
+		}
 		defer cancel() // after the outcome is taken: the caller also watches runCtx
 		v, err := call(runCtx)
 		mu.Lock()
@@ -157,21 +206,9 @@ func detachedRun(ctx context.Context) context.Context {
 	return context.WithValue(ctx, detachedKey{}, true)
 }
 
-// honoursDeadlines reports whether rdb applies context deadlines to its
-// socket reads.
-func honoursDeadlines(rdb redis.UniversalClient) bool {
-	switch c := rdb.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	}
-	return false
-}
-
 // boundedErr is bounded for calls that only return an error.
-func boundedErr(inline bool, ctx context.Context, limit time.Duration, call func(context.Context) error) error {
-	_, err := bounded(inline, ctx, limit, func(ctx context.Context) (struct{}, error) {
+func boundedErr(calls callSet, ctx context.Context, limit time.Duration, call func(context.Context) error) error {
+	_, err := bounded(calls, ctx, limit, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, call(ctx)
 	}, nil)
 	return err

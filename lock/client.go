@@ -30,17 +30,20 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	cfg.inline = honoursDeadlines(rdb)
+	rdb, inline := callClient(rdb)
 	id := newOwner()
 	c := &Client{rdb: rdb, cfg: cfg}
 	ntf := newNotifier(rdb, id, cfg.logger)
 	c.pub = publisher{cmd: ntf.publishCmd(), payload: id}
 	c.engine = newEngine(cfg.logger, ntf, c.renewBatch)
+	c.cfg.calls = c.engine.callSet(inline)
 	return c, nil
 }
 
 // Close stops the watchdog and the notification connections and waits for
-// them. Locks still held are no longer renewed: their handles' contexts are
+// them, and for Redis calls abandoned at a deadline that go-redis is still
+// running (up to 5 s: on a client with default options such a call lasts
+// until the client's ReadTimeout). Locks still held are no longer renewed: their handles' contexts are
 // cancelled (cause matching ErrLost and ErrClosed) and the locks expire with
 // their leases unless unlocked. Close does not close the Redis client.
 func (c *Client) Close() error {
@@ -89,7 +92,7 @@ func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []ren
 	}
 	// Errors are read per command below. A pipeline abandoned at the
 	// deadline fails every renewal in it (transient: retried).
-	if err := boundedErr(c.cfg.inline, ctx, 0, func(ctx context.Context) error {
+	if err := boundedErr(c.cfg.calls, ctx, 0, func(ctx context.Context) error {
 		_, _ = pipe.Exec(ctx)
 		return nil
 	}); err != nil {

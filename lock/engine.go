@@ -24,6 +24,11 @@ type engine struct {
 	closed bool
 	bg     sync.WaitGroup // best-effort cleanups
 
+	// inflight counts Redis calls running on goroutines of their own
+	// (see bounded), including those abandoned at a deadline: Close waits
+	// for them, up to closeWait.
+	inflight sync.WaitGroup
+
 	// hookWaiting, when set by tests, is called each time a Lock is about to
 	// block: its release subscription (if any) is confirmed and its last
 	// attempt failed.
@@ -53,6 +58,14 @@ func (e *engine) close() {
 		e.ntf.close()
 	}
 	e.bg.Wait()
+	if !waitInflight(&e.inflight, closeWait) {
+		e.logger.Warn("lock: close: Redis calls still running", "waited", closeWait)
+	}
+}
+
+// callSet returns how calls on a client are bounded, counted in e.
+func (e *engine) callSet(inline bool) callSet {
+	return callSet{inline: inline, inflight: &e.inflight}
 }
 
 func (e *engine) isClosed() bool {

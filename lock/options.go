@@ -46,7 +46,7 @@ type config struct {
 	drift       float64
 	nodeTimeout time.Duration
 	opTimeout   time.Duration // 0: each call bounded by its lease
-	inline      bool          // the Redis client applies context deadlines (see bounded)
+	calls       callSet       // how Redis calls are bounded (see bounded)
 	logger      *slog.Logger
 	err         error // the first invalid option
 }

@@ -45,16 +45,21 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error)
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	cfg.inline = true
-	for _, n := range nodes {
-		cfg.inline = cfg.inline && honoursDeadlines(n)
+	inline := true
+	calls := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		var ok bool
+		calls[i], ok = callClient(n)
+		inline = inline && ok
 	}
-	r := &Redlock{nodes: slices.Clone(nodes), quorum: len(nodes)/2 + 1, cfg: cfg}
+	r := &Redlock{nodes: calls, quorum: len(nodes)/2 + 1, cfg: cfg}
 	r.engine = newEngine(cfg.logger, nil, r.renewBatch)
+	r.cfg.calls = r.engine.callSet(inline)
 	return r, nil
 }
 
-// Close stops the watchdog. Held locks expire with their leases.
+// Close stops the watchdog and waits for Redis calls abandoned at a
+// deadline (up to 5 s). Held locks expire with their leases.
 func (r *Redlock) Close() error {
 	r.engine.close()
 	return nil
@@ -184,7 +189,7 @@ func (b *redlockBackend) raiseFence(ctx context.Context, owner string, token int
 			ok[i] = true
 			return
 		}
-		v, err := bounded(n.cfg.inline, ctx, 0, func(ctx context.Context) (int64, error) {
+		v, err := bounded(n.cfg.calls, ctx, 0, func(ctx context.Context) (int64, error) {
 			return raiseFenceScript.Run(ctx, n.rdb, n.keys, owner, token, ms(lease)).Int64()
 		}, nil)
 		ok[i] = err == nil && v == 1

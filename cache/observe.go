@@ -41,14 +41,14 @@ type GetInfo struct {
 // otel module turns them into OpenTelemetry spans). Counters are not its job:
 // Stats has them, read without any per-call cost.
 //
-// StartGet is called when a Get (one key) or a GetMany (keys) begins; the
+// StartGet is called when a call begins (op is "Get" or "GetMany"); the
 // context it returns is the one the call goes on with, and end is called
 // once when the call returns. StartLoad wraps each call of the caller's
 // loader the same way: its context is derived from the Get's, so a span
 // started there is a child of the Get's span. Both run on the caller's
 // goroutine (StartLoad on the fill's) and must be safe for concurrent use.
 type Observer interface {
-	StartGet(ctx context.Context, keys []string) (context.Context, func(GetInfo))
+	StartGet(ctx context.Context, op string, keys []string) (context.Context, func(GetInfo))
 	StartLoad(ctx context.Context, keys []string) (context.Context, func(error))
 }
 
@@ -89,7 +89,7 @@ func (c *Cache[V]) observed(ctx context.Context, t Tier) {
 func (c *Cache[V]) observeGet(ctx context.Context, key string, load Loader[V]) (V, error) {
 	obs := c.cfg.observer
 	keys := []string{key}
-	ctx, end := obs.StartGet(ctx, keys)
+	ctx, end := obs.StartGet(ctx, "Get", keys)
 	o := &observation{}
 	ctx = context.WithValue(ctx, observationKey{}, o)
 	var wrapped Loader[V]
@@ -110,7 +110,7 @@ func (c *Cache[V]) observeGet(ctx context.Context, key string, load Loader[V]) (
 // observeGetMany is observeGet for GetMany.
 func (c *Cache[V]) observeGetMany(ctx context.Context, keys []string, load BatchLoader[V]) (map[string]V, error) {
 	obs := c.cfg.observer
-	ctx, end := obs.StartGet(ctx, keys)
+	ctx, end := obs.StartGet(ctx, "GetMany", keys)
 	o := &observation{}
 	ctx = context.WithValue(ctx, observationKey{}, o)
 	var wrapped BatchLoader[V]

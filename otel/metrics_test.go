@@ -119,7 +119,7 @@ func TestCacheMetricsAfterWorkload(t *testing.T) {
 
 	got := collect(t, reader)
 	want := map[string]int64{
-		MetricLoads + "{outcome=ok}": 3, // a, gone (ErrNotFound is not a failure), hot
+		MetricLoads + "{outcome=ok}":    3, // a, gone (ErrNotFound is not a failure), hot
 		MetricLoads + "{outcome=error}": 0,
 		MetricNullHits:                  1,
 		MetricRedisErrors:               0,

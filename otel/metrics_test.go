@@ -42,11 +42,11 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]int64 {
 	return out
 }
 
-// key renders the attributes other than the cache/queue name, sorted.
+// key renders the attributes other than the cache, queue or stock name, sorted.
 func key(s attribute.Set) string {
 	k := ""
 	for _, kv := range s.ToSlice() {
-		if kv.Key == AttrCache || kv.Key == AttrQueue {
+		if kv.Key == AttrCache || kv.Key == AttrQueue || kv.Key == AttrStock {
 			continue
 		}
 		k += "," + string(kv.Key) + "=" + kv.Value.Emit()

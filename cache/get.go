@@ -191,7 +191,7 @@ func (c *Cache[V]) sharedFill(ctx context.Context, key, rkey string, load Loader
 	done := make(chan outcome, 1)
 	detached := context.WithoutCancel(ctx)
 	started := c.goBackground(func() {
-		v, err, _ := c.group.Do(rkey, func() (r any, err error) {
+		v, err, shared := c.group.Do(rkey, func() (r any, err error) {
 			// A panic here (a codec's, say) would be re-raised by
 			// singleflight on a goroutine nobody can recover on.
 			defer func() {
@@ -205,6 +205,9 @@ func (c *Cache[V]) sharedFill(ctx context.Context, key, rkey string, load Loader
 			defer stop()
 			return c.fill(fctx, key, rkey, load)
 		})
+		if shared {
+			c.observedShared(detached)
+		}
 		r, _ := v.(result[V])
 		done <- outcome{r, err}
 	})

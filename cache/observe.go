@@ -34,7 +34,11 @@ func (t Tier) String() string {
 type GetInfo struct {
 	// Tier is the deepest tier the call reached; for GetMany, over all keys.
 	Tier Tier
-	Err  error // what the call returned (ErrNotFound included)
+	// Coalesced: the call's fill was shared with other callers in this
+	// process (Get only). With Tier TierFill it waited for another caller's
+	// loader; with TierLoader others waited for its own.
+	Coalesced bool
+	Err       error // what the call returned (ErrNotFound included)
 }
 
 // Observer sees every Get and GetMany of a Cache, to build traces from (the
@@ -58,7 +62,10 @@ func WithObserver(o Observer) Option { return func(c *config) { c.observer = o }
 
 // observation is what one observed call learns on its way; the read path
 // marks it through the context (observed).
-type observation struct{ tier atomic.Uint32 }
+type observation struct {
+	tier   atomic.Uint32
+	shared atomic.Bool
+}
 
 type observationKey struct{}
 
@@ -83,6 +90,16 @@ func (c *Cache[V]) observed(ctx context.Context, t Tier) {
 	}
 }
 
+// observedShared marks the call whose context is ctx as coalesced.
+func (c *Cache[V]) observedShared(ctx context.Context) {
+	if c.cfg.observer == nil {
+		return
+	}
+	if o, ok := ctx.Value(observationKey{}).(*observation); ok {
+		o.shared.Store(true)
+	}
+}
+
 // observeGet runs get under the observer: the loader is wrapped so that its
 // calls are seen, and the call's context carries the observation the read
 // path marks.
@@ -103,7 +120,7 @@ func (c *Cache[V]) observeGet(ctx context.Context, key string, load Loader[V]) (
 		}
 	}
 	v, err := c.get(ctx, key, wrapped)
-	end(GetInfo{Tier: Tier(o.tier.Load()), Err: err})
+	end(GetInfo{Tier: Tier(o.tier.Load()), Coalesced: o.shared.Load(), Err: err})
 	return v, err
 }
 

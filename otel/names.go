@@ -57,4 +57,5 @@ const (
 	AttrOp        = "op"
 	AttrKey       = "cacheguard.key"
 	AttrKeys      = "cacheguard.keys"
+	AttrCoalesced = "cacheguard.coalesced" // span attribute: the fill was shared in this process
 )

@@ -61,7 +61,7 @@ func (o *Observer) StartGet(ctx context.Context, op string, keys []string) (cont
 	start := time.Now()
 	return ctx, func(info cache.GetInfo) {
 		tier := info.Tier.String()
-		span.SetAttributes(attribute.String(AttrTier, tier))
+		span.SetAttributes(attribute.String(AttrTier, tier), attribute.Bool(AttrCoalesced, info.Coalesced))
 		if info.Err != nil && !errors.Is(info.Err, cache.ErrNotFound) {
 			span.RecordError(info.Err)
 			span.SetStatus(codes.Error, info.Err.Error())

@@ -60,6 +60,13 @@ func TestTraceOfAStampede(t *testing.T) {
 		case "cacheguard.Get":
 			tier := attr(s, AttrTier)
 			tiers[tier]++
+			// A caller answered by its GET shared no fill. (One with tier
+			// fill may have shared the loader's, or started its own fill
+			// just after and found the value there.)
+			co := attr(s, AttrCoalesced)
+			if tier == "redis" && co != "false" {
+				t.Errorf("Get span tier %s has coalesced=%s", tier, co)
+			}
 			if tier == "loader" {
 				loaders = append(loaders, s)
 			}

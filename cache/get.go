@@ -42,6 +42,13 @@ type result[V any] struct {
 // the wait budget, and an error wrapping ErrRedis when Redis fails: the
 // database is not queried in either case (see WithLoadOnWaitTimeout).
 func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, error) {
+	if c.cfg.observer != nil {
+		return c.observeGet(ctx, key, load)
+	}
+	return c.get(ctx, key, load)
+}
+
+func (c *Cache[V]) get(ctx context.Context, key string, load Loader[V]) (V, error) {
 	var zero V
 	if load == nil {
 		return zero, ErrNilLoader
@@ -57,6 +64,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 		fresh, e := c.localGet(key)
 		if fresh {
 			c.stats.localHits.Add(1) // Stats adds these to Hits
+			c.observed(ctx, TierLocal)
 			if e.Null {
 				return zero, ErrNotFound
 			}
@@ -85,6 +93,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 	}
 	if err == nil {
 		if r, env, ok := c.decodeHit(key, raw); ok {
+			c.observed(ctx, TierRedis)
 			c.admit(key, r, len(raw), clock)
 			if r.null {
 				return zero, ErrNotFound
@@ -94,6 +103,7 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 		}
 	}
 	c.stats.misses.Add(1)
+	c.observed(ctx, TierFill)
 	if c.absent(ctx, c.cfg.missFilter, key) {
 		return zero, ErrNotFound
 	}
@@ -181,7 +191,7 @@ func (c *Cache[V]) sharedFill(ctx context.Context, key, rkey string, load Loader
 	done := make(chan outcome, 1)
 	detached := context.WithoutCancel(ctx)
 	started := c.goBackground(func() {
-		v, err, _ := c.group.Do(rkey, func() (r any, err error) {
+		v, err, shared := c.group.Do(rkey, func() (r any, err error) {
 			// A panic here (a codec's, say) would be re-raised by
 			// singleflight on a goroutine nobody can recover on.
 			defer func() {
@@ -195,6 +205,9 @@ func (c *Cache[V]) sharedFill(ctx context.Context, key, rkey string, load Loader
 			defer stop()
 			return c.fill(fctx, key, rkey, load)
 		})
+		if shared {
+			c.observedShared(detached)
+		}
 		r, _ := v.(result[V])
 		done <- outcome{r, err}
 	})

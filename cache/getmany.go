@@ -25,6 +25,13 @@ type BatchLoader[V any] func(ctx context.Context, keys []string) (map[string]V, 
 // GetMany goes through the circuit breaker but has no stale or fallback
 // answers: use Get for keys that must be served while Redis is down.
 func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[V]) (map[string]V, error) {
+	if c.cfg.observer != nil {
+		return c.observeGetMany(ctx, keys, load)
+	}
+	return c.getMany(ctx, keys, load)
+}
+
+func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[V]) (map[string]V, error) {
 	if load == nil {
 		return nil, ErrNilLoader
 	}
@@ -59,6 +66,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 		if c.local != nil {
 			if fresh, e := c.localGet(k); fresh {
 				c.stats.localHits.Add(1)
+				c.observed(ctx, TierLocal)
 				if !e.Null {
 					out[k] = e.Value
 				}
@@ -105,6 +113,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 		}
 		if err == nil {
 			if r, _, ok := c.decodeHit(k, raw); ok {
+				c.observed(ctx, TierRedis)
 				c.admit(k, r, len(raw), clock)
 				if !r.null {
 					out[k] = r.v
@@ -113,6 +122,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[
 			}
 		}
 		c.stats.misses.Add(1)
+		c.observed(ctx, TierFill)
 		if !c.absent(ctx, c.cfg.missFilter, k) {
 			misses = append(misses, k)
 		}

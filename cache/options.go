@@ -37,6 +37,7 @@ type config struct {
 	fallbackLoads   int
 	maxLoads        int
 	closeTimeout    time.Duration
+	observer        Observer // WithObserver (observe.go)
 
 	hooks *hooks // tests only: installed before any goroutine starts
 

@@ -1,0 +1,61 @@
+package otel
+
+// Metric names, stable across releases. Counters are cumulative since the
+// cache (or queue) was created.
+const (
+	// Cache counters (RegisterCache), each with the attribute cacheguard.cache.
+	MetricHits                   = "cacheguard.cache.hits"      // attribute tier: local | redis
+	MetricMisses                 = "cacheguard.cache.misses"    // no usable entry: a fill (or a wait for one) followed
+	MetricNullHits               = "cacheguard.cache.null_hits" // cached absences served as not found
+	MetricFilterRejects          = "cacheguard.cache.filter.rejects"
+	MetricFilterErrors           = "cacheguard.cache.filter.errors"
+	MetricLoads                  = "cacheguard.cache.loads" // loader calls; attribute outcome: ok | error
+	MetricFallbackLoads          = "cacheguard.cache.fallback.loads"
+	MetricFallbackRejects        = "cacheguard.cache.fallback.rejects"
+	MetricLeaseWaits             = "cacheguard.cache.lease.waits"
+	MetricWaitTimeouts           = "cacheguard.cache.lease.wait_timeouts"
+	MetricFillRefusals           = "cacheguard.cache.fill.refusals"
+	MetricEarlyRefreshes         = "cacheguard.cache.early_refreshes"
+	MetricCorrupt                = "cacheguard.cache.corrupt"
+	MetricTooLarge               = "cacheguard.cache.too_large"
+	MetricRedisErrors            = "cacheguard.cache.redis.errors"
+	MetricBreakerRejects         = "cacheguard.cache.breaker.rejects"
+	MetricStaleServed            = "cacheguard.cache.stale_served"
+	MetricLocalFlushes           = "cacheguard.cache.local.flushes"
+	MetricInvalidations          = "cacheguard.cache.invalidations" // attribute direction: sent | received
+	MetricInvalidationFailures   = "cacheguard.cache.invalidation.send_failures"
+	MetricInvalidationGaps       = "cacheguard.cache.invalidation.gaps"
+	MetricInvalidationsLost      = "cacheguard.cache.invalidation.lost"
+	MetricInvalidationDecodeErrs = "cacheguard.cache.invalidation.decode_errors"
+	MetricSubscriptionDowns      = "cacheguard.cache.invalidation.subscription_downs"
+	// Gauges, in seconds.
+	MetricInvalidationLag    = "cacheguard.cache.invalidation.lag"
+	MetricInvalidationLagMax = "cacheguard.cache.invalidation.lag_max"
+
+	// Histograms recorded by the Observer, in seconds.
+	MetricGetDuration  = "cacheguard.cache.get.duration"  // attributes op: Get | GetMany, tier
+	MetricLoadDuration = "cacheguard.cache.load.duration" // attribute outcome: ok | not_found | error
+
+	// Queue metrics (RegisterQueue), each with the attribute cacheguard.queue.
+	MetricQueueRecorded     = "cacheguard.queue.recorded"
+	MetricQueueDone         = "cacheguard.queue.done"
+	MetricQueueRetries      = "cacheguard.queue.retries"
+	MetricQueueDeadLettered = "cacheguard.queue.dead_lettered"
+	MetricQueueLostClaims   = "cacheguard.queue.lost_claims"
+	MetricQueueRedisErrors  = "cacheguard.queue.redis.errors"
+	MetricQueueFirstDelete  = "cacheguard.queue.first_delete_errors"
+	MetricQueuePending      = "cacheguard.queue.pending" // gauge: deletes waiting in Redis
+)
+
+// Attribute keys.
+const (
+	AttrCache     = "cacheguard.cache"
+	AttrQueue     = "cacheguard.queue"
+	AttrTier      = "tier"
+	AttrOutcome   = "outcome"
+	AttrDirection = "direction"
+	AttrOp        = "op"
+	AttrKey       = "cacheguard.key"
+	AttrKeys      = "cacheguard.keys"
+	AttrCoalesced = "cacheguard.coalesced" // span attribute: the fill was shared in this process
+)

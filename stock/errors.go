@@ -15,8 +15,8 @@ var (
 	ErrInvalidUser = errors.New("stock: invalid user")
 	// ErrInvalidRequestID: an empty request id or one longer than MaxIDLen bytes.
 	ErrInvalidRequestID = errors.New("stock: invalid request id")
-	// ErrInvalidQty: a quantity <= 0, above the sale's whole stock, or a
-	// stock that does not fit the sale.
+	// ErrInvalidQty: a quantity <= 0, above the sale's whole stock or above
+	// MaxQty, or a stock that does not fit the sale.
 	ErrInvalidQty = errors.New("stock: invalid quantity")
 	// ErrInvalidWindow: a sale window that ends before it starts.
 	ErrInvalidWindow = errors.New("stock: invalid sale window")
@@ -45,3 +45,10 @@ var (
 	// ErrClosed: the consumer was closed.
 	ErrClosed = errors.New("stock: closed")
 )
+
+// MaxQty is the largest stock, quantity or per-user limit the package takes
+// (10^12). The scripts hold quantities as Lua numbers and record them with
+// cjson, which keeps 14 significant digits; staying far below that keeps
+// every count exact. Larger values are answered with ErrInvalidQty (or
+// ErrInvalidOption for WithPerUserLimit).
+const MaxQty int64 = 1_000_000_000_000

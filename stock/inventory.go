@@ -81,8 +81,8 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 		return err
 	}
 	n := int64(inv.cfg.buckets)
-	if qty <= 0 {
-		return fmt.Errorf("%w: stock %d", ErrInvalidQty, qty)
+	if qty <= 0 || qty > MaxQty {
+		return fmt.Errorf("%w: stock %d (1 to %d)", ErrInvalidQty, qty, MaxQty)
 	}
 	if !w.End.IsZero() && !w.End.After(w.Start) {
 		return fmt.Errorf("%w: ends %v, before it starts %v", ErrInvalidWindow, w.End, w.Start)

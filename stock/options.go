@@ -67,8 +67,8 @@ func WithBuckets(n int) Option {
 // sale by Load, so every process enforces the same limit. The default is 1.
 func WithPerUserLimit(n int64) Option {
 	return func(c *config) {
-		if n < 1 {
-			c.invalid("per-user limit %d", n)
+		if n < 1 || n > MaxQty {
+			c.invalid("per-user limit %d (1 to %d)", n, MaxQty)
 		}
 		c.perUser = n
 	}

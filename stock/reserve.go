@@ -119,8 +119,8 @@ func (inv *Inventory) Reserve(ctx context.Context, sku, user, requestID string, 
 	if err := checkID(requestID, ErrInvalidRequestID, "request id"); err != nil {
 		return Result{}, err
 	}
-	if qty <= 0 {
-		return Result{}, fmt.Errorf("%w: %d", ErrInvalidQty, qty)
+	if qty <= 0 || qty > MaxQty {
+		return Result{}, fmt.Errorf("%w: %d (1 to %d)", ErrInvalidQty, qty, MaxQty)
 	}
 	if inv.SoldOutLocally(sku) {
 		return Result{Outcome: SoldOut, Local: true, User: user, Qty: qty}, nil

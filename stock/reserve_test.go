@@ -239,3 +239,40 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("buckets: %v", err)
 	}
 }
+
+// Quantities travel through Lua numbers (doubles) and cjson, which keeps 14
+// significant digits: a stock or quantity beyond MaxQty would be rounded in
+// the sale's records and a release would return other units than were taken.
+// Such quantities are refused before anything reaches Redis.
+func TestQuantitiesBeyondMaxQtyAreRefused(t *testing.T) {
+	rdb := sharedSingle(t)
+	ctx := context.Background()
+	inv := newInv(t, rdb)
+	const huge = int64(123456789012345)
+	if err := inv.Load(ctx, "huge-stock", huge, Window{}); !errors.Is(err, ErrInvalidQty) {
+		t.Fatalf("Load of %d units: %v, want ErrInvalidQty", huge, err)
+	}
+	// The per-user limit is written into the sale by Load.
+	big := newInv(t, rdb, WithPerUserLimit(MaxQty))
+	load(t, big, "sku-max", MaxQty)
+	if _, err := big.Reserve(ctx, "sku-max", "u", "r", huge); !errors.Is(err, ErrInvalidQty) {
+		t.Fatalf("Reserve of %d units: %v, want ErrInvalidQty", huge, err)
+	}
+	if _, err := New(rdb, WithPerUserLimit(huge)); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("WithPerUserLimit(%d): %v, want ErrInvalidOption", huge, err)
+	}
+	// MaxQty itself round-trips exactly: reserve it all, release it, all back.
+	if r, err := big.Reserve(ctx, "sku-max", "u", "all", MaxQty); err != nil || r.Outcome != Reserved {
+		t.Fatalf("Reserve(MaxQty) = %+v, %v", r, err)
+	}
+	if _, err := big.Release(ctx, "sku-max", "all"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := big.Status(ctx, "sku-max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Remaining != MaxQty {
+		t.Fatalf("after releasing everything: %+v, want %d remaining", st, MaxQty)
+	}
+}

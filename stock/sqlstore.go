@@ -80,8 +80,8 @@ func (s *SQLStore) SetStock(ctx context.Context, sku string, qty int64) error {
 	if err := checkSKU(sku); err != nil {
 		return err
 	}
-	if qty < 0 {
-		return fmt.Errorf("%w: stock %d", ErrInvalidQty, qty)
+	if qty < 0 || qty > MaxQty {
+		return fmt.Errorf("%w: stock %d (0 to %d)", ErrInvalidQty, qty, MaxQty)
 	}
 	r, err := s.db.ExecContext(ctx, `UPDATE `+s.sku+` SET stock = ? WHERE sku = ?`, qty, sku)
 	if err == nil {

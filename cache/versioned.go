@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -167,26 +166,13 @@ func (c *Cache[V]) DeleteKeepingVersion(ctx context.Context, hold time.Duration,
 	return nil
 }
 
-// evalEach runs script once per key (prefixed) in one pipeline, by SHA; if
-// the server does not know the script yet, the pipeline is sent again with
-// the script's body.
+// evalEach runs script once per key (prefixed) in one pipeline, by SHA
+// (see runScripts).
 func (c *Cache[V]) evalEach(ctx context.Context, script *redis.Script, keys []string, args ...any) error {
-	send := func(sha bool) error {
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range keys {
-				if sha {
-					script.EvalSha(ctx, p, []string{c.cfg.prefix + k}, args...)
-				} else {
-					script.Eval(ctx, p, []string{c.cfg.prefix + k}, args...)
-				}
-			}
-			return nil
-		})
-		return err
+	calls := make([]scriptCall, len(keys))
+	for i, k := range keys {
+		calls[i] = scriptCall{script, []string{c.cfg.prefix + k}, args}
 	}
-	err := send(true)
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		err = send(false)
-	}
+	_, err := runScripts(ctx, c.rdb, calls)
 	return err
 }

@@ -26,6 +26,15 @@ import (
 // magicTombstone is the second byte of a version tombstone.
 const magicTombstone = 'v'
 
+// versionTombstoneSize is the length of a version tombstone.
+const versionTombstoneSize = 10
+
+// isVersionTombstone reports whether b is a version tombstone (a miss to
+// readers, not foreign data).
+func isVersionTombstone(b []byte) bool {
+	return len(b) == versionTombstoneSize && b[0] == magic0 && b[1] == magicTombstone
+}
+
 // versionOfLua sets the Lua local ver to the 8 version bytes of the string
 // in the Lua local cur (an envelope or a version tombstone), or nil.
 const versionOfLua = `

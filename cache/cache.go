@@ -100,6 +100,9 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if err := checkValueType[V](cfg.codec); err != nil {
 		return nil, err
 	}
+	if err := checkServerVersion(rdb); err != nil {
+		return nil, err
+	}
 	var err error
 	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger, hot: cfg.local.hot}
 	if c.log == nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Shutting down. A process that stops while it holds fill leases (a rolling
@@ -129,12 +127,11 @@ func (c *Cache[V]) releaseLeases(ctx context.Context, ls []lease) {
 	if len(ls) == 1 {
 		err = ls[0].release(ctx, c.rdb)
 	} else {
-		_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, l := range ls {
-				releaseScript.Eval(ctx, p, []string{l.key}, l.ph)
-			}
-			return nil
-		})
+		calls := make([]scriptCall, len(ls))
+		for i, l := range ls {
+			calls[i] = scriptCall{releaseScript, []string{l.key}, []any{l.ph}}
+		}
+		_, err = runScripts(ctx, c.rdb, calls)
 	}
 	if err != nil {
 		c.report(ls[0].key, c.redisError(ls[0].key, "release lease", err))

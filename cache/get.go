@@ -144,8 +144,8 @@ func (c *Cache[V]) unavailable(ctx context.Context, key string, load Loader[V], 
 // decodeHit turns the bytes of a GET into a result, counting it; ok is false
 // for a lease placeholder or bytes that are not a decodable envelope (a miss).
 func (c *Cache[V]) decodeHit(key string, raw []byte) (result[V], envelope, bool) {
-	if classify(raw) == kindLease {
-		return result[V]{}, envelope{}, false
+	if classify(raw) == kindLease || isVersionTombstone(raw) {
+		return result[V]{}, envelope{}, false // a miss, not corrupt data
 	}
 	r, env, ok := c.decodeEntry(key, raw)
 	switch {

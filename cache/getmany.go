@@ -311,16 +311,20 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		envs[i], ttls[i] = c.entry(false, 0, delta, payload)
 	}
 	fills := make([]*redis.Cmd, len(keys))
-	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, l := range leases {
-			if envs[i] == nil {
-				releaseScript.Eval(ctx, p, []string{l.key}, l.ph)
-				continue
-			}
-			fills[i] = swapScript.Eval(ctx, p, []string{l.key}, l.ph, envs[i], ttls[i].Milliseconds())
+	calls := make([]scriptCall, len(leases))
+	for i, l := range leases {
+		if envs[i] == nil {
+			calls[i] = scriptCall{releaseScript, []string{l.key}, []any{l.ph}}
+			continue
 		}
-		return nil
-	})
+		calls[i] = scriptCall{swapScript, []string{l.key}, []any{l.ph, envs[i], ttls[i].Milliseconds()}}
+	}
+	cmds, err := runScripts(ctx, c.rdb, calls)
+	for i := range leases {
+		if envs[i] != nil {
+			fills[i] = cmds[i]
+		}
+	}
 	if err != nil {
 		c.report(keys[0], c.redisError(keys[0], "fill many", err))
 		// The values are good; they are just not cached. Release the
@@ -350,14 +354,12 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 // healMany takes, in one pipeline, the keys (pending[i] for i in idx) whose
 // placeholder has no TTL (see healScript); it returns the leases it took.
 func (c *Cache[V]) healMany(ctx context.Context, pending []string, leases []lease, acq []*redis.StatusCmd, idx []int) (map[string]lease, error) {
-	cmds := make([]*redis.Cmd, len(idx))
-	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for j, i := range idx {
-			prev, _ := acq[i].Bytes()
-			cmds[j] = healScript.Eval(ctx, p, []string{leases[i].key}, prev, leases[i].ph, c.cfg.lease.Milliseconds())
-		}
-		return nil
-	})
+	calls := make([]scriptCall, len(idx))
+	for j, i := range idx {
+		prev, _ := acq[i].Bytes()
+		calls[j] = scriptCall{healScript, []string{leases[i].key}, []any{prev, leases[i].ph, c.cfg.lease.Milliseconds()}}
+	}
+	cmds, err := runScripts(ctx, c.rdb, calls)
 	healed := map[string]lease{}
 	for j, i := range idx {
 		if n, err := cmds[j].Int(); err == nil && n == 1 {

@@ -171,13 +171,11 @@ func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan st
 			return
 		case <-t.C:
 		}
-		cmds := make([]*redis.Cmd, len(leases))
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, l := range leases {
-				cmds[i] = extendScript.Eval(ctx, p, []string{l.key}, l.ph, c.cfg.lease.Milliseconds())
-			}
-			return nil
-		})
+		calls := make([]scriptCall, len(leases))
+		for i, l := range leases {
+			calls[i] = scriptCall{extendScript, []string{l.key}, []any{l.ph, c.cfg.lease.Milliseconds()}}
+		}
+		cmds, err := runScripts(ctx, c.rdb, calls)
 		if err != nil {
 			c.report(leases[0].key, c.redisError(leases[0].key, "extend lease", err))
 		}

@@ -78,12 +78,11 @@ func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys .
 	if len(keys) == 0 {
 		return nil
 	}
-	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
-			markStaleScript.Eval(ctx, p, []string{c.cfg.prefix + k}, maxStale.Milliseconds())
-		}
-		return nil
-	})
+	calls := make([]scriptCall, len(keys))
+	for i, k := range keys {
+		calls[i] = scriptCall{markStaleScript, []string{c.cfg.prefix + k}, []any{maxStale.Milliseconds()}}
+	}
+	_, err := runScripts(ctx, c.rdb, calls)
 	if err = callerErr(ctx, err); err != nil {
 		return c.redisError(keys[0], "mark stale", err)
 	}

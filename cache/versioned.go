@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +25,15 @@ import (
 
 // magicTombstone is the second byte of a version tombstone.
 const magicTombstone = 'v'
+
+// versionTombstoneSize is the length of a version tombstone.
+const versionTombstoneSize = 10
+
+// isVersionTombstone reports whether b is a version tombstone (a miss to
+// readers, not foreign data).
+func isVersionTombstone(b []byte) bool {
+	return len(b) == versionTombstoneSize && b[0] == magic0 && b[1] == magicTombstone
+}
 
 // versionOfLua sets the Lua local ver to the 8 version bytes of the string
 // in the Lua local cur (an envelope or a version tombstone), or nil.
@@ -167,26 +175,13 @@ func (c *Cache[V]) DeleteKeepingVersion(ctx context.Context, hold time.Duration,
 	return nil
 }
 
-// evalEach runs script once per key (prefixed) in one pipeline, by SHA; if
-// the server does not know the script yet, the pipeline is sent again with
-// the script's body.
+// evalEach runs script once per key (prefixed) in one pipeline, by SHA
+// (see runScripts).
 func (c *Cache[V]) evalEach(ctx context.Context, script *redis.Script, keys []string, args ...any) error {
-	send := func(sha bool) error {
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range keys {
-				if sha {
-					script.EvalSha(ctx, p, []string{c.cfg.prefix + k}, args...)
-				} else {
-					script.Eval(ctx, p, []string{c.cfg.prefix + k}, args...)
-				}
-			}
-			return nil
-		})
-		return err
+	calls := make([]scriptCall, len(keys))
+	for i, k := range keys {
+		calls[i] = scriptCall{script, []string{c.cfg.prefix + k}, args}
 	}
-	err := send(true)
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		err = send(false)
-	}
+	_, err := runScripts(ctx, c.rdb, calls)
 	return err
 }

@@ -1,0 +1,102 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// pipelineNames records the names of the commands sent in pipelines.
+type pipelineNames struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func (h *pipelineNames) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *pipelineNames) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h *pipelineNames) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.mu.Lock()
+		for _, c := range cmds {
+			h.count[c.Name()]++
+		}
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (h *pipelineNames) take() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.count
+	h.count = map[string]int{}
+	return out
+}
+
+func flushScripts(t *testing.T, ctx context.Context, rdb redis.UniversalClient) {
+	t.Helper()
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			return n.ScriptFlush(ctx).Err()
+		})
+	} else {
+		err = rdb.ScriptFlush(ctx).Err()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Pipelined scripts go by SHA; after SCRIPT FLUSH the calls answered
+// NOSCRIPT are sent again with the body and the batch still fills.
+func TestPipelinedScriptsUseEvalSha(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		hook := &pipelineNames{count: map[string]int{}}
+		rdb.AddHook(hook)
+		c := newCache[user](t, rdb)
+		loads := 0
+		load := func(_ context.Context, keys []string) (map[string]user, error) {
+			loads++
+			out := map[string]user{}
+			for _, k := range keys {
+				out[k] = user{len(k), k}
+			}
+			return out, nil
+		}
+		batch := func(round int) {
+			t.Helper()
+			keys := make([]string, 6)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("r%d-%d", round, i)
+			}
+			got, err := c.GetMany(ctx, keys, load)
+			if err != nil || len(got) != len(keys) {
+				t.Fatalf("round %d: %v, %v", round, got, err)
+			}
+			// Cached: a second read does not load.
+			before := loads
+			if _, err := c.GetMany(ctx, keys, load); err != nil || loads != before {
+				t.Fatalf("round %d: not cached (err %v, loads %d -> %d)", round, err, before, loads)
+			}
+		}
+		flushScripts(t, ctx, rdb)
+		hook.take()
+		batch(1)
+		first := hook.take()
+		if first["evalsha"] == 0 {
+			t.Fatalf("pipelines sent %v; want evalsha", first)
+		}
+		batch(2)
+		second := hook.take()
+		if second["evalsha"] == 0 || second["eval"] != 0 {
+			t.Fatalf("pipelines with the scripts loaded sent %v; want evalsha only", second)
+		}
+	})
+}

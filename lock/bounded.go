@@ -27,8 +27,55 @@ import (
 // callSet says how the calls of a client are bounded and keeps count of
 // the ones running on goroutines of their own.
 type callSet struct {
-	inline   bool            // the Redis client applies context deadlines
-	inflight *sync.WaitGroup // calls on their own goroutines (nil: not counted)
+	inline   bool           // the Redis client applies context deadlines
+	inflight *inflightCalls // calls on their own goroutines (nil: not counted)
+}
+
+// inflightCalls counts calls running on goroutines of their own. Unlike a
+// sync.WaitGroup it may gain calls while Close waits for it (an Unlock or
+// the give-back of an abandoned acquisition can start at any time), and its
+// wait needs no goroutine, so nothing of it outlives a bounded wait.
+type inflightCalls struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (f *inflightCalls) add() {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflightCalls) done() {
+	f.mu.Lock()
+	f.n--
+	if f.n == 0 {
+		close(f.idle)
+		f.idle = nil
+	}
+	f.mu.Unlock()
+}
+
+// wait waits until no call runs, at most d; it reports whether none does.
+func (f *inflightCalls) wait(d time.Duration) bool {
+	f.mu.Lock()
+	idle := f.idle
+	f.mu.Unlock()
+	if idle == nil {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // callClient returns the client to run calls on and whether it applies
@@ -45,24 +92,6 @@ func callClient(rdb redis.UniversalClient) (redis.UniversalClient, bool) {
 
 // closeWait bounds how long Close waits for abandoned calls to finish.
 const closeWait = 5 * time.Second
-
-// waitInflight waits for the calls counted in wg, at most d; it reports
-// whether they all ended.
-func waitInflight(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
-}
 
 // errAbandoned marks a call given up on before its reply came: whether it
 // ran in Redis is unknown, and its outcome goes to the abandon function.
@@ -138,11 +167,11 @@ func bounded[T any](calls callSet, ctx context.Context, limit time.Duration, cal
 	gaveUp := false
 	done := make(chan result, 1)
 	if calls.inflight != nil {
-		calls.inflight.Add(1)
+		calls.inflight.add()
 	}
 	go func() {
 		if calls.inflight != nil {
-			defer calls.inflight.Done()
+			defer calls.inflight.done()
 		}
 		defer cancel() // after the outcome is taken: the caller also watches runCtx
 		v, err := call(runCtx)

@@ -27,7 +27,7 @@ type engine struct {
 	// inflight counts Redis calls running on goroutines of their own
 	// (see bounded), including those abandoned at a deadline: Close waits
 	// for them, up to closeWait.
-	inflight sync.WaitGroup
+	inflight inflightCalls
 
 	// hookWaiting, when set by tests, is called each time a Lock is about to
 	// block: its release subscription (if any) is confirmed and its last
@@ -58,7 +58,7 @@ func (e *engine) close() {
 		e.ntf.close()
 	}
 	e.bg.Wait()
-	if !waitInflight(&e.inflight, closeWait) {
+	if !e.inflight.wait(closeWait) {
 		e.logger.Warn("lock: close: Redis calls still running", "waited", closeWait)
 	}
 }

@@ -106,7 +106,7 @@ func (d *database) find(ctx context.Context, key string, extra time.Duration) (I
 	}
 	if err := d.acquire(ctx); err != nil {
 		if m != nil && errors.Is(err, errOverloaded) {
-			m.refused.Add(1)
+			m.refuse()
 		}
 		return Item{}, err
 	}
@@ -121,6 +121,9 @@ func (d *database) find(ctx context.Context, key string, extra time.Duration) (I
 	}
 	if err != nil {
 		return Item{}, fmt.Errorf("item %d: %w", id, err)
+	}
+	if m != nil {
+		m.loaded()
 	}
 	return it, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/cacheguard/cacheguard/bloom"
@@ -71,8 +72,13 @@ type runResult struct {
 	refused     int64   // of queries, refused for overload
 	series      []int64 // database queries per bucket
 	redisSeries []int64 // Redis round trips per bucket
-	peak        int64   // queries per second, over the busiest bucket
-	redisCalls  int64   // round trips to Redis
+	refusedSer  []int64 // of series, refused for overload
+	failedSer   []int64 // failed requests, by the bucket they were due in
+	p99Series   []time.Duration
+	loadsAt     []time.Duration // when each successful query ended
+	filledAt    time.Duration   // when the warm-up fill inside the run ended
+	peak        int64           // queries per second, over the busiest bucket
+	redisCalls  int64           // round trips to Redis
 	stats       *cache.Stats
 	background  int64    // errors no caller saw
 	samples     []string // a few of them
@@ -101,7 +107,13 @@ type runSpec struct {
 const (
 	modeNaive = "naive"
 	modeGuard = "cacheguard"
+	// modeNoLocal is cacheguard with the same settings but no local tier:
+	// what Redis and leases do alone.
+	modeNoLocal = "no local tier"
 )
+
+// modes are the caches every scenario runs through, in order.
+var modes = []string{modeNaive, modeGuard, modeNoLocal}
 
 // guardJitter is cacheguard's TTL spread in every scenario.
 const guardJitter = 0.4
@@ -109,7 +121,7 @@ const guardJitter = 0.4
 // run builds the cache for spec, runs body against it with the database's
 // queries counted on a fresh meter, and collects the figures.
 func (e *env) run(ctx context.Context, spec runSpec, body func(ctx context.Context, m *meter, c client) error) (runResult, error) {
-	prefix := fmt.Sprintf("storm:%s:%s:%s:", e.runID, spec.scenario, spec.mode)
+	prefix := fmt.Sprintf("storm:%s:%s:%s:", e.runID, spec.scenario, strings.ReplaceAll(spec.mode, " ", "-"))
 	rdb := e.rdb
 	if spec.fresh && e.dial != nil {
 		rdb = e.dial()
@@ -124,12 +136,13 @@ func (e *env) run(ctx context.Context, spec runSpec, body func(ctx context.Conte
 	switch spec.mode {
 	case modeNaive:
 		c = &naive{rdb: rdb, prefix: prefix, ttl: spec.ttl, load: load}
-	case modeGuard:
+	case modeGuard, modeNoLocal:
 		var err error
 		g, err = newGuard(rdb, prefix, guardSettings{
 			ttl: spec.ttl, jitter: guardJitter, filter: e.filter,
 			hotCount: uint64(max(5, e.cfg.Rate/500)),
 			dbConns:  e.cfg.DBConns,
+			noLocal:  spec.mode == modeNoLocal,
 		}, load)
 		if err != nil {
 			return runResult{}, err
@@ -160,8 +173,17 @@ func (e *env) run(ctx context.Context, spec runSpec, body func(ctx context.Conte
 		err = cerr
 	}
 
+	buckets := int(spec.span / bucket)
+	m.mu.Lock()
+	loadsAt, filledAt := m.loads, m.filled
+	m.mu.Unlock()
 	r := runResult{
 		mode:        spec.mode,
+		refusedSer:  m.timeline(m.refusedAt, buckets),
+		failedSer:   m.timeline(m.failedAt, buckets),
+		p99Series:   m.p99s(buckets + 1),
+		loadsAt:     loadsAt,
+		filledAt:    filledAt,
 		requests:    m.requests.Load(),
 		failed:      m.failed.Load(),
 		errs:        m.errorCounts(),

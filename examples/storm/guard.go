@@ -54,6 +54,7 @@ type guardSettings struct {
 	filter   cache.Filter
 	hotCount uint64 // accesses per second that make a key hot
 	dbConns  int    // the database's connections: the cap on loads at once
+	noLocal  bool   // leave the local tier out
 }
 
 func newGuard(rdb redis.UniversalClient, prefix string, s guardSettings, load cache.Loader[Item]) (*guard, error) {
@@ -67,14 +68,16 @@ func newGuard(rdb redis.UniversalClient, prefix string, s guardSettings, load ca
 		return nil, err
 	}
 	g := &guard{hot: hot, load: load}
-	g.c, err = cache.New[Item](rdb,
+	local := []cache.Option{cache.WithLocal(32 << 20), cache.WithHotKeys(hot)}
+	if s.noLocal {
+		local = nil
+	}
+	g.c, err = cache.New[Item](rdb, append(local,
 		cache.WithPrefix(prefix),
 		cache.WithTTL(s.ttl),
 		cache.WithJitter(s.jitter),
 		cache.WithNullTTL(min(s.ttl, 30*time.Second)),
 		cache.WithBloom(s.filter),
-		cache.WithLocal(32<<20),
-		cache.WithHotKeys(hot),
 		// Never more loads at once than the database has connections, and
 		// when Redis is down fail fast and let only that many through.
 		cache.WithMaxLoads(s.dbConns),
@@ -84,7 +87,7 @@ func newGuard(rdb redis.UniversalClient, prefix string, s guardSettings, load ca
 		// log would only repeat them line by line.
 		cache.WithLogger(slog.New(slog.DiscardHandler)),
 		cache.WithErrorHandler(func(_ string, err error) { g.noteBackground(err) }),
-	)
+	)...)
 	if err != nil {
 		hot.Close()
 		return nil, err

@@ -61,6 +61,9 @@ func (l load) run(ctx context.Context, m *meter, seed uint64, do op) {
 			default:
 				m.requests.Add(1)
 				m.fail(errorKind(errShed))
+				if i := m.at(now); i >= 0 {
+					m.failedAt[i].Add(1)
+				}
 				continue
 			}
 			wg.Add(1)

@@ -16,7 +16,8 @@
 //
 // The naive cache is GET; on a miss query the database and SET with a fixed
 // TTL. cacheguard runs with one configuration for all of them: a local Bloom
-// filter, TTL jitter, leases and a local tier for hot keys.
+// filter, TTL jitter, leases and a local tier for hot keys; and once more
+// without the local tier, to show what Redis and leases do alone.
 //
 // The restart storm needs a Redis this program started: it is skipped with
 // -redis or REDIS_URL, and on miniredis a FLUSHALL stands in for it. On
@@ -137,7 +138,8 @@ func run(ctx context.Context, cfg config, addr, plotFile, only string, fit bool,
 	fmt.Fprintf(out, "database: SQLite, %d rows, %d connections, %v per query, refused after %v without a connection (capacity %.0f queries/s)\n",
 		cfg.Rows, cfg.DBConns, cfg.DBLatency, cfg.DBWait, e.db.capacityPer(time.Second))
 	fmt.Fprintf(out, "naive: GET; on a miss query the database and SET with a fixed TTL\n")
-	fmt.Fprintf(out, "cacheguard: local Bloom filter, TTL jitter ±%.0f%%, null caching, leases, local tier for hot keys\n\n", guardJitter*100)
+	fmt.Fprintf(out, "cacheguard: local Bloom filter, TTL jitter ±%.0f%%, null caching, leases, local tier for hot keys\n", guardJitter*100)
+	fmt.Fprintf(out, "%s: cacheguard as above without the local tier\n\n", modeNoLocal)
 
 	results, err := runAll(ctx, e, picked, func(r scenarioResult) { printScenario(out, r) })
 	if plotFile != "" && len(results) > 0 {

@@ -23,18 +23,62 @@ type meter struct {
 	total   atomic.Int64   // queries sent to the database
 	refused atomic.Int64   // of total, refused for overload
 	redis   []atomic.Int64 // Redis round trips, per bucket
+	// per bucket of the time a request or query was due: refused queries,
+	// failed requests and request latencies, for the chart's strips.
+	refusedAt []atomic.Int64
+	failedAt  []atomic.Int64
+	latAt     []histogram
 
 	requests atomic.Int64
 	failed   atomic.Int64
 	lat      histogram
 
-	mu   sync.Mutex
-	errs map[string]int64 // failures by cause
+	mu     sync.Mutex
+	errs   map[string]int64 // failures by cause
+	loads  []time.Duration  // when each successful query ended, since start
+	filled time.Duration    // when the run's warm-up fill ended, if it had one
 }
 
 func newMeter(span time.Duration) *meter {
 	n := int(span/bucket) + 1
-	return &meter{start: time.Now(), queries: make([]atomic.Int64, n), redis: make([]atomic.Int64, n), errs: map[string]int64{}}
+	return &meter{start: time.Now(), queries: make([]atomic.Int64, n), redis: make([]atomic.Int64, n),
+		refusedAt: make([]atomic.Int64, n), failedAt: make([]atomic.Int64, n), latAt: make([]histogram, n),
+		errs: map[string]int64{}}
+}
+
+// at returns the bucket of moment t, or -1 past the meter's span.
+func (m *meter) at(t time.Time) int {
+	i := int(t.Sub(m.start) / bucket)
+	if i < 0 || i >= len(m.queries) {
+		return -1
+	}
+	return i
+}
+
+// refuse counts a query the database refused.
+func (m *meter) refuse() {
+	m.refused.Add(1)
+	if i := m.at(time.Now()); i >= 0 {
+		m.refusedAt[i].Add(1)
+	}
+}
+
+// loaded notes a query that returned a row: with a fixed TTL, the moment
+// the key it fills will expire is ttl after the last of these.
+func (m *meter) loaded() {
+	d := time.Since(m.start)
+	m.mu.Lock()
+	if len(m.loads) < 100_000 {
+		m.loads = append(m.loads, d)
+	}
+	m.mu.Unlock()
+}
+
+// markFilled notes that the run's warm-up fill has just ended.
+func (m *meter) markFilled() {
+	m.mu.Lock()
+	m.filled = time.Since(m.start)
+	m.mu.Unlock()
 }
 
 func (m *meter) redisCall() {
@@ -53,10 +97,28 @@ func (m *meter) sent() {
 // done records one request that was due at start.
 func (m *meter) done(start time.Time, err error) {
 	m.requests.Add(1)
-	m.lat.record(time.Since(start))
+	lat := time.Since(start)
+	m.lat.record(lat)
+	i := m.at(start)
+	if i >= 0 {
+		m.latAt[i].record(lat)
+	}
 	if err != nil {
 		m.fail(errorKind(err))
+		if i >= 0 {
+			m.failedAt[i].Add(1)
+		}
 	}
+}
+
+// p99s returns the p99 latency of the requests due in each of the first n
+// buckets (0 where none were).
+func (m *meter) p99s(n int) []time.Duration {
+	out := make([]time.Duration, min(n, len(m.latAt)))
+	for i := range out {
+		out[i] = m.latAt[i].quantile(0.99)
+	}
+	return out
 }
 
 func (m *meter) fail(kind string) {

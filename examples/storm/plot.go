@@ -12,33 +12,48 @@ import (
 
 // The chart is a plain SVG written by hand: a few rectangles, lines and
 // step paths, so the demo needs no plotting library.
+//
+// Each scenario gets a panel: what the storm does to the database (or, for
+// the zipfian load, to Redis) on a log scale, so that three queries read as
+// clearly as three thousand, with the queries the database refused shaded;
+// under it two strips with the requests that failed and the p99 latency of
+// the requests due in each 100 ms, where a Redis restart shows as errors
+// or waits rather than as queries.
 const (
-	plotWidth   = 960
-	plotLeft    = 70 // room for the y labels
-	plotRight   = 24
-	panelHeight = 210 // title, chart and x labels
-	panelTop    = 34  // the panel's title above its chart
-	panelBottom = 34  // the x labels below it
-	headerH     = 56  // the chart's title and legend
+	plotWidth = 960
+	plotLeft  = 78 // room for the y labels
+	plotRight = 24
+	headerH   = 92 // the chart's title, notes and legend
+	titleH    = 44 // a panel's title and totals above its chart
+	mainH     = 130
+	stripH    = 46
+	gapH      = 10
+	xLabelsH  = 36
+	panelH    = titleH + mainH + 2*(gapH+stripH) + xLabelsH
 )
 
-var modeColour = map[string]string{modeNaive: "#d62728", modeGuard: "#1f77b4"}
+var modeColour = map[string]string{modeNaive: "#d62728", modeGuard: "#1f77b4", modeNoLocal: "#2ca02c"}
 
-// writePlot draws database queries per 100 ms over time, naive against
-// cacheguard, one panel per scenario.
+// modeClass names a mode in the SVG's class attributes.
+func modeClass(mode string) string { return strings.ReplaceAll(mode, " ", "-") }
+
+// writePlot draws every scenario's panel, naive against cacheguard with and
+// without its local tier.
 func writePlot(w io.Writer, results []scenarioResult, cfg config) error {
 	var b bytes.Buffer
-	height := headerH + panelHeight*len(results) + 10
+	height := headerH + panelH*len(results) + 10
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n",
 		plotWidth, height, plotWidth, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	text(&b, plotLeft, 22, "start", 16, "bold", "#222",
-		fmt.Sprintf("Database queries per %v: naive cache-aside vs cacheguard", bucket))
+	text(&b, plotLeft, 22, "start", 16, "bold", "#222", "The storms: naive cache-aside against cacheguard, with and without its local tier")
 	text(&b, plotLeft, 42, "start", 12, "normal", "#555",
-		fmt.Sprintf("database: %d connections, %v per query, %v queue wait; dashed line: its capacity", cfg.DBConns, cfg.DBLatency, cfg.DBWait))
-	legend(&b, plotWidth-plotRight-230, 36)
+		fmt.Sprintf("database: %d connections, %v per query, refused after %v without a connection; dashed line: its capacity",
+			cfg.DBConns, cfg.DBLatency, cfg.DBWait))
+	text(&b, plotLeft, 60, "start", 12, "normal", "#555",
+		fmt.Sprintf("log scales; shaded: queries the database refused; strips: failed requests and p99 latency of the requests due in each %v", bucket))
+	legend(&b, plotLeft, 80)
 	for i, r := range results {
-		panel(&b, r, headerH+i*panelHeight)
+		panel(&b, r, headerH+i*panelH)
 	}
 	b.WriteString("</svg>\n")
 	_, err := w.Write(b.Bytes())
@@ -46,37 +61,70 @@ func writePlot(w io.Writer, results []scenarioResult, cfg config) error {
 }
 
 func legend(b *bytes.Buffer, x, y int) {
-	for i, mode := range []string{modeNaive, modeGuard} {
-		lx := x + i*120
-		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"/>`+"\n", lx, y, lx+24, y, modeColour[mode])
-		text(b, lx+30, y+4, "start", 12, "normal", "#222", mode)
+	for i, mode := range modes {
+		lx := x + i*130
+		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"/>`+"\n", lx, y, lx+20, y, modeColour[mode])
+		text(b, lx+25, y+4, "start", 12, "normal", "#222", mode)
 	}
+}
+
+// logAxis maps counts (or durations) onto a chart's height on a log scale.
+// Counts use log10(1+v), so that 0 sits on the baseline and 1 above it.
+type logAxis struct {
+	top, bottom float64 // pixels
+	lo, hi      float64 // log10 of the values at bottom and top
+	counts      bool    // the values are counts: log10(1+v)
+}
+
+func (a logAxis) y(v float64) float64 {
+	var l float64
+	switch {
+	case a.counts:
+		l = math.Log10(1 + math.Max(v, 0))
+	case v <= 0:
+		l = a.lo
+	default:
+		l = math.Log10(v)
+	}
+	f := (math.Min(math.Max(l, a.lo), a.hi) - a.lo) / (a.hi - a.lo)
+	return a.bottom - (a.bottom-a.top)*f
+}
+
+// countAxis fits counts up to top, with a decade of room at least.
+func countAxis(top, bottom int, most float64) (logAxis, []float64) {
+	hi := math.Max(1, math.Ceil(math.Log10(1+most)+0.05))
+	ticks := []float64{0}
+	for v := 1.0; math.Log10(v) <= hi+1e-9; v *= 10 {
+		ticks = append(ticks, v)
+	}
+	return logAxis{top: float64(top), bottom: float64(bottom), hi: hi, counts: true}, ticks
 }
 
 // panel draws one scenario with its top edge at y0.
 func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 	x0, x1 := plotLeft, plotWidth-plotRight
-	cy0, cy1 := y0+panelTop, y0+panelHeight-panelBottom
-	title := r.name
+	what := fmt.Sprintf("database queries per %v", bucket)
 	series := func(run runResult) []int64 { return run.series }
 	capacity := r.capacity
-	yLabel := fmt.Sprintf("DB queries per %v", bucket)
 	if r.plotRedis {
-		yLabel = fmt.Sprintf("Redis calls per %v", bucket)
-		title += fmt.Sprintf(", Redis round trips per %v", bucket)
+		what = fmt.Sprintf("Redis round trips per %v (the database is idle: every key is cached)", bucket)
 		series = func(run runResult) []int64 { return run.redisSeries }
 		capacity = 0
 	}
-	sep := " — "
+	text(b, x0, y0+18, "start", 14, "bold", "#222", r.name+": "+what)
+	var totals []string
 	for _, run := range r.runs {
 		if r.plotRedis {
-			title += fmt.Sprintf("%s%s: %d calls, %d DB queries", sep, run.mode, run.redisCalls, run.queries)
+			totals = append(totals, fmt.Sprintf("%s %d calls", run.mode, run.redisCalls))
 		} else {
-			title += fmt.Sprintf("%s%s: %d queries, %d refused", sep, run.mode, run.queries, run.refused)
+			totals = append(totals, fmt.Sprintf("%s %d queries (%d refused), %d failed", run.mode, run.queries, run.refused, run.failed))
 		}
-		sep = " · "
 	}
-	text(b, x0, y0+20, "start", 13, "bold", "#222", title)
+	if r.name == "penetration" {
+		totals = append(totals, "no local tier: not run, the Bloom filter answers first")
+	}
+	text(b, x0, y0+35, "start", 11, "normal", "#444", strings.Join(totals, " · "))
+	cy0, cy1 := y0+titleH, y0+titleH+mainH
 	if r.skipped != "" || len(r.runs) == 0 {
 		fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#f7f7f7" stroke="#ccc"/>`+"\n", x0, cy0, x1-x0, cy1-cy0)
 		text(b, (x0+x1)/2, (cy0+cy1)/2, "middle", 12, "normal", "#777", "skipped: "+r.skipped)
@@ -84,80 +132,163 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 	}
 
 	n := 1
-	top := capacity
+	most := capacity
 	for _, run := range r.runs {
 		n = max(n, len(series(run)))
 		for _, v := range series(run) {
-			top = math.Max(top, float64(v))
+			most = math.Max(most, float64(v))
 		}
 	}
-	step := niceStep(top * 1.08 / 4)
-	ymax := math.Max(step, math.Ceil(top*1.08/step)*step)
 	span := time.Duration(n) * bucket
 	px := func(t time.Duration) float64 { return float64(x0) + float64(x1-x0)*float64(t)/float64(span) }
-	py := func(v float64) float64 { return float64(cy1) - float64(cy1-cy0)*v/ymax }
 
-	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, cy0, x1-x0, cy1-cy0)
-	for v := 0.0; v <= ymax+step/2; v += step {
-		y := py(v)
-		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e4e4e4"/>`+"\n", x0, y, x1, y)
-		text(b, x0-6, int(y)+4, "end", 11, "normal", "#444", fmt.Sprintf("%g", v))
+	// The main chart.
+	ax, ticks := countAxis(cy0, cy1, most)
+	frame(b, x0, cy0, x1, cy1)
+	for _, v := range ticks {
+		gridLine(b, x0, x1, ax.y(v), fmt.Sprintf("%g", v))
 	}
+	yLabel(b, x0, cy0, cy1, "per "+bucket.String())
+	drawMarks(b, r.marks, span, px, cy0, cy1, true)
+	if capacity > 0 {
+		y := ax.y(capacity)
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444" stroke-dasharray="6,4"/>`+"\n", x0, y, x1, y)
+		text(b, x1-4, int(y)-4, "end", 10, "normal", "#444", fmt.Sprintf("capacity %g", capacity))
+	}
+	if !r.plotRedis {
+		for _, run := range r.runs {
+			area(b, run.refusedSer, px, ax, modeColour[run.mode], "refused-"+modeClass(run.mode))
+		}
+	}
+	for _, run := range r.runs {
+		step(b, series(run), px, ax, modeColour[run.mode], modeClass(run.mode))
+	}
+
+	// Failed requests.
+	sy0 := cy1 + gapH
+	sy1 := sy0 + stripH
+	mostFailed := 0.0
+	for _, run := range r.runs {
+		for _, v := range run.failedSer {
+			mostFailed = math.Max(mostFailed, float64(v))
+		}
+	}
+	fax, fticks := countAxis(sy0, sy1, mostFailed)
+	frame(b, x0, sy0, x1, sy1)
+	for _, v := range fticks {
+		if v == 0 || v == fticks[len(fticks)-1] || len(fticks) <= 3 {
+			gridLine(b, x0, x1, fax.y(v), fmt.Sprintf("%g", v))
+		}
+	}
+	yLabel(b, x0, sy0, sy1, "failed")
+	drawMarks(b, r.marks, span, px, sy0, sy1, false)
+	for _, run := range r.runs {
+		step(b, run.failedSer, px, fax, modeColour[run.mode], "failed-"+modeClass(run.mode))
+	}
+
+	// p99 latency, from 100µs to 10s.
+	ly0 := sy1 + gapH
+	ly1 := ly0 + stripH
+	lax := logAxis{top: float64(ly0), bottom: float64(ly1), lo: -4, hi: 1}
+	frame(b, x0, ly0, x1, ly1)
+	for _, t := range []struct {
+		d     time.Duration
+		label string
+	}{{time.Millisecond, "1ms"}, {100 * time.Millisecond, "100ms"}, {10 * time.Second, "10s"}} {
+		gridLine(b, x0, x1, lax.y(t.d.Seconds()), t.label)
+	}
+	yLabel(b, x0, ly0, ly1, "p99")
+	drawMarks(b, r.marks, span, px, ly0, ly1, false)
+	for _, run := range r.runs {
+		vals := make([]float64, len(run.p99Series))
+		for i, d := range run.p99Series {
+			vals[i] = d.Seconds()
+		}
+		stepF(b, vals, px, lax, modeColour[run.mode], "p99-"+modeClass(run.mode))
+	}
+
 	tstep := niceStep(span.Seconds() / 8)
 	for t := 0.0; t <= span.Seconds()+1e-9; t += tstep {
 		x := px(time.Duration(t * float64(time.Second)))
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999"/>`+"\n", x, cy1, x, cy1+4)
-		text(b, int(x), cy1+17, "middle", 11, "normal", "#444", fmt.Sprintf("%gs", round3(t)))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999"/>`+"\n", x, ly1, x, ly1+4)
+		text(b, int(x), ly1+16, "middle", 11, "normal", "#444", fmt.Sprintf("%gs", round3(t)))
 	}
-	for _, m := range r.marks {
+	text(b, x1, ly1+29, "end", 10, "normal", "#666", "time since the run started (requests by when they were due)")
+}
+
+func frame(b *bytes.Buffer, x0, y0, x1, y1 int) {
+	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, y0, x1-x0, y1-y0)
+}
+
+func gridLine(b *bytes.Buffer, x0, x1 int, y float64, label string) {
+	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e4e4e4"/>`+"\n", x0, y, x1, y)
+	text(b, x0-6, int(y)+4, "end", 10, "normal", "#444", label)
+}
+
+// yLabel writes a chart's y-axis label, turned, left of its tick labels.
+func yLabel(b *bytes.Buffer, x0, y0, y1 int, label string) {
+	yl, ym := x0-56, (y0+y1)/2
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-size="10" fill="#666" transform="rotate(-90 %d %d)">`, yl, ym, yl, ym)
+	xml.EscapeText(b, []byte(label))
+	b.WriteString("</text>\n")
+}
+
+// drawMarks draws the scenario's events: a dotted line, or a band, labelled
+// in the main chart only.
+func drawMarks(b *bytes.Buffer, marks []mark, span time.Duration, px func(time.Duration) float64, y0, y1 int, labels bool) {
+	for i, m := range marks {
 		if m.at <= 0 || m.at >= span {
 			continue
 		}
 		x := px(m.at)
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#888" stroke-dasharray="2,3"/>`+"\n", x, cy0, x, cy1)
-		text(b, int(x)+4, cy0+12, "start", 10, "normal", "#666", m.label)
-	}
-	if capacity > 0 {
-		y := py(capacity)
-		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444" stroke-dasharray="6,4"/>`+"\n", x0, y, x1, y)
-	}
-	for _, run := range r.runs {
-		var p strings.Builder
-		for i, v := range series(run) {
-			cmd := "L"
-			if i == 0 {
-				cmd = "M"
-			}
-			y := py(float64(v))
-			fmt.Fprintf(&p, "%s%.1f,%.1f L%.1f,%.1f ", cmd, px(time.Duration(i)*bucket), y, px(time.Duration(i+1)*bucket), y)
+		if m.to > m.at {
+			w := px(min(m.to, span)) - x
+			fmt.Fprintf(b, `<rect class="mark" x="%.1f" y="%d" width="%.1f" height="%d" fill="#1f77b4" fill-opacity="0.07"/>`+"\n", x, y0, w, y1-y0)
+		} else {
+			fmt.Fprintf(b, `<line class="mark" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#666" stroke-dasharray="2,3"/>`+"\n", x, y0, x, y1)
 		}
-		if p.Len() > 0 {
-			fmt.Fprintf(b, `<path class="%s" d="%s" fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round"/>`+"\n",
-				run.mode, strings.TrimSpace(p.String()), modeColour[run.mode])
+		if labels {
+			text(b, int(x)+4, y0+12+12*(i%2), "start", 10, "normal", "#555", m.label)
 		}
 	}
-	// Each line's peak is labelled, so that a line hugging zero (a handful
-	// of queries against thousands) still reads as a number.
-	for i, run := range r.runs {
-		at, top := 0, int64(-1)
-		for j, v := range series(run) {
-			if v > top {
-				at, top = j, v
-			}
+}
+
+// step draws counts as a step line.
+func step(b *bytes.Buffer, counts []int64, px func(time.Duration) float64, ax logAxis, colour, class string) {
+	vals := make([]float64, len(counts))
+	for i, v := range counts {
+		vals[i] = float64(v)
+	}
+	stepF(b, vals, px, ax, colour, class)
+}
+
+func stepF(b *bytes.Buffer, vals []float64, px func(time.Duration) float64, ax logAxis, colour, class string) {
+	var p strings.Builder
+	for i, v := range vals {
+		cmd := "L"
+		if i == 0 {
+			cmd = "M"
 		}
-		if top < 0 {
+		y := ax.y(v)
+		fmt.Fprintf(&p, "%s%.1f,%.1f L%.1f,%.1f ", cmd, px(time.Duration(i)*bucket), y, px(time.Duration(i+1)*bucket), y)
+	}
+	if p.Len() > 0 {
+		fmt.Fprintf(b, `<path class="%s" d="%s" fill="none" stroke="%s" stroke-width="1.8" stroke-linejoin="round" stroke-opacity="0.9"/>`+"\n",
+			class, strings.TrimSpace(p.String()), colour)
+	}
+}
+
+// area shades the buckets' counts down to the baseline.
+func area(b *bytes.Buffer, counts []int64, px func(time.Duration) float64, ax logAxis, colour, class string) {
+	for i, v := range counts {
+		if v <= 0 {
 			continue
 		}
-		x := px(time.Duration(at)*bucket + bucket/2)
-		y := py(float64(top)) - 5 - float64(12*i)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10" font-weight="bold" fill="%s">peak %d</text>`+"\n",
-			x, math.Max(y, float64(cy0+10)), modeColour[run.mode], top)
+		xa, xb := px(time.Duration(i)*bucket), px(time.Duration(i+1)*bucket)
+		y := ax.y(float64(v))
+		fmt.Fprintf(b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.22"/>`+"\n",
+			class, xa, y, xb-xa, ax.bottom-y, colour)
 	}
-	yl, ym := x0-52, (cy0+cy1)/2
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-size="10" fill="#666" transform="rotate(-90 %d %d)">`, yl, ym, yl, ym)
-	xml.EscapeText(b, []byte(yLabel))
-	b.WriteString("</text>\n")
-	text(b, x1, cy1+30, "end", 10, "normal", "#666", "time since the run started")
 }
 
 // niceStep rounds raw up to 1, 2 or 5 times a power of ten.

@@ -16,10 +16,10 @@ func printScenario(w io.Writer, r scenarioResult) {
 		fmt.Fprintf(w, "  skipped: %s\n", r.skipped)
 		return
 	}
-	fmt.Fprintf(w, "  %-11s %9s %10s %12s %9s %12s %9s %9s %8s\n",
+	fmt.Fprintf(w, "  %-13s %9s %10s %12s %9s %12s %9s %9s %8s\n",
 		"", "requests", "DB queries", "peak DB q/s", "refused", "Redis calls", "p50", "p99", "errors")
 	for _, run := range r.runs {
-		fmt.Fprintf(w, "  %-11s %9d %10d %12d %9d %12d %9s %9s %8d\n",
+		fmt.Fprintf(w, "  %-13s %9d %10d %12d %9d %12d %9s %9s %8d\n",
 			run.mode, run.requests, run.queries, run.peak, run.refused, run.redisCalls,
 			fmtDur(run.p50), fmtDur(run.p99), run.failed)
 	}

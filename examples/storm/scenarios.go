@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -17,16 +18,19 @@ type scenario struct {
 	skip func(e *env) string
 	// run runs the storm through one cache.
 	run func(ctx context.Context, e *env, mode string) (runResult, error)
-	// marks are the moments worth a line on the plot.
-	marks func(e *env) []mark
+	// marks are the moments worth a line on the plot, read from the runs
+	// where they depend on them.
+	marks func(e *env, runs []runResult) []mark
+	// modes are the caches it runs through; nil means all of them.
+	modes []string
 	// plotRedis plots Redis round trips instead of database queries.
 	plotRedis bool
 }
 
-// mark is an event on a scenario's time axis.
+// mark is an event on a scenario's time axis; with to > at, a band.
 type mark struct {
-	at    time.Duration
-	label string
+	at, to time.Duration
+	label  string
 }
 
 // scenarioResult is one storm through both caches.
@@ -43,7 +47,8 @@ func scenarios() []scenario {
 	return []scenario{penetration(), avalanche(), restart(), breakdown(), zipfian()}
 }
 
-// runScenario runs s through the naive cache, then through cacheguard.
+// runScenario runs s through the naive cache, then through cacheguard with
+// and without its local tier.
 func runScenario(ctx context.Context, e *env, s scenario) (scenarioResult, error) {
 	res := scenarioResult{name: s.name, about: s.about(e), capacity: e.db.capacityPer(bucket), plotRedis: s.plotRedis}
 	if s.skip != nil {
@@ -52,10 +57,11 @@ func runScenario(ctx context.Context, e *env, s scenario) (scenarioResult, error
 			return res, nil
 		}
 	}
-	if s.marks != nil {
-		res.marks = s.marks(e)
+	runModes := s.modes
+	if runModes == nil {
+		runModes = modes
 	}
-	for _, mode := range []string{modeNaive, modeGuard} {
+	for _, mode := range runModes {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
@@ -64,6 +70,9 @@ func runScenario(ctx context.Context, e *env, s scenario) (scenarioResult, error
 			return res, fmt.Errorf("%s, %s: %w", s.name, mode, err)
 		}
 		res.runs = append(res.runs, r)
+	}
+	if s.marks != nil {
+		res.marks = s.marks(e, res.runs)
 	}
 	// A run cut short by an interrupt is not a result.
 	return res, ctx.Err()
@@ -76,6 +85,9 @@ func penetration() scenario {
 	dur := func(e *env) time.Duration { return e.cfg.scaled(3 * time.Second) }
 	return scenario{
 		name: "penetration",
+		// The Bloom filter answers before any tier is asked: without the
+		// local tier the run would be the same.
+		modes: []string{modeNaive, modeGuard},
 		about: func(e *env) string {
 			return fmt.Sprintf("%.0f requests/s for %v, each for a random id that does not exist", e.cfg.Rate, dur(e))
 		},
@@ -104,7 +116,21 @@ func avalanche() scenario {
 			return fmt.Sprintf("%d keys filled at once with a %v TTL, then %.0f reads/s over them for %v",
 				keys(e), ttl(e), e.cfg.Rate, dur(e))
 		},
-		marks: func(e *env) []mark { return []mark{{ttl(e), "fixed TTL ends"}} },
+		marks: func(e *env, runs []runResult) []mark {
+			// The TTLs run from the end of each run's fill, inside the run.
+			var ms []mark
+			for _, r := range runs {
+				switch r.mode {
+				case modeNaive:
+					ms = append(ms, mark{at: r.filledAt + ttl(e), label: "naive: fixed TTL ends"})
+				case modeGuard:
+					lo := time.Duration(float64(ttl(e)) * (1 - guardJitter))
+					hi := time.Duration(float64(ttl(e)) * (1 + guardJitter))
+					ms = append(ms, mark{at: r.filledAt + lo, to: r.filledAt + hi, label: "cacheguard: jittered TTLs end"})
+				}
+			}
+			return ms
+		},
 		run: func(ctx context.Context, e *env, mode string) (runResult, error) {
 			spec := runSpec{scenario: "avalanche", mode: mode, ttl: ttl(e), span: dur(e)}
 			return e.fillAndRead(ctx, spec, dur(e), 0)
@@ -130,7 +156,7 @@ func restart() scenario {
 			}
 			return ""
 		},
-		marks: func(e *env) []mark { return []mark{{at(e), "Redis restarts"}} },
+		marks: func(e *env, _ []runResult) []mark { return []mark{{at: at(e), label: "Redis restarts"}} },
 		run: func(ctx context.Context, e *env, mode string) (runResult, error) {
 			spec := runSpec{scenario: "restart", mode: mode, ttl: e.cfg.scaled(time.Minute), span: dur(e), fresh: true}
 			return e.fillAndRead(ctx, spec, dur(e), at(e))
@@ -153,6 +179,7 @@ func (e *env) fillAndRead(ctx context.Context, spec runSpec, dur, restartAt time
 		if err := c.fill(ctx, items); err != nil {
 			return fmt.Errorf("fill: %w", err)
 		}
+		m.markFilled()
 		if restartAt <= 0 {
 			l.run(ctx, m, e.cfg.Seed, c.Get)
 			return nil
@@ -176,19 +203,20 @@ func (e *env) fillAndRead(ctx context.Context, spec runSpec, dur, restartAt time
 // first reload lands runs that query; cacheguard runs it once per expiry.
 func breakdown() scenario {
 	ttl := func(e *env) time.Duration { return e.cfg.scaled(time.Second) }
-	dur := func(e *env) time.Duration { return e.cfg.scaled(3500 * time.Millisecond) }
+	dur := func(e *env) time.Duration { return e.cfg.scaled(3 * time.Second) }
 	return scenario{
 		name: "breakdown",
 		about: func(e *env) string {
 			return fmt.Sprintf("%.0f reads/s of one hot key for %v; its TTL is %v and its query takes %v",
 				2*e.cfg.Rate, dur(e), ttl(e), e.cfg.DBLatency+e.cfg.HotExtra)
 		},
-		marks: func(e *env) []mark {
-			var ms []mark
-			for t := ttl(e); t < dur(e); t += ttl(e) {
-				ms = append(ms, mark{t, "TTL"})
+		marks: func(e *env, runs []runResult) []mark {
+			for _, r := range runs {
+				if r.mode == modeNaive {
+					return expiries(r.loadsAt, ttl(e), "naive: key expires")
+				}
 			}
-			return ms
+			return nil
 		},
 		run: func(ctx context.Context, e *env, mode string) (runResult, error) {
 			l := e.load(2*e.cfg.Rate, dur(e), func(*rand.Rand) string { return "1" })
@@ -207,7 +235,7 @@ func breakdown() scenario {
 // promotes the hottest keys to its in-process tier, so their reads never
 // leave the process. Its panel plots Redis round trips.
 func zipfian() scenario {
-	dur := func(e *env) time.Duration { return e.cfg.scaled(4 * time.Second) }
+	dur := func(e *env) time.Duration { return e.cfg.scaled(3 * time.Second) }
 	return scenario{
 		name:      "zipfian",
 		plotRedis: true,
@@ -238,4 +266,19 @@ func zipfian() scenario {
 
 func (e *env) load(rate float64, dur time.Duration, key func(*rand.Rand) string) load {
 	return load{rate: rate, duration: dur, inFlight: e.cfg.InFlight, timeout: e.cfg.Timeout, key: key}
+}
+
+// expiries returns when a key written with a fixed ttl by each burst of
+// loads expires: every load of a burst writes it again, so the last one
+// sets the expiry. A burst ends at a gap of half the TTL.
+func expiries(loads []time.Duration, ttl time.Duration, label string) []mark {
+	sorted := slices.Clone(loads)
+	slices.Sort(sorted)
+	var ms []mark
+	for i, t := range sorted {
+		if i+1 == len(sorted) || sorted[i+1]-t > ttl/2 {
+			ms = append(ms, mark{at: t + ttl, label: label})
+		}
+	}
+	return ms
 }

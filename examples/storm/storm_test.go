@@ -89,18 +89,29 @@ func TestStorms(t *testing.T) {
 		if r.skipped != "" {
 			t.Fatalf("%s skipped: %s", r.name, r.skipped)
 		}
-		if len(r.runs) != 2 || r.runs[0].mode != modeNaive || r.runs[1].mode != modeGuard {
-			t.Fatalf("%s: runs %+v, want naive then cacheguard", r.name, r.runs)
+		want := 3
+		if r.name == "penetration" {
+			want = 2
+		}
+		if len(r.runs) != want || r.runs[0].mode != modeNaive || r.runs[1].mode != modeGuard || (want == 3 && r.runs[2].mode != modeNoLocal) {
+			t.Fatalf("%s: %d runs %+v, want naive, cacheguard (and without its local tier)", r.name, len(r.runs), r.runs)
 		}
 		for _, run := range r.runs {
 			if run.requests == 0 {
 				t.Fatalf("%s, %s: no requests were sent", r.name, run.mode)
+			}
+			// The chart's shading and strips account for every refused
+			// query and failed request.
+			if sum(run.refusedSer) != run.refused || sum(run.failedSer) != run.failed {
+				t.Errorf("%s, %s: %d refused and %d failed over time, %d and %d in all",
+					r.name, run.mode, sum(run.refusedSer), sum(run.failedSer), run.refused, run.failed)
 			}
 		}
 		got[r.name] = r
 	}
 	naive := func(name string) runResult { return got[name].runs[0] }
 	guard := func(name string) runResult { return got[name].runs[1] }
+	noLocal := func(name string) runResult { return got[name].runs[2] }
 
 	// Penetration: every naive request is a query; the Bloom filter
 	// (false-positive rate 0.1%) lets almost none through.
@@ -144,6 +155,24 @@ func TestStorms(t *testing.T) {
 		t.Errorf("zipfian: %d Redis calls vs naive %d, local hits %+v; want a fifth of the reads served locally",
 			g.redisCalls, n.redisCalls, g.stats)
 	}
+	// Without its local tier cacheguard makes a round trip per read, as the
+	// naive cache does: the saving above is the local tier's.
+	if nl := noLocal("zipfian"); nl.stats == nil || nl.stats.LocalHits != 0 || nl.redisCalls < nl.requests*9/10 {
+		t.Errorf("zipfian without the local tier: %d Redis calls for %d reads, stats %+v; want one per read and no local hits",
+			nl.redisCalls, nl.requests, nl.stats)
+	}
+	// Leases alone hold the breakdown to one load per expiry too.
+	if nl := noLocal("breakdown"); nl.queries > 6 || nl.stats == nil || nl.stats.LocalHits != 0 {
+		t.Errorf("breakdown without the local tier: %d queries, stats %+v; want ≤ 6 and no local hits", nl.queries, nl.stats)
+	}
+	// The breakdown's marks are where the naive key really expired: a
+	// query burst starts at each of them (not at multiples of the TTL).
+	for _, m := range got["breakdown"].marks {
+		i := int(m.at / bucket)
+		if i+3 < len(naive("breakdown").series) && sum(naive("breakdown").series[i:i+3]) == 0 {
+			t.Errorf("breakdown: mark at %v, but the naive cache sent no query in the 300 ms after it: %v", m.at, naive("breakdown").series)
+		}
+	}
 
 	// The chart has one panel per scenario, each with both lines.
 	var svg bytes.Buffer
@@ -182,8 +211,18 @@ func checkPlot(t *testing.T, svg []byte, results []scenarioResult) {
 		}
 		counts[p.Class]++
 	}
-	if counts[modeNaive] != len(results) || counts[modeGuard] != len(results) {
-		t.Errorf("chart has %v lines, want one per cache in each of %d panels", counts, len(results))
+	want := map[string]int{}
+	for _, r := range results {
+		for _, run := range r.runs {
+			for _, prefix := range []string{"", "failed-", "p99-"} {
+				want[prefix+modeClass(run.mode)]++
+			}
+		}
+	}
+	for class, n := range want {
+		if counts[class] != n {
+			t.Errorf("chart has %d lines of class %q, want %d (one per run, in the chart and each strip): %v", counts[class], class, n, counts)
+		}
 	}
 	for _, r := range results {
 		found := false
@@ -275,4 +314,12 @@ func leftovers() string {
 		}
 	}
 	return strings.Join(out, "\n\n")
+}
+
+func sum(vs []int64) int64 {
+	var n int64
+	for _, v := range vs {
+		n += v
+	}
+	return n
 }

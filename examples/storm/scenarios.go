@@ -82,7 +82,7 @@ func runScenario(ctx context.Context, e *env, s scenario) (scenarioResult, error
 // cache cannot cache "no such row", so every request is a query; cacheguard's
 // Bloom filter answers almost all of them in memory.
 func penetration() scenario {
-	dur := func(e *env) time.Duration { return e.cfg.scaled(3 * time.Second) }
+	dur := func(e *env) time.Duration { return e.cfg.scaled(2 * time.Second) }
 	return scenario{
 		name: "penetration",
 		// The Bloom filter answers before any tier is asked: without the
@@ -235,7 +235,7 @@ func breakdown() scenario {
 // promotes the hottest keys to its in-process tier, so their reads never
 // leave the process. Its panel plots Redis round trips.
 func zipfian() scenario {
-	dur := func(e *env) time.Duration { return e.cfg.scaled(3 * time.Second) }
+	dur := func(e *env) time.Duration { return e.cfg.scaled(2500 * time.Millisecond) }
 	return scenario{
 		name:      "zipfian",
 		plotRedis: true,

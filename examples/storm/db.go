@@ -101,12 +101,13 @@ func (d *database) find(ctx context.Context, key string, extra time.Duration) (I
 		return Item{}, fmt.Errorf("item %q: %w", key, cache.ErrNotFound)
 	}
 	m := d.meter.Load()
+	sent := time.Now()
 	if m != nil {
 		m.sent()
 	}
 	if err := d.acquire(ctx); err != nil {
 		if m != nil && errors.Is(err, errOverloaded) {
-			m.refuse()
+			m.refuse(sent)
 		}
 		return Item{}, err
 	}

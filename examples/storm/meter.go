@@ -55,10 +55,12 @@ func (m *meter) at(t time.Time) int {
 	return i
 }
 
-// refuse counts a query the database refused.
-func (m *meter) refuse() {
+// refuse counts a query the database refused, in the bucket in which it
+// was sent (it is refused a queue wait later), so that the chart shades it
+// under the queries it is part of.
+func (m *meter) refuse(sent time.Time) {
 	m.refused.Add(1)
-	if i := m.at(time.Now()); i >= 0 {
+	if i := m.at(sent); i >= 0 {
 		m.refusedAt[i].Add(1)
 	}
 }

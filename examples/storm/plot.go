@@ -157,7 +157,7 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 	}
 	if !r.plotRedis {
 		for _, run := range r.runs {
-			area(b, run.refusedSer, px, ax, modeColour[run.mode], "refused-"+modeClass(run.mode))
+			area(b, clip(run.refusedSer, n), px, ax, modeColour[run.mode], "refused-"+modeClass(run.mode))
 		}
 	}
 	for _, run := range r.runs {
@@ -183,7 +183,7 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 	yLabel(b, x0, sy0, sy1, "failed")
 	drawMarks(b, r.marks, span, px, sy0, sy1, false)
 	for _, run := range r.runs {
-		step(b, run.failedSer, px, fax, modeColour[run.mode], "failed-"+modeClass(run.mode))
+		step(b, clip(run.failedSer, n), px, fax, modeColour[run.mode], "failed-"+modeClass(run.mode))
 	}
 
 	// p99 latency, from 100µs to 10s.
@@ -200,8 +200,9 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 	yLabel(b, x0, ly0, ly1, "p99")
 	drawMarks(b, r.marks, span, px, ly0, ly1, false)
 	for _, run := range r.runs {
-		vals := make([]float64, len(run.p99Series))
-		for i, d := range run.p99Series {
+		p99 := clip(run.p99Series, n)
+		vals := make([]float64, len(p99))
+		for i, d := range p99 {
 			vals[i] = d.Seconds()
 		}
 		stepF(b, vals, px, lax, modeColour[run.mode], "p99-"+modeClass(run.mode))
@@ -215,6 +216,9 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 	}
 	text(b, x1, ly1+29, "end", 10, "normal", "#666", "time since the run started (requests by when they were due)")
 }
+
+// clip cuts a strip's series to the main chart's time span.
+func clip[T any](s []T, n int) []T { return s[:min(len(s), n)] }
 
 func frame(b *bytes.Buffer, x0, y0, x1, y1 int) {
 	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, y0, x1-x0, y1-y0)

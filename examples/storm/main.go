@@ -52,7 +52,7 @@ import (
 func main() {
 	cfg := defaultConfig()
 	addr := flag.String("redis", "", "Redis address (host:port, comma-separated for a cluster, or a redis:// URL); default $REDIS_URL, else a spawned redis-server, else miniredis")
-	plot := flag.String("plot", "", "write a chart of database queries over time to this SVG file")
+	plot := flag.String("plot", "", "write a chart of each storm over time (database queries, refusals, failed requests, p99) to this SVG file")
 	only := flag.String("only", "", "run only these scenarios (comma-separated: "+strings.Join(scenarioNames(), ",")+")")
 	flag.Float64Var(&cfg.Rate, "rate", cfg.Rate, "requests per second (the breakdown sends twice as many)")
 	flag.Float64Var(&cfg.Scale, "scale", cfg.Scale, "multiply every scenario's durations and TTLs by this")

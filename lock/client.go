@@ -137,7 +137,6 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 	if err != nil && m.cfg.err == nil {
 		m.cfg.err = err
 	}
-	m.b = newHoldBackend(c.rdb, name, []string{base, base + fenceSuffix},
-		acquireScript, true, base+releasedSuffix, base+waitersSuffix, c.pub, &m.cfg)
+	m.b = newMutexBackend(c.rdb, name, base, base+releasedSuffix, base+waitersSuffix, c.pub, &m.cfg)
 	return m
 }

@@ -49,7 +49,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error)
 	calls := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
 		var ok bool
-		calls[i], ok = callClient(n)
+		calls[i], ok, _ = callClient(n)
 		inline = inline && ok
 	}
 	r := &Redlock{nodes: calls, quorum: len(nodes)/2 + 1, cfg: cfg}

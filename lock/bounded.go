@@ -150,7 +150,14 @@ func bounded[T any](calls callSet, ctx context.Context, limit time.Duration, cal
 	// A caller that can wait for ever, on a client that ends its calls by
 	// its own timeouts, gains nothing from a goroutine (see callSet); a
 	// release after the caller's context ended must keep its short bound.
-	inline := calls.inline || (calls.selfBounded && !calls.explicit && ctx.Done() == nil && !d.strict)
+	selfBound := calls.selfBounded && !calls.explicit && ctx.Done() == nil && !d.strict
+	inline := calls.inline || selfBound
+	if selfBound {
+		// The client's timeouts end the call (on a ContextTimeoutEnabled
+		// client too: without a deadline it reads with ReadTimeout), so a
+		// timer context per call would buy nothing.
+		limit = 0
+	}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if detached {
 		// The caller can only be made to wait less than the call when ctx

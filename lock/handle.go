@@ -220,7 +220,11 @@ func (hd *Handle) Unlock(ctx context.Context) error {
 	if ended {
 		rctx = context.WithoutCancel(ctx)
 	}
-	err := hd.h.b.release(detachedRun(rctx, ended), hd.h.owner, false)
+	if rctx.Done() != nil || ended {
+		// A context that cannot end needs no detaching.
+		rctx = detachedRun(rctx, ended)
+	}
+	err := hd.h.b.release(rctx, hd.h.owner, false)
 	if errors.Is(err, errAbandoned) {
 		// Gone on in the background; the hold ends here all the same.
 		hd.e.wd.detach(hd, nil)

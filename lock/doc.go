@@ -89,7 +89,9 @@
 // Waiting. Lock retries until its context ends. Waiters subscribe to the
 // lock's release channel (a shard channel with SSUBSCRIBE on a cluster; one
 // subscriber connection per node carries all the channels a client waits
-// on, and it is closed when the client has nobody waiting), and
+// on, and it is closed when the client has nobody waiting; when a slot moves
+// to another master, its channels move to that master's connection and
+// their waiters try again), and
 // a client with waiters puts itself on the lock's wait list; each release
 // names one client of that list at random, which wakes its longest waiting
 // waiter, so a handover costs one attempt, not one per process. As a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -26,9 +27,19 @@ import (
 
 // callSet says how the calls of a client are bounded and keeps count of
 // the ones running on goroutines of their own.
+//
+// A client with default options that has finite read and write timeouts
+// bounds every call itself, if not by the caller's wishes: at most
+// (MaxRetries+1) x (ReadTimeout+WriteTimeout) plus the retry backoffs. A
+// call whose context can never end (no deadline, no cancellation) and
+// whose lock has no WithTimeout has nothing tighter to honour, so it runs
+// on the caller's goroutine too (selfBounded): the goroutine hand-off is
+// paid only where it buys a bound.
 type callSet struct {
-	inline   bool           // the Redis client applies context deadlines
-	inflight *inflightCalls // calls on their own goroutines (nil: not counted)
+	inline      bool           // the Redis client applies context deadlines
+	selfBounded bool           // the Redis client's own timeouts end every call
+	explicit    bool           // WithTimeout was given: calls must end by it
+	inflight    *inflightCalls // calls on their own goroutines (nil: not counted)
 }
 
 // inflightCalls counts calls running on goroutines of their own. Unlike a
@@ -78,16 +89,19 @@ func (f *inflightCalls) wait(d time.Duration) bool {
 	}
 }
 
-// callClient returns the client to run calls on and whether it applies
-// context deadlines to its socket reads (see above).
-func callClient(rdb redis.UniversalClient) (redis.UniversalClient, bool) {
+// callClient returns the client to run calls on, whether it applies
+// context deadlines to its socket reads, and whether its own read and write
+// timeouts end every call (see callSet).
+func callClient(rdb redis.UniversalClient) (c redis.UniversalClient, inline, selfBounded bool) {
 	switch c := rdb.(type) {
 	case *redis.Client:
-		return c, c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return c, o.ContextTimeoutEnabled, o.ReadTimeout > 0 && o.WriteTimeout > 0
 	case *redis.ClusterClient:
-		return c, c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return c, o.ContextTimeoutEnabled, o.ReadTimeout > 0 && o.WriteTimeout > 0
 	}
-	return rdb, false
+	return rdb, false, false
 }
 
 // closeWait bounds how long Close waits for abandoned calls to finish.
@@ -132,8 +146,18 @@ const defaultReleaseTimeout = 5 * time.Second
 // (bounded by limit only), while the caller still returns when ctx ends:
 // the call goes on in the background.
 func bounded[T any](calls callSet, ctx context.Context, limit time.Duration, call func(context.Context) (T, error), abandon func(T, error)) (T, error) {
-	inline := calls.inline
-	detached := ctx.Value(detachedKey{}) != nil
+	d, detached := ctx.Value(detachedKey{}).(detachedHow)
+	// A caller that can wait for ever, on a client that ends its calls by
+	// its own timeouts, gains nothing from a goroutine (see callSet); a
+	// release after the caller's context ended must keep its short bound.
+	selfBound := calls.selfBounded && !calls.explicit && ctx.Done() == nil && !d.strict
+	inline := calls.inline || selfBound
+	if selfBound {
+		// The client's timeouts end the call (on a ContextTimeoutEnabled
+		// client too: without a deadline it reads with ReadTimeout), so a
+		// timer context per call would buy nothing.
+		limit = 0
+	}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if detached {
 		// The caller can only be made to wait less than the call when ctx
@@ -213,8 +237,16 @@ var errLimit = fmt.Errorf("%w (%w)", ErrTimeout, context.DeadlineExceeded)
 // limitErr makes the error of a call that failed because the operation
 // timeout ran out (go-redis gives up waiting for a connection, for one)
 // match ErrTimeout.
+//
+// A read or write that ran out of the client's own timeout (a call run on
+// the caller's goroutine of a self-bounded client, see callSet) matches
+// ErrTimeout too.
 func limitErr(ctx context.Context, err error) error {
-	if err != nil && errors.Is(context.Cause(ctx), ErrTimeout) && !errors.Is(err, ErrTimeout) {
+	if err == nil || errors.Is(err, ErrTimeout) {
+		return err
+	}
+	var ne net.Error
+	if errors.Is(context.Cause(ctx), ErrTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
 		return fmt.Errorf("%w: %w", ErrTimeout, err)
 	}
 	return err
@@ -230,9 +262,15 @@ func callErr(ctx context.Context) error {
 
 type detachedKey struct{}
 
-// detachedRun marks ctx so that bounded runs calls detached from it.
-func detachedRun(ctx context.Context) context.Context {
-	return context.WithValue(ctx, detachedKey{}, true)
+// detachedHow is the value of detachedKey. strict: the caller's context had
+// already ended, so the call keeps its own short bound even on a client
+// that bounds its calls by its timeouts (see callSet).
+type detachedHow struct{ strict bool }
+
+// detachedRun marks ctx so that bounded runs calls detached from it; strict
+// as in detachedHow.
+func detachedRun(ctx context.Context, strict bool) context.Context {
+	return context.WithValue(ctx, detachedKey{}, detachedHow{strict})
 }
 
 // boundedErr is bounded for calls that only return an error.

@@ -103,7 +103,7 @@ func TestClosedClientHandle(t *testing.T) {
 	if err := h.Unlock(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("Unlock after Close: %v, want ErrClosed", err)
 	}
-	if n := rdb.Exists(ctx, "lock:{closed-handle}").Val(); n != 0 {
+	if heldIn(ctx, rdb, "lock:{closed-handle}") {
 		t.Errorf("Unlock after Close left the lock held")
 	}
 }
@@ -125,7 +125,7 @@ func TestInvalidName(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Unlock(ctx)
-	if n := rdb.Exists(ctx, "lock:orders:{42}:lock").Val(); n != 1 {
+	if !heldIn(ctx, rdb, "lock:orders:{42}:lock") {
 		t.Fatal("a name with its own hash tag is not used as the key")
 	}
 }

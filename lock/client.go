@@ -30,13 +30,15 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	rdb, inline := callClient(rdb)
+	rdb, inline, selfBounded := callClient(rdb)
 	id := newOwner()
 	c := &Client{rdb: rdb, cfg: cfg}
 	ntf := newNotifier(rdb, id, cfg.logger)
 	c.pub = publisher{cmd: ntf.publishCmd(), payload: id}
 	c.engine = newEngine(cfg.logger, ntf, c.renewBatch)
 	c.cfg.calls = c.engine.callSet(inline)
+	c.cfg.calls.selfBounded = selfBounded
+	c.cfg.calls.explicit = c.cfg.opTimeout > 0
 	return c, nil
 }
 
@@ -137,7 +139,6 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 	if err != nil && m.cfg.err == nil {
 		m.cfg.err = err
 	}
-	m.b = newHoldBackend(c.rdb, name, []string{base, base + fenceSuffix},
-		acquireScript, true, base+releasedSuffix, base+waitersSuffix, c.pub, &m.cfg)
+	m.b = newMutexBackend(c.rdb, name, base, base+releasedSuffix, base+waitersSuffix, c.pub, &m.cfg)
 	return m
 }

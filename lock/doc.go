@@ -6,7 +6,8 @@
 // # Model
 //
 // A lock is a Redis hash under one key, {owner, n, token}, with a lease set
-// by PEXPIRE. Taking, renewing and releasing it are Lua scripts, so each
+// by PEXPIRE. A release removes the owner and the hold count and leaves the
+// token, with the lease the lock had, as the floor of the next one. Taking, renewing and releasing it are Lua scripts, so each
 // check-and-change is atomic: only the owner can extend or release its lock,
 // and a holder whose lease ran out can never delete its successor's lock.
 // All keys of one lock (and its release channel) share the hash tag {name},
@@ -51,6 +52,12 @@
 // context of its own, so a cancelled context does not strand the lock. On a
 // client made with ContextTimeoutEnabled, go-redis applies deadlines itself
 // and calls run on the caller's goroutine, which is cheaper: prefer it.
+// A call whose context has neither deadline nor cancellation, on a lock
+// without WithTimeout, also runs on the caller's goroutine when the client's
+// ReadTimeout and WriteTimeout are finite (the go-redis defaults): it is
+// then bounded by the client's own timeouts, at most (MaxRetries+1) x
+// (ReadTimeout + WriteTimeout) plus the retry backoffs, not by the lease,
+// and a read or write that runs out matches ErrTimeout.
 //
 // Fencing tokens. Cancellation cannot stop a write already on the wire, and
 // a paused process learns of nothing until it resumes. Handle.Token is the
@@ -63,7 +70,8 @@
 // the counter (a restart without persistence, FLUSHALL, a failover to a
 // replica that missed it, eviction), provided the server's clock (or, after
 // a failover, the new master's) does not go back. The counter therefore
-// expires with the lock, and an idle lock keeps no key in Redis.
+// lives only as long as the lock's last lease (a released lock keeps just
+// its token until then), and an idle lock keeps no key in Redis.
 //
 // Names. A lock's keys are the prefix, then the name in braces, which makes
 // the name the hash tag of every key of the lock. A name that carries its
@@ -81,7 +89,9 @@
 // Waiting. Lock retries until its context ends. Waiters subscribe to the
 // lock's release channel (a shard channel with SSUBSCRIBE on a cluster; one
 // subscriber connection per node carries all the channels a client waits
-// on, and it is closed when the client has nobody waiting), and
+// on, and it is closed when the client has nobody waiting; when a slot moves
+// to another master, its channels move to that master's connection and
+// their waiters try again), and
 // a client with waiters puts itself on the lock's wait list; each release
 // names one client of that list at random, which wakes its longest waiting
 // waiter, so a handover costs one attempt, not one per process. As a
@@ -120,9 +130,10 @@
 // back to those nodes (raising their counters) before it holds the lock, and
 // gives the lock up if that write does not reach a quorum. Any two quorums
 // share a node, so the next holder draws on a node that already knows this
-// token and gets a larger one. This holds while the nodes' clocks agree to
-// within the time between two acquisitions (the counters expire with the
-// lock and fall back on the clocks).
+// token and gets a larger one. A node keeps its counter until the last
+// lease it granted ends; the clocks only matter once a shared node has lost
+// it (see the package README for the precise guarantee when clocks
+// disagree).
 //
 // So: use a Mutex (with fencing tokens checked by the resource) when
 // correctness depends on mutual exclusion; use Redlock for efficiency (avoid

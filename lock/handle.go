@@ -216,11 +216,15 @@ func (hd *Handle) Unlock(ctx context.Context) error {
 	// The release runs detached from ctx, bounded by its own timeout; the
 	// caller waits for it while ctx allows (at most that timeout when ctx
 	// has already ended).
-	rctx := ctx
-	if ctx.Err() != nil {
+	rctx, ended := ctx, ctx.Err() != nil
+	if ended {
 		rctx = context.WithoutCancel(ctx)
 	}
-	err := hd.h.b.release(detachedRun(rctx), hd.h.owner, false)
+	if rctx.Done() != nil || ended {
+		// A context that cannot end needs no detaching.
+		rctx = detachedRun(rctx, ended)
+	}
+	err := hd.h.b.release(rctx, hd.h.owner, false)
 	if errors.Is(err, errAbandoned) {
 		// Gone on in the background; the hold ends here all the same.
 		hd.e.wd.detach(hd, nil)

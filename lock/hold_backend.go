@@ -20,11 +20,21 @@ type holdBackend struct {
 	keys     []string // the hold hash, then the acquire script's other keys
 	relKeys  []string // the hold hash, then the wait list if any
 	acq      *redis.Script
-	fence    any    // "1" to draw fencing tokens
-	queues   bool   // a waiting acquirer marks itself (RWMutex writer)
-	channelN string // release notifications; "" for none
+	rel      *redis.Script // releaseScript, or holdReleaseScript for the Mutex layout
+	fence    any           // "1" to draw fencing tokens
+	queues   bool          // a waiting acquirer marks itself (RWMutex writer)
+	channelN string        // release notifications; "" for none
 	cfg      *config
 	args     scriptArgs
+}
+
+// newMutexBackend is the holdBackend of a Mutex, or of one Redlock node
+// (without channel and wait list): the fencing counter lives in the hold
+// hash (acquireScript, holdReleaseScript).
+func newMutexBackend(rdb redis.UniversalClient, name, base, channel, waitList string, pub publisher, cfg *config) *holdBackend {
+	b := newHoldBackend(rdb, name, []string{base}, acquireScript, true, channel, waitList, pub, cfg)
+	b.rel = holdReleaseScript
+	return b
 }
 
 func newHoldBackend(rdb redis.UniversalClient, name string, keys []string, acq *redis.Script,
@@ -34,7 +44,7 @@ func newHoldBackend(rdb redis.UniversalClient, name string, keys []string, acq *
 		relKeys = []string{keys[0], waitList}
 	}
 	return &holdBackend{
-		rdb: rdb, lname: name, keys: keys, relKeys: relKeys, acq: acq, fence: flag(fence),
+		rdb: rdb, lname: name, keys: keys, relKeys: relKeys, acq: acq, rel: releaseScript, fence: flag(fence),
 		channelN: channel, cfg: cfg,
 		args: newScriptArgs(cfg.lease, pub.cmd, channel, pub.payload),
 	}
@@ -54,9 +64,14 @@ func (b *holdBackend) waitList() string {
 
 func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Duration, waiting bool) (acquired, error) {
 	start := time.Now()
-	mark := argZero
-	if waiting && b.queues {
-		mark = ms(b.cfg.markTTL())
+	// ARGV[4]: a writer that will wait marks its place for that long; a
+	// Mutex acquirer that will wait marks the lock as waited for.
+	mark := flag(waiting)
+	if b.queues {
+		mark = argZero
+		if waiting {
+			mark = ms(b.cfg.markTTL())
+		}
 	}
 	v, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
 		return b.acq.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease), b.fence, mark).Int64Slice()
@@ -151,7 +166,7 @@ func (b *holdBackend) release(ctx context.Context, owner string, all bool) error
 // unless it is "".
 func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, token string) error {
 	n, err := bounded(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
-		return releaseScript.Run(ctx, b.rdb, b.relKeys,
+		return b.rel.Run(ctx, b.rdb, b.relKeys,
 			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload, token).Int64()
 	}, nil)
 	if err != nil {

@@ -11,8 +11,10 @@ import (
 // release notification (a shard channel on a cluster) is served by the same
 // node.
 //
-//	base                hash: owner, n (hold count), token   Mutex (and Redlock, per node)
-//	base:fence          last fencing token, expires with the lease  Mutex, RWMutex writer
+//	base                hash: owner, n (hold count), token, w  Mutex (and Redlock, per node);
+//	                    a release keeps token (the fencing counter) until the last lease ends;
+//	                    w: a waiter was refused, so the release looks at the wait list
+//	base:fence          last fencing token, expires with the lease  RWMutex writer
 //	base:released       channel announcing Mutex releases
 //	base:waiters        zset: client id -> expiry (ms)        clients waiting for the Mutex
 //	base:rw             hash: owner, n, token                 RWMutex writer

@@ -3,24 +3,54 @@ package lock
 import "github.com/redis/go-redis/v9"
 
 // The hold scripts: a lock is a hash {owner, n, token} under KEYS[1] with a
-// PEXPIRE lease. KEYS[2] is the fencing counter (same hash tag). They serve
-// Mutex, the writer side of RWMutex and each node of a Redlock.
+// PEXPIRE lease. They serve Mutex, the writer side of RWMutex and each node
+// of a Redlock. A Mutex (and a Redlock node) keeps its fencing counter in the
+// hash itself: a release removes the owner and the hold count but leaves the
+// token, with the lease the lock had, as the floor of the next one (see
+// acquireScript); the writer of an RWMutex keeps it in a key of its own
+// (fenceLua).
 
-// acquireScript takes the lock for ARGV[1] with lease ARGV[2] ms, drawing a
-// fencing token (fenceLua) when ARGV[3] is "1". Replies as takeHoldLua.
+// acquireScript takes the Mutex at KEYS[1] for ARGV[1] with lease ARGV[2]
+// ms, drawing a fencing token when ARGV[3] is "1". ARGV[4] is "1" when the
+// caller will wait if refused: a refusal then sets the hash's field w, which
+// tells the release to look at the wait list (otherwise it does not, which
+// saves a command on every uncontended release). Replies as takeHoldLua.
+//
+// The token is one more than the last token of the hash (kept there after a
+// release, for as long as the lock's last lease), but at least the server's
+// clock in microseconds: the clock floor is what makes the counter safe to
+// lose (see fenceLua). Four commands for a free lock: HMGET, TIME, HSET,
+// PEXPIRE.
 var acquireScript = redis.NewScript(`
-local owner = redis.call('HGET', KEYS[1], 'owner')
-local fenceKey = KEYS[2]
-local function onGrant() end
-local function fence()
+local h = redis.call('HMGET', KEYS[1], 'owner', 'token')
+local owner = h[1]
+if not owner then
+  local token = 0
   if ARGV[3] == '1' then
-` + fenceLua + `
+    local t = redis.call('TIME')
+    token = tonumber(h[2] or '0') + 1
+    local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    if token < floor then token = floor end
   end
-  return 0
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'n', 1, 'token', string.format('%.0f', token))
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, token, tonumber(ARGV[2])}
 end
-` + takeHoldLua)
+if owner == ARGV[1] then
+  local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+  local pttl = redis.call('PTTL', KEYS[1])
+  if pttl < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    pttl = tonumber(ARGV[2])
+  end
+  return {n, tonumber(h[2]), pttl}
+end
+if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'w', '1') end
+return {0, redis.call('PTTL', KEYS[1])}
+`)
 
-// fenceLua draws the next fencing token from the counter at fenceKey: one
+// fenceLua draws the next fencing token of an RWMutex writer from the
+// counter at fenceKey: one
 // more than the last, but at least the server's clock in microseconds, and
 // writes it back with the lease ARGV[2]. The clock floor is what makes the
 // counter safe to lose: after a restart without persistence, a FLUSHALL, a
@@ -97,6 +127,42 @@ if KEYS[2] then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
   target = redis.call('ZRANDMEMBER', KEYS[2])
   if not target then return 0 end
+end
+redis.call(ARGV[3], ARGV[4], ARGV[5] .. '|' .. target)
+return 0
+`)
+
+// holdReleaseScript is releaseScript for the Mutex layout (acquireScript):
+// instead of deleting the hash it removes the owner and the hold count, so
+// that the token stays as the floor of the next one, with the lease the lock
+// had. It looks at the wait list only when a refused waiter marked the hash
+// (field w), and clears the mark when the list is gone. Uncontended, two
+// commands: HMGET, HDEL.
+var holdReleaseScript = redis.NewScript(`
+local h = redis.call('HMGET', KEYS[1], 'owner', 'n', 'token', 'w')
+if h[1] ~= ARGV[1] then return -1 end
+if ARGV[6] and ARGV[6] ~= '' and h[3] ~= ARGV[6] then return -1 end
+if ARGV[2] ~= '1' and h[2] ~= '1' then
+  return redis.call('HINCRBY', KEYS[1], 'n', -1)
+end
+if ARGV[3] == '' or (KEYS[2] and not h[4]) then
+  redis.call('HDEL', KEYS[1], 'owner', 'n')
+  return 0
+end
+local target = ''
+if KEYS[2] then
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    redis.call('HDEL', KEYS[1], 'owner', 'n', 'w')
+    return 0
+  end
+  redis.call('HDEL', KEYS[1], 'owner', 'n')
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  target = redis.call('ZRANDMEMBER', KEYS[2])
+  if not target then return 0 end
+else
+  redis.call('HDEL', KEYS[1], 'owner', 'n')
 end
 redis.call(ARGV[3], ARGV[4], ARGV[5] .. '|' .. target)
 return 0

@@ -47,8 +47,15 @@ func testExclusive(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("lock not free after unlock: %v", err)
 	}
 	h4.Unlock(ctx)
-	if n, _ := rdb.Exists(ctx, "lock:{excl}").Result(); n != 0 {
-		t.Fatal("lock key left behind after the last unlock")
+	if heldIn(ctx, rdb, "lock:{excl}") {
+		t.Fatal("lock still held in Redis after the last unlock")
+	}
+	// What is left is the fencing counter, for at most the last lease.
+	if f, _ := rdb.HKeys(ctx, "lock:{excl}").Result(); len(f) > 1 {
+		t.Fatalf("released lock keeps fields %v, want only the token", f)
+	}
+	if pttl, _ := rdb.PTTL(ctx, "lock:{excl}").Result(); pttl == -1 || pttl > DefaultLease {
+		t.Fatalf("released lock's token kept for %v", pttl)
 	}
 }
 

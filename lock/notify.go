@@ -70,6 +70,7 @@ type topic struct {
 	waiters    []*waiter
 	ready      chan struct{} // closed when the server confirmed the subscription
 	confirmed  bool
+	moved      bool      // re-subscribed after a slot migration: wake the waiters on confirmation
 	idleSince  time.Time // when the last waiter left; zero while it has waiters
 }
 
@@ -482,8 +483,11 @@ func (n *notifier) read(sc *subConn) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
 				n.confirm(sc, m.Channel)
+			case "sunsubscribe":
+				n.dropped(sc, m.Channel)
 			}
 		case *redis.Message:
 			n.released(m.Channel, m.Payload)
@@ -497,6 +501,10 @@ func (n *notifier) confirm(sc *subConn, ch string) {
 	if t := n.topics[ch]; t != nil && t.conn == sc && !t.confirmed {
 		t.confirmed = true
 		close(t.ready)
+		if t.moved {
+			t.moved = false
+			n.wakeLocked(ch)
+		}
 	}
 }
 

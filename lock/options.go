@@ -201,5 +201,6 @@ func WithTimeout(d time.Duration) Option {
 			return
 		}
 		c.opTimeout = d
+		c.calls.explicit = true
 	}
 }

@@ -49,7 +49,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error)
 	calls := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
 		var ok bool
-		calls[i], ok = callClient(n)
+		calls[i], ok, _ = callClient(n)
 		inline = inline && ok
 	}
 	r := &Redlock{nodes: calls, quorum: len(nodes)/2 + 1, cfg: cfg}
@@ -78,8 +78,7 @@ func (r *Redlock) Mutex(name string, opts ...Option) *Mutex {
 	}
 	b := &redlockBackend{lname: name, quorum: r.quorum, cfg: &m.cfg}
 	for _, n := range r.nodes {
-		b.nodes = append(b.nodes, newHoldBackend(n, name, []string{base, base + fenceSuffix},
-			acquireScript, true, "", "", publisher{}, &m.cfg))
+		b.nodes = append(b.nodes, newMutexBackend(n, name, base, "", "", publisher{}, &m.cfg))
 	}
 	m.b = b
 	return m
@@ -203,15 +202,15 @@ func (b *redlockBackend) raiseFence(ctx context.Context, owner string, token int
 	return k
 }
 
-// raiseFenceScript sets the token of ARGV[1]'s hold at KEYS[1] to ARGV[2]
-// and raises the fencing counter KEYS[2] to it (keeping it ARGV[3] ms).
-// Replies 1, or 0 when ARGV[1] does not hold the lock there.
+// raiseFenceScript raises the token of ARGV[1]'s hold at KEYS[1], which is
+// also the node's fencing counter (see acquireScript), to ARGV[2]. Replies
+// 1, or 0 when ARGV[1] does not hold the lock there.
 var raiseFenceScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
-if tonumber(redis.call('GET', KEYS[2]) or '0') < tonumber(ARGV[2]) then
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+local h = redis.call('HMGET', KEYS[1], 'owner', 'token')
+if h[1] ~= ARGV[1] then return 0 end
+if tonumber(h[2] or '0') < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], 'token', ARGV[2])
 end
-redis.call('HSET', KEYS[1], 'token', ARGV[2])
 return 1
 `)
 

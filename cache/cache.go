@@ -65,6 +65,9 @@ type Cache[V any] struct {
 	fallbackGroup singleflight.Group
 
 	hooks hooks
+
+	// flights coalesces the Redis reads of one key (flight.go).
+	flights flights[V]
 }
 
 // hooks are interleaving points for tests; nil in production.
@@ -79,6 +82,7 @@ type hooks struct {
 	onSubscribed func()                    // the invalidation subscription is (back) up
 	onInvalidate func(keys []string)       // another instance's invalidation was applied
 	onLoadWait   func()                    // a load waits for a slot under WithMaxLoads
+	onJoin       func(key string)          // a call joined another's read of key (flight.go)
 }
 
 // New returns a Cache backed by rdb, which may be a *redis.Client, a
@@ -329,6 +333,7 @@ func (c *Cache[V]) startLocal() error {
 func (c *Cache[V]) forget(keys []string) {
 	for _, k := range keys {
 		c.group.Forget(c.cfg.prefix + k)
+		c.flights.forget(c.cfg.prefix + k)
 		c.fallbackGroup.Forget(k)
 	}
 }

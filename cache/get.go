@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Waiting for another holder's fill polls with exponential backoff between
-// these bounds (jittered), retrying SET NX GET each time so that the lease of
-// a holder that died is taken over as soon as it expires.
+// Waiting for another holder's fill is woken by the fill's notification
+// (notify.go). Where notifications do not work it polls with exponential
+// backoff between these bounds (jittered), retrying SET NX GET each time so
+// that the lease of a holder that died is taken over as soon as it expires.
 const (
 	minBackoff = 2 * time.Millisecond
 	maxBackoff = 50 * time.Millisecond
@@ -278,7 +278,7 @@ func (c *Cache[V]) sharedFill(ctx context.Context, f *flight[V], key, rkey strin
 
 // fill takes the lease (or waits for whoever holds it) and loads.
 func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (result[V], error) {
-	l, err := newLease(rkey)
+	l, err := c.newLease(rkey)
 	if err != nil {
 		return result[V]{}, err
 	}
@@ -294,7 +294,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			return r, false, err
 		}
 		refills++
-		if l, err = newLease(rkey); err != nil {
+		if l, err = c.newLease(rkey); err != nil {
 			return r, false, err
 		}
 		return r, true, nil
@@ -305,6 +305,8 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 	freshBudget := func() (time.Time, time.Duration) { return time.Now().Add(c.cfg.wait), minBackoff }
 	deadline, backoff := freshBudget()
 	waited := false
+	var w *fillWaiter // listening for fills of rkey once we wait
+	defer func() { w.leave() }()
 	healChecked := false // a lease without a TTL was looked for (lease.go)
 	for {
 		done, err := c.allow(key)
@@ -400,24 +402,18 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			}
 			return result[V]{}, fmt.Errorf("%w: %q after %v", ErrWaitTimeout, key, c.cfg.wait)
 		}
-		if err := pause(ctx, &backoff, left); err != nil {
+		if w == nil {
+			w = c.listenFills(ctx, []string{rkey})
+		}
+		if w != nil && w.ok {
+			held, err := c.markWaited(ctx, []string{rkey}, [][]byte{prev})
+			if err == nil && !held[0] {
+				continue // filled or released meanwhile: look again now
+			}
+		}
+		if err := c.awaitFill(ctx, w, &backoff, left, key); err != nil {
 			return result[V]{}, err
 		}
-	}
-}
-
-// pause waits out one step of a waiter's backoff (jittered, doubling up to
-// maxBackoff, never longer than left) or until ctx ends.
-func pause(ctx context.Context, backoff *time.Duration, left time.Duration) error {
-	d := min(*backoff/2+rand.N(*backoff/2+1), left)
-	*backoff = min(2**backoff, maxBackoff)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -140,11 +140,13 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 	deadline := time.Now().Add(c.cfg.wait)
 	backoff := minBackoff
 	waited := false
+	var w *fillWaiter // listening for fills of the keys we wait for
+	defer func() { w.leave() }()
 	for {
 		leases := make([]lease, len(pending))
 		acq := make([]*redis.StatusCmd, len(pending))
 		for i, k := range pending {
-			l, err := newLease(c.cfg.prefix + k)
+			l, err := c.newLease(c.cfg.prefix + k)
 			if err != nil {
 				return err
 			}
@@ -166,6 +168,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		// round did take are released rather than left to block others.
 		var held []lease
 		var heldKeys, waiting, foreign []string
+		var waitPrev [][]byte // the placeholder seen under waiting[i] (nil: none)
 		var foreignLeases []lease
 		var foreignPrev [][]byte
 		var firstErr error
@@ -192,7 +195,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 				if !waited {
 					lookalikes = append(lookalikes, i)
 				}
-				waiting = append(waiting, k)
+				waiting, waitPrev = append(waiting, k), append(waitPrev, prev)
 				continue
 			case kindEnvelope:
 				if r, _, ok := c.decodeEntry(k, prev); ok {
@@ -218,15 +221,15 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 				return err
 			}
 			if len(healed) > 0 {
-				still := waiting[:0]
-				for _, k := range waiting {
+				still, stillPrev := waiting[:0], waitPrev[:0]
+				for i, k := range waiting {
 					if l, ok := healed[k]; ok {
 						held, heldKeys = append(held, l), append(heldKeys, k)
 					} else {
-						still = append(still, k)
+						still, stillPrev = append(still, k), append(stillPrev, waitPrev[i])
 					}
 				}
-				waiting = still
+				waiting, waitPrev = still, stillPrev
 			}
 		}
 		for i, k := range foreign {
@@ -244,7 +247,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			if ok {
 				held, heldKeys = append(held, foreignLeases[i]), append(heldKeys, k)
 			} else {
-				waiting = append(waiting, k)
+				waiting, waitPrev = append(waiting, k), append(waitPrev, nil)
 			}
 		}
 		if len(held) > 0 {
@@ -273,7 +276,13 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			return fmt.Errorf("%w: %d keys (first %q) after %v", ErrWaitTimeout, len(waiting), waiting[0], c.cfg.wait)
 		}
 		pending = waiting
-		if err := pause(ctx, &backoff, left); err != nil {
+		if w == nil {
+			w = c.listenFills(ctx, c.prefixed(waiting))
+		}
+		if w != nil && w.ok && !c.markManyWaited(ctx, waiting, waitPrev) {
+			continue // one of them was filled or released meanwhile: look again now
+		}
+		if err := c.awaitFill(ctx, w, &backoff, left, waiting[0]); err != nil {
 			return err
 		}
 	}
@@ -314,10 +323,10 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 	calls := make([]scriptCall, len(leases))
 	for i, l := range leases {
 		if envs[i] == nil {
-			calls[i] = scriptCall{releaseScript, []string{l.key}, []any{l.ph}}
+			calls[i] = scriptCall{releaseScript, []string{l.key}, l.releaseArgs()}
 			continue
 		}
-		calls[i] = scriptCall{swapScript, []string{l.key}, []any{l.ph, envs[i], ttls[i].Milliseconds()}}
+		calls[i] = scriptCall{fillScript, []string{l.key}, l.fillArgs(envs[i], ttls[i])}
 	}
 	cmds, err := runScripts(ctx, c.rdb, calls)
 	for i := range leases {
@@ -404,4 +413,39 @@ func (c *Cache[V]) callBatchLoader(ctx context.Context, keys []string, load Batc
 		return nil, nil // all missing
 	}
 	return rows, err
+}
+
+func (c *Cache[V]) prefixed(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = c.cfg.prefix + k
+	}
+	return out
+}
+
+// markManyWaited marks the placeholders seen under keys as waited for; false
+// means one of them changed meanwhile (or the marks could not be set, and
+// only polling is left for them): the caller should look again before
+// waiting.
+func (c *Cache[V]) markManyWaited(ctx context.Context, keys []string, prev [][]byte) bool {
+	var rkeys []string
+	var prevs [][]byte
+	for i, k := range keys {
+		if prev[i] != nil {
+			rkeys, prevs = append(rkeys, c.cfg.prefix+k), append(prevs, prev[i])
+		}
+	}
+	if len(rkeys) == 0 {
+		return true // no placeholder seen (a takeover race): polling covers it
+	}
+	held, err := c.markWaited(ctx, rkeys, prevs)
+	if err != nil {
+		return true
+	}
+	for _, h := range held {
+		if !h {
+			return false
+		}
+	}
+	return true
 }

@@ -33,7 +33,8 @@ import (
 // waitMark is the byte appended to a placeholder by a waiter.
 const waitMark = "w"
 
-// notifiedPoll is how often a waiter that will be notified still retries.
+// notifiedPoll is how often a waiter that will be notified still retries
+// (at most; see Cache.notifiedPoll).
 const notifiedPoll = 200 * time.Millisecond
 
 // confirmTimeout bounds the wait for a new subscription's confirmation; past

@@ -241,9 +241,12 @@ func (c *Cache[V]) awaitFill(ctx context.Context, w *fillWaiter, backoff *time.D
 	return nil
 }
 
+// notifiedPoll is notifiedPoll, or half the lease if that is shorter, so that
+// a lease whose holder died is taken over well within one lease after it
+// expires.
 func (c *Cache[V]) notifiedPoll() time.Duration {
 	if c.hooks.notifiedPoll > 0 {
 		return c.hooks.notifiedPoll
 	}
-	return notifiedPoll
+	return max(min(notifiedPoll, c.cfg.lease/2), minBackoff)
 }

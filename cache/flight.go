@@ -44,53 +44,71 @@ type flightResult[V any] struct {
 	gone bool
 }
 
-// flights is the table of flights under way, by prefixed key.
+// flights is the table of flights under way, by prefixed key, in shards so
+// that reads of different keys do not queue on one lock.
 type flights[V any] struct {
+	shards [flightShards]flightShard[V]
+}
+
+const flightShards = 16
+
+type flightShard[V any] struct {
 	mu sync.Mutex
 	m  map[string]*flight[V]
+	_  [48]byte // keeps neighbouring shards' locks off one cache line
+}
+
+func (fs *flights[V]) shard(rkey string) *flightShard[V] {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(rkey); i++ {
+		h = (h ^ uint32(rkey[i])) * 16777619
+	}
+	return &fs.shards[h%flightShards]
 }
 
 // join returns the flight for rkey, starting one (lead is then true) if none
 // is under way.
 func (fs *flights[V]) join(rkey string, clock func() localClock) (f *flight[V], lead bool) {
-	fs.mu.Lock()
-	if f = fs.m[rkey]; f != nil {
-		fs.mu.Unlock()
+	sh := fs.shard(rkey)
+	sh.mu.Lock()
+	if f = sh.m[rkey]; f != nil {
+		sh.mu.Unlock()
 		return f, false
 	}
 	f = &flight[V]{done: make(chan struct{}), clock: clock()}
-	if fs.m == nil {
-		fs.m = make(map[string]*flight[V])
+	if sh.m == nil {
+		sh.m = make(map[string]*flight[V])
 	}
-	fs.m[rkey] = f
-	fs.mu.Unlock()
+	sh.m[rkey] = f
+	sh.mu.Unlock()
 	return f, true
 }
 
 // finish hands res to f's callers and takes f out of the table (unless a
 // write already replaced it there). Only the first finish counts.
 func (fs *flights[V]) finish(rkey string, f *flight[V], res flightResult[V]) {
-	fs.mu.Lock()
+	sh := fs.shard(rkey)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	select {
 	case <-f.done:
-		fs.mu.Unlock()
 		return
 	default:
 	}
-	if fs.m[rkey] == f {
-		delete(fs.m, rkey)
+	if sh.m[rkey] == f {
+		delete(sh.m, rkey)
 	}
 	f.res = res
 	close(f.done)
-	fs.mu.Unlock()
 }
 
 // forget takes rkey's flight out of the table: callers that come after a
 // write must not join a read that started before it.
 func (fs *flights[V]) forget(rkey string) {
-	fs.mu.Lock()
-	delete(fs.m, rkey)
-	fs.mu.Unlock()
+	sh := fs.shard(rkey)
+	sh.mu.Lock()
+	delete(sh.m, rkey)
+	sh.mu.Unlock()
 }
 
 // wait waits for f or ctx.

@@ -65,6 +65,11 @@ type Cache[V any] struct {
 	fallbackGroup singleflight.Group
 
 	hooks hooks
+
+	// flights coalesces the Redis reads of one key (flight.go).
+	flights flights[V]
+	// fills wakes lease waiters when a fill lands (notify.go).
+	fills fillListener
 }
 
 // hooks are interleaving points for tests; nil in production.
@@ -79,6 +84,13 @@ type hooks struct {
 	onSubscribed func()                    // the invalidation subscription is (back) up
 	onInvalidate func(keys []string)       // another instance's invalidation was applied
 	onLoadWait   func()                    // a load waits for a slot under WithMaxLoads
+	onJoin       func(key string)          // a call joined another's read of key (flight.go)
+
+	// Fill notifications (notify.go).
+	onWake       func(key string, notified bool) // a lease waiter woke: by a fill message, or to poll
+	notifiedPoll time.Duration                   // replaces notifiedPoll when > 0
+	noFillNotify bool                            // waiters poll only, as before fill messages
+	onWaitMarked func(key string)                // a waiter marked key's placeholder
 }
 
 // New returns a Cache backed by rdb, which may be a *redis.Client, a
@@ -329,6 +341,7 @@ func (c *Cache[V]) startLocal() error {
 func (c *Cache[V]) forget(keys []string) {
 	for _, k := range keys {
 		c.group.Forget(c.cfg.prefix + k)
+		c.flights.forget(c.cfg.prefix + k)
 		c.fallbackGroup.Forget(k)
 	}
 }

@@ -129,7 +129,7 @@ func (c *Cache[V]) releaseLeases(ctx context.Context, ls []lease) {
 	} else {
 		calls := make([]scriptCall, len(ls))
 		for i, l := range ls {
-			calls[i] = scriptCall{releaseScript, []string{l.key}, []any{l.ph}}
+			calls[i] = scriptCall{releaseScript, []string{l.key}, l.releaseArgs()}
 		}
 		_, err = runScripts(ctx, c.rdb, calls)
 	}

@@ -7,8 +7,12 @@
 // value, or a null marker for a row that does not exist) or a lease
 // placeholder. A caller that misses writes the placeholder with SET NX GET PX;
 // whoever gets it loads and fills through a compare-and-set script that writes
-// only while the key still holds its own placeholder. Everyone else, in this
-// process (singleflight) or in others (the placeholder), waits for that fill.
+// only while the key still holds its own placeholder. Everyone else waits
+// for that fill: in this process by joining the read already under way (all
+// concurrent Gets and GetManys of a key share one GET, one lease attempt and
+// one load), in other processes by subscribing to the key's fill channel and
+// marking the placeholder, so that the fill wakes them when it lands (with a
+// slow poll as the fallback for a lost message).
 // Delete and Set replace the key outright, so a fill that loaded before them
 // is refused and cannot write a stale value back.
 //

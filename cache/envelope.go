@@ -96,7 +96,8 @@ func classify(b []byte) kind {
 	case magicEnvelope:
 		return kindEnvelope
 	case magicLease:
-		if len(b) == 2+leaseTokenSize {
+		// A placeholder, or one marked as waited for (notify.go).
+		if len(b) == 2+leaseTokenSize || len(b) == 3+leaseTokenSize && b[2+leaseTokenSize] == waitMark[0] {
 			return kindLease
 		}
 	}

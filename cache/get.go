@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Waiting for another holder's fill polls with exponential backoff between
-// these bounds (jittered), retrying SET NX GET each time so that the lease of
-// a holder that died is taken over as soon as it expires.
+// Waiting for another holder's fill is woken by the fill's notification
+// (notify.go). Where notifications do not work it polls with exponential
+// backoff between these bounds (jittered), retrying SET NX GET each time so
+// that the lease of a holder that died is taken over as soon as it expires.
 const (
 	minBackoff = 2 * time.Millisecond
 	maxBackoff = 50 * time.Millisecond
@@ -76,10 +76,62 @@ func (c *Cache[V]) get(ctx context.Context, key string, load Loader[V]) (V, erro
 		return zero, ErrNotFound
 	}
 	rkey := c.cfg.prefix + key
-	clock := c.localClock()
+	for {
+		f, lead := c.flights.join(rkey, c.localClock)
+		if lead {
+			c.lead(ctx, f, key, rkey, load)
+		} else {
+			f.joined.Add(1)
+			if c.hooks.onJoin != nil {
+				c.hooks.onJoin(key)
+			}
+		}
+		res, err := f.wait(ctx)
+		if err != nil {
+			return zero, err
+		}
+		if res.gone {
+			if lead && res.err != nil {
+				return zero, res.err // our own context ended during the read
+			}
+			if err := ctx.Err(); err != nil {
+				return zero, err
+			}
+			continue // the read we joined was abandoned: join or start another
+		}
+		if !lead {
+			c.countJoined(ctx, res)
+		} else if res.tier == TierFill && f.joined.Load() > 0 {
+			c.observedShared(ctx)
+		}
+		if res.err != nil {
+			return c.unavailable(ctx, key, load, stale, res.err)
+		}
+		c.admit(key, res.r, res.r.size, f.clock)
+		if res.r.null {
+			return zero, ErrNotFound
+		}
+		return res.r.v, nil
+	}
+}
+
+// lead runs the read of flight f: one GET, and on a miss the fill (which
+// ends the flight when it is done). Whatever happens, f ends.
+func (c *Cache[V]) lead(ctx context.Context, f *flight[V], key, rkey string, load Loader[V]) {
+	ended := false
+	finish := func(res flightResult[V]) {
+		ended = true
+		c.flights.finish(rkey, f, res)
+	}
+	defer func() {
+		if !ended { // a panic on the way: release the callers, re-raise
+			c.flights.finish(rkey, f, flightResult[V]{gone: true})
+		}
+	}()
 	done, err := c.allow(key)
 	if err != nil {
-		return c.unavailable(ctx, key, load, stale, err)
+		finish(flightResult[V]{err: err})
+		return
 	}
 	raw, err := c.rdb.Get(ctx, rkey).Bytes()
 	err = callerErr(ctx, err)
@@ -89,36 +141,49 @@ func (c *Cache[V]) get(ctx context.Context, key string, load Loader[V]) (V, erro
 		err = redis.Nil
 	}
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return c.unavailable(ctx, key, load, stale, c.redisError(key, "get", err))
+		if isCtxErr(err) {
+			finish(flightResult[V]{gone: true, err: err})
+			return
+		}
+		finish(flightResult[V]{err: c.redisError(key, "get", err)})
+		return
 	}
 	if err == nil {
 		if r, env, ok := c.decodeHit(key, raw); ok {
 			c.observed(ctx, TierRedis)
-			c.admit(key, r, len(raw), clock)
-			if r.null {
-				return zero, ErrNotFound
+			finish(flightResult[V]{r: r, tier: TierRedis})
+			if !r.null {
+				c.maybeRefresh(ctx, key, rkey, env, load)
 			}
-			c.maybeRefresh(ctx, key, rkey, env, load)
-			return r.v, nil
+			return
 		}
 	}
 	c.stats.misses.Add(1)
 	c.observed(ctx, TierFill)
 	if c.absent(ctx, c.cfg.missFilter, key) {
-		return zero, ErrNotFound
+		finish(flightResult[V]{r: result[V]{null: true, noLocal: true}, tier: TierFill})
+		return
 	}
-	r, err := c.sharedFill(ctx, key, rkey, load)
-	if err != nil {
-		if errors.Is(err, ErrRedis) {
-			return c.unavailable(ctx, key, load, stale, err)
-		}
-		return zero, err
+	ended = true // the fill ends the flight
+	c.sharedFill(ctx, f, key, rkey, load)
+}
+
+// countJoined counts, for a caller that joined another's flight, what the
+// leader counted for itself, so that Stats add up to one per call.
+func (c *Cache[V]) countJoined(ctx context.Context, res flightResult[V]) {
+	if res.err != nil {
+		return
 	}
-	c.admit(key, r, r.size, clock)
-	if r.null {
-		return zero, ErrNotFound
+	c.observed(ctx, res.tier)
+	switch {
+	case res.tier == TierFill:
+		c.stats.misses.Add(1)
+		c.observedShared(ctx)
+	case res.r.null:
+		c.stats.nullHits.Add(1)
+	default:
+		c.stats.hits.Add(1)
 	}
-	return r.v, nil
 }
 
 // unavailable answers a Get when Redis failed: with the local tier's expired
@@ -178,17 +243,12 @@ func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, boo
 	return r, env, true
 }
 
-// sharedFill runs one fill per key in this process and hands its result to
-// every caller, each of which stops waiting when its own context ends. The
-// fill itself runs detached from any one caller's context (keeping its values)
-// so that the first caller giving up does not fail the others; Close cancels
-// it.
-func (c *Cache[V]) sharedFill(ctx context.Context, key, rkey string, load Loader[V]) (result[V], error) {
-	type outcome struct {
-		r   result[V]
-		err error
-	}
-	done := make(chan outcome, 1)
+// sharedFill runs the fill of flight f, detached from any one caller's
+// context (keeping its values) so that the first caller giving up does not
+// fail the others, and ends f with its result; Close cancels it. The fill
+// runs under the singleflight group too, so that a fill started for a key
+// that a write made the flight table forget is still not run twice at once.
+func (c *Cache[V]) sharedFill(ctx context.Context, f *flight[V], key, rkey string, load Loader[V]) {
 	detached := context.WithoutCancel(ctx)
 	started := c.goBackground(func() {
 		v, err, shared := c.group.Do(rkey, func() (r any, err error) {
@@ -209,22 +269,16 @@ func (c *Cache[V]) sharedFill(ctx context.Context, key, rkey string, load Loader
 			c.observedShared(detached)
 		}
 		r, _ := v.(result[V])
-		done <- outcome{r, err}
+		c.flights.finish(rkey, f, flightResult[V]{r: r, tier: TierFill, err: err})
 	})
 	if !started {
-		return result[V]{}, ErrClosed
-	}
-	select {
-	case o := <-done:
-		return o.r, o.err
-	case <-ctx.Done():
-		return result[V]{}, ctx.Err()
+		c.flights.finish(rkey, f, flightResult[V]{err: ErrClosed})
 	}
 }
 
 // fill takes the lease (or waits for whoever holds it) and loads.
 func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (result[V], error) {
-	l, err := newLease(rkey)
+	l, err := c.newLease(rkey)
 	if err != nil {
 		return result[V]{}, err
 	}
@@ -240,7 +294,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			return r, false, err
 		}
 		refills++
-		if l, err = newLease(rkey); err != nil {
+		if l, err = c.newLease(rkey); err != nil {
 			return r, false, err
 		}
 		return r, true, nil
@@ -251,6 +305,8 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 	freshBudget := func() (time.Time, time.Duration) { return time.Now().Add(c.cfg.wait), minBackoff }
 	deadline, backoff := freshBudget()
 	waited := false
+	var w *fillWaiter // listening for fills of rkey once we wait
+	defer func() { w.leave() }()
 	healChecked := false // a lease without a TTL was looked for (lease.go)
 	for {
 		done, err := c.allow(key)
@@ -346,24 +402,18 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			}
 			return result[V]{}, fmt.Errorf("%w: %q after %v", ErrWaitTimeout, key, c.cfg.wait)
 		}
-		if err := pause(ctx, &backoff, left); err != nil {
+		if w == nil {
+			w = c.listenFills(ctx, []string{rkey})
+		}
+		if w != nil && w.ok {
+			held, err := c.markWaited(ctx, []string{rkey}, [][]byte{prev})
+			if err == nil && !held[0] {
+				continue // filled or released meanwhile: look again now
+			}
+		}
+		if err := c.awaitFill(ctx, w, &backoff, left, key); err != nil {
 			return result[V]{}, err
 		}
-	}
-}
-
-// pause waits out one step of a waiter's backoff (jittered, doubling up to
-// maxBackoff, never longer than left) or until ctx ends.
-func pause(ctx context.Context, backoff *time.Duration, left time.Duration) error {
-	d := min(*backoff/2+rand.N(*backoff/2+1), left)
-	*backoff = min(2**backoff, maxBackoff)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

@@ -22,8 +22,13 @@ type BatchLoader[V any] func(ctx context.Context, keys []string) (map[string]V, 
 // wait runs out, GetMany returns what it has with an error wrapping
 // ErrWaitTimeout; after a Redis error it likewise returns what it has (local
 // hits, say) with an error wrapping ErrRedis, and releases any lease it took.
-// GetMany goes through the circuit breaker but has no stale or fallback
-// answers: use Get for keys that must be served while Redis is down.
+//
+// GetMany shares Get's path key by key: a key that a Get or another GetMany
+// in this process is reading is joined, not read or loaded again (and they
+// join GetMany's reads); hits get the same early refresh; and when Redis
+// fails (or the breaker is open), each key left without an answer gets Get's
+// outage policy: a stale local entry, else a capped fallback load of that
+// key, else the error.
 func (c *Cache[V]) GetMany(ctx context.Context, keys []string, load BatchLoader[V]) (map[string]V, error) {
 	if c.cfg.observer != nil {
 		return c.observeGetMany(ctx, keys, load)
@@ -55,6 +60,7 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 	seen := make(map[string]bool, len(keys))
 	out := make(map[string]V, len(keys))
 	var todo []string
+	var stale map[string]*LocalEntry[V] // expired local entries, for an outage
 	for _, k := range keys {
 		if seen[k] {
 			continue
@@ -64,7 +70,8 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 			c.hot.Record(k)
 		}
 		if c.local != nil {
-			if fresh, e := c.localGet(k); fresh {
+			fresh, e := c.localGet(k)
+			if fresh {
 				c.stats.localHits.Add(1)
 				c.observed(ctx, TierLocal)
 				if !e.Null {
@@ -72,20 +79,135 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 				}
 				continue
 			}
+			if e != nil {
+				if stale == nil {
+					stale = map[string]*LocalEntry[V]{}
+				}
+				stale[k] = e
+			}
 		}
 		if !c.absent(ctx, c.cfg.filter, k) {
 			todo = append(todo, k)
 		}
 	}
-	if len(todo) == 0 {
-		return out, nil
+	// Keys another call in this process is reading (a Get or a GetMany) are
+	// joined, not read again; the keys this call leads are read and filled
+	// in one batch, and their results handed to whoever joined them. A key
+	// whose read was abandoned is joined (or led) again.
+	var firstErr error
+	for len(todo) > 0 {
+		var own, joined []string
+		var ownF, joinedF []*flight[V]
+		for _, k := range todo {
+			f, lead := c.flights.join(c.cfg.prefix+k, c.localClock)
+			if lead {
+				own, ownF = append(own, k), append(ownF, f)
+				continue
+			}
+			f.joined.Add(1)
+			if c.hooks.onJoin != nil {
+				c.hooks.onJoin(k)
+			}
+			joined, joinedF = append(joined, k), append(joinedF, f)
+		}
+		todo = nil
+		if len(own) > 0 {
+			b := &batch[V]{out: out, res: make(map[string]flightResult[V], len(own))}
+			err := c.leadMany(ctx, own, ownF, load, b)
+			if err != nil {
+				// Keys left without an answer get Get's outage policy.
+				for _, k := range own {
+					if _, ok := b.res[k]; !ok {
+						firstErr = c.settleMany(ctx, k, load, stale[k], err, out, firstErr)
+					}
+				}
+			}
+		}
+		for i, k := range joined {
+			res, err := joinedF[i].wait(ctx)
+			switch {
+			case err != nil:
+				return out, err
+			case res.gone:
+				todo = append(todo, k)
+				continue
+			case res.err != nil:
+				firstErr = c.settleMany(ctx, k, load, stale[k], res.err, out, firstErr)
+				continue
+			}
+			c.countJoined(ctx, res)
+			c.admit(k, res.r, res.r.size, joinedF[i].clock)
+			if !res.r.null {
+				out[k] = res.r.v
+			}
+		}
 	}
+	return out, firstErr
+}
 
+// settleMany answers key of a GetMany that failed with err as Get would: a
+// stale local entry or a capped fallback load when Redis failed; it returns
+// the batch's first error.
+func (c *Cache[V]) settleMany(ctx context.Context, key string, load BatchLoader[V], e *LocalEntry[V], err error, out map[string]V, firstErr error) error {
+	v, err := c.unavailable(ctx, key, oneOf(load), e, err)
+	switch {
+	case err == nil:
+		out[key] = v
+	case errors.Is(err, ErrNotFound):
+	case firstErr == nil:
+		return err
+	}
+	return firstErr
+}
+
+// oneOf loads one key through a batch loader.
+func oneOf[V any](load BatchLoader[V]) Loader[V] {
+	return func(ctx context.Context, key string) (V, error) {
+		rows, err := load(ctx, []string{key})
+		v, ok := rows[key]
+		if err == nil && !ok {
+			err = ErrNotFound
+		}
+		return v, err
+	}
+}
+
+// batch collects what a GetMany's own reads and fills found, per key.
+type batch[V any] struct {
+	out map[string]V
+	res map[string]flightResult[V]
+}
+
+func (b *batch[V]) put(k string, r result[V], tier Tier) {
+	if !r.null {
+		b.out[k] = r.v
+	}
+	b.res[k] = flightResult[V]{r: r, tier: tier}
+}
+
+// leadMany reads the keys whose flights this GetMany leads, in one pipeline,
+// fills the misses, and ends every one of the flights: with its result, or
+// the batch's error, or gone (whoever joined reads it again) if this call's
+// context ended first.
+func (c *Cache[V]) leadMany(ctx context.Context, todo []string, fs []*flight[V], load BatchLoader[V], b *batch[V]) (err error) {
+	defer func() {
+		for i, k := range todo {
+			res, ok := b.res[k]
+			switch {
+			case ok:
+			case err != nil && !isCtxErr(err):
+				res = flightResult[V]{err: err}
+			default:
+				res = flightResult[V]{gone: true}
+			}
+			c.flights.finish(c.cfg.prefix+k, fs[i], res)
+		}
+	}()
 	clock := c.localClock()
 	gets := make([]*redis.StringCmd, len(todo))
 	done, err := c.allow(todo[0])
 	if err != nil {
-		return out, err
+		return err
 	}
 	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range todo {
@@ -97,7 +219,7 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 	done(err)
 	var reply redis.Error
 	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
-		return out, c.redisError(todo[0], "get many", err)
+		return c.redisError(todo[0], "get many", err)
 	}
 	// Reply errors belong to single keys: read them key by key below.
 	var misses []string
@@ -109,42 +231,47 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 			err = redis.Nil
 		}
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return out, c.redisError(k, "get many", err)
+			return c.redisError(k, "get many", err)
 		}
 		if err == nil {
-			if r, _, ok := c.decodeHit(k, raw); ok {
+			if r, env, ok := c.decodeHit(k, raw); ok {
 				c.observed(ctx, TierRedis)
 				c.admit(k, r, len(raw), clock)
+				b.put(k, r, TierRedis)
 				if !r.null {
-					out[k] = r.v
+					c.maybeRefresh(ctx, k, c.cfg.prefix+k, env, oneOf(load))
 				}
 				continue
 			}
 		}
 		c.stats.misses.Add(1)
 		c.observed(ctx, TierFill)
-		if !c.absent(ctx, c.cfg.missFilter, k) {
-			misses = append(misses, k)
+		if c.absent(ctx, c.cfg.missFilter, k) {
+			b.put(k, result[V]{null: true, noLocal: true}, TierFill)
+			continue
 		}
+		misses = append(misses, k)
 	}
 	if len(misses) == 0 {
-		return out, nil
+		return nil
 	}
 	// Filled values reach the local tier on their next read from Redis.
-	return out, c.fillMany(ctx, misses, load, out)
+	return c.fillMany(ctx, misses, load, b)
 }
 
 // fillMany takes leases on misses, loads the ones it holds with one loader
 // call, and waits for the rest; it adds what it finds to out.
-func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoader[V], out map[string]V) error {
+func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoader[V], b *batch[V]) error {
 	deadline := time.Now().Add(c.cfg.wait)
 	backoff := minBackoff
 	waited := false
+	var w *fillWaiter // listening for fills of the keys we wait for
+	defer func() { w.leave() }()
 	for {
 		leases := make([]lease, len(pending))
 		acq := make([]*redis.StatusCmd, len(pending))
 		for i, k := range pending {
-			l, err := newLease(c.cfg.prefix + k)
+			l, err := c.newLease(c.cfg.prefix + k)
 			if err != nil {
 				return err
 			}
@@ -166,6 +293,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		// round did take are released rather than left to block others.
 		var held []lease
 		var heldKeys, waiting, foreign []string
+		var waitPrev [][]byte // the placeholder seen under waiting[i] (nil: none)
 		var foreignLeases []lease
 		var foreignPrev [][]byte
 		var firstErr error
@@ -192,13 +320,11 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 				if !waited {
 					lookalikes = append(lookalikes, i)
 				}
-				waiting = append(waiting, k)
+				waiting, waitPrev = append(waiting, k), append(waitPrev, prev)
 				continue
 			case kindEnvelope:
 				if r, _, ok := c.decodeEntry(k, prev); ok {
-					if !r.null {
-						out[k] = r.v
-					}
+					b.put(k, r, TierFill)
 					continue
 				}
 			}
@@ -218,15 +344,15 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 				return err
 			}
 			if len(healed) > 0 {
-				still := waiting[:0]
-				for _, k := range waiting {
+				still, stillPrev := waiting[:0], waitPrev[:0]
+				for i, k := range waiting {
 					if l, ok := healed[k]; ok {
 						held, heldKeys = append(held, l), append(heldKeys, k)
 					} else {
-						still = append(still, k)
+						still, stillPrev = append(still, k), append(stillPrev, waitPrev[i])
 					}
 				}
-				waiting = still
+				waiting, waitPrev = still, stillPrev
 			}
 		}
 		for i, k := range foreign {
@@ -244,11 +370,11 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			if ok {
 				held, heldKeys = append(held, foreignLeases[i]), append(heldKeys, k)
 			} else {
-				waiting = append(waiting, k)
+				waiting, waitPrev = append(waiting, k), append(waitPrev, nil)
 			}
 		}
 		if len(held) > 0 {
-			if err := c.loadAndFillMany(ctx, heldKeys, held, load, out); err != nil {
+			if err := c.loadAndFillMany(ctx, heldKeys, held, load, b); err != nil {
 				return err
 			}
 		}
@@ -268,12 +394,18 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		if left <= 0 {
 			c.stats.waitTimeouts.Add(uint64(len(waiting)))
 			if c.cfg.loadOnTimeout {
-				return c.loadManyDirect(ctx, waiting, load, out)
+				return c.loadManyDirect(ctx, waiting, load, b)
 			}
 			return fmt.Errorf("%w: %d keys (first %q) after %v", ErrWaitTimeout, len(waiting), waiting[0], c.cfg.wait)
 		}
 		pending = waiting
-		if err := pause(ctx, &backoff, left); err != nil {
+		if w == nil {
+			w = c.listenFills(ctx, c.prefixed(waiting))
+		}
+		if w != nil && w.ok && !c.markManyWaited(ctx, waiting, waitPrev) {
+			continue // one of them was filled or released meanwhile: look again now
+		}
+		if err := c.awaitFill(ctx, w, &backoff, left, waiting[0]); err != nil {
 			return err
 		}
 	}
@@ -281,7 +413,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 
 // loadAndFillMany loads keys (whose leases we hold) with one loader call and
 // fills them through their leases in one pipeline.
-func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], out map[string]V) error {
+func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], b *batch[V]) error {
 	c.hold(leases...)
 	defer c.unhold(leases...)
 	var rows map[string]V
@@ -299,10 +431,11 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 	for i, k := range keys {
 		v, found := rows[k]
 		if !found {
+			b.put(k, result[V]{null: true, noLocal: true}, TierFill)
 			envs[i], ttls[i] = c.entry(true, 0, delta, nil)
 			continue
 		}
-		out[k] = v
+		b.put(k, result[V]{v: v, noLocal: true}, TierFill)
 		payload, err := c.encode(k, v)
 		if err != nil {
 			c.uncacheable(k, err)
@@ -314,10 +447,10 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 	calls := make([]scriptCall, len(leases))
 	for i, l := range leases {
 		if envs[i] == nil {
-			calls[i] = scriptCall{releaseScript, []string{l.key}, []any{l.ph}}
+			calls[i] = scriptCall{releaseScript, []string{l.key}, l.releaseArgs()}
 			continue
 		}
-		calls[i] = scriptCall{swapScript, []string{l.key}, []any{l.ph, envs[i], ttls[i].Milliseconds()}}
+		calls[i] = scriptCall{fillScript, []string{l.key}, l.fillArgs(envs[i], ttls[i])}
 	}
 	cmds, err := runScripts(ctx, c.rdb, calls)
 	for i := range leases {
@@ -381,16 +514,15 @@ func leasesOf(m map[string]lease) []lease {
 	return ls
 }
 
-func (c *Cache[V]) loadManyDirect(ctx context.Context, keys []string, load BatchLoader[V], out map[string]V) error {
+func (c *Cache[V]) loadManyDirect(ctx context.Context, keys []string, load BatchLoader[V], b *batch[V]) error {
 	rows, err := c.callBatchLoader(ctx, keys, load)
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		return err
 	}
 	for _, k := range keys {
-		if v, ok := rows[k]; ok {
-			out[k] = v
-		}
+		v, ok := rows[k]
+		b.put(k, result[V]{v: v, null: !ok, noLocal: true}, TierFill)
 	}
 	return nil
 }
@@ -404,4 +536,39 @@ func (c *Cache[V]) callBatchLoader(ctx context.Context, keys []string, load Batc
 		return nil, nil // all missing
 	}
 	return rows, err
+}
+
+func (c *Cache[V]) prefixed(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = c.cfg.prefix + k
+	}
+	return out
+}
+
+// markManyWaited marks the placeholders seen under keys as waited for; false
+// means one of them changed meanwhile (or the marks could not be set, and
+// only polling is left for them): the caller should look again before
+// waiting.
+func (c *Cache[V]) markManyWaited(ctx context.Context, keys []string, prev [][]byte) bool {
+	var rkeys []string
+	var prevs [][]byte
+	for i, k := range keys {
+		if prev[i] != nil {
+			rkeys, prevs = append(rkeys, c.cfg.prefix+k), append(prevs, prev[i])
+		}
+	}
+	if len(rkeys) == 0 {
+		return true // no placeholder seen (a takeover race): polling covers it
+	}
+	held, err := c.markWaited(ctx, rkeys, prevs)
+	if err != nil {
+		return true
+	}
+	for _, h := range held {
+		if !h {
+			return false
+		}
+	}
+	return true
 }

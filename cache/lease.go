@@ -20,8 +20,10 @@ import (
 //     fillScript, which replaces the value only if it still holds OUR
 //     placeholder.
 //   - an envelope: someone filled the key meanwhile; use it.
-//   - another placeholder: someone else is loading; wait and try again (the
-//     retry takes over a lease whose holder died once it expires).
+//   - another placeholder: someone else is loading; mark it as waited for
+//     and wait to be woken by the fill's notification (notify.go), retrying
+//     now and then as well (the retry takes over a lease whose holder died
+//     once it expires).
 //   - foreign bytes: take the key over with swapScript and load.
 //
 // Delete removes whatever the key holds, placeholder included, so a fill that
@@ -43,17 +45,24 @@ return 0
 
 // extendScript renews the lease if KEYS[1] still holds our placeholder.
 var extendScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] or v == ARGV[1] .. '` + waitMark + `' then
 	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 `)
 
 // releaseScript deletes KEYS[1] if it still holds our placeholder, so that a
-// failed load does not make the next caller wait out the lease.
+// failed load does not make the next caller wait out the lease; waiters that
+// marked it are woken (ARGV[2] ARGV[3]: see fillScript).
 var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	return redis.call('DEL', KEYS[1])
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] or v == ARGV[1] .. '` + waitMark + `' then
+	redis.call('DEL', KEYS[1])
+	if v ~= ARGV[1] and ARGV[2] and ARGV[2] ~= '' then
+		redis.pcall(ARGV[2], ARGV[3], '')
+	end
+	return 1
 end
 return 0
 `)
@@ -90,8 +99,9 @@ func isWrongType(err error) bool { return err != nil && redis.HasErrorPrefix(err
 
 // lease is a held fill lease.
 type lease struct {
-	key string
-	ph  string // our placeholder
+	key    string
+	ph     string // our placeholder
+	notify notifyTarget
 }
 
 func newLease(key string) (lease, error) {
@@ -133,12 +143,12 @@ func (l lease) heal(ctx context.Context, rdb redis.UniversalClient, prev []byte,
 // fill stores value if the lease is still ours; false means it was not (a
 // Delete or a Set won) and nothing was written.
 func (l lease) fill(ctx context.Context, rdb redis.UniversalClient, value []byte, ttl time.Duration) (bool, error) {
-	n, err := swapScript.Run(ctx, rdb, []string{l.key}, l.ph, value, ttl.Milliseconds()).Int()
+	n, err := fillScript.Run(ctx, rdb, []string{l.key}, l.fillArgs(value, ttl)...).Int()
 	return n == 1, err
 }
 
 func (l lease) release(ctx context.Context, rdb redis.UniversalClient) error {
-	return releaseScript.Run(ctx, rdb, []string{l.key}, l.ph).Err()
+	return releaseScript.Run(ctx, rdb, []string{l.key}, l.releaseArgs()...).Err()
 }
 
 // whileLeased runs fn while a goroutine keeps the leases alive, and returns

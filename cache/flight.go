@@ -1,0 +1,127 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// Read coalescing. All concurrent Gets (and GetMany calls) of one key in this
+// process share one flight: one GET, and on a miss one lease attempt and one
+// fill, whose result every caller takes. Without it, N callers of an absent
+// key cost N GETs and N SET NX GETs even though singleflight shares the load.
+//
+// A flight is found by the prefixed key. Set, Delete, MarkStale, versioned
+// writes and invalidations from other instances remove it from the table
+// (forget), so a call that starts after a write starts a flight of its own
+// and never takes a value read or loaded before the write. Admission to the
+// local tier uses the clock taken when the flight started, before its read,
+// so an invalidation that arrives during the read keeps it out for every
+// caller.
+//
+// The caller that starts a flight (its leader) reads on its own context, so a
+// Redis hit costs no goroutine; if that context ends before the read
+// finishes, the flight ends "gone" and every other caller joins or starts a
+// new one. A fill, once started, runs detached (see sharedFill) and ends the
+// flight itself.
+
+// flight is one shared read of a key.
+type flight[V any] struct {
+	done   chan struct{} // closed once res is set
+	clock  localClock    // taken before the read
+	joined atomic.Int32  // callers other than the leader
+	res    flightResult[V]
+}
+
+// flightResult is what a flight hands every caller.
+type flightResult[V any] struct {
+	r    result[V]
+	tier Tier  // TierRedis: a hit; TierFill: a fill
+	err  error // as Get would return it before its unavailable policy
+	// gone: the caller running the read stopped before it had an answer
+	// (its context ended, or a GetMany left the key undecided); join again.
+	gone bool
+}
+
+// flights is the table of flights under way, by prefixed key, in shards so
+// that reads of different keys do not queue on one lock.
+type flights[V any] struct {
+	shards [flightShards]flightShard[V]
+}
+
+const flightShards = 16
+
+type flightShard[V any] struct {
+	mu sync.Mutex
+	m  map[string]*flight[V]
+	_  [48]byte // keeps neighbouring shards' locks off one cache line
+}
+
+func (fs *flights[V]) shard(rkey string) *flightShard[V] {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(rkey); i++ {
+		h = (h ^ uint32(rkey[i])) * 16777619
+	}
+	return &fs.shards[h%flightShards]
+}
+
+// join returns the flight for rkey, starting one (lead is then true) if none
+// is under way.
+func (fs *flights[V]) join(rkey string, clock func() localClock) (f *flight[V], lead bool) {
+	sh := fs.shard(rkey)
+	sh.mu.Lock()
+	if f = sh.m[rkey]; f != nil {
+		sh.mu.Unlock()
+		return f, false
+	}
+	f = &flight[V]{done: make(chan struct{}), clock: clock()}
+	if sh.m == nil {
+		sh.m = make(map[string]*flight[V])
+	}
+	sh.m[rkey] = f
+	sh.mu.Unlock()
+	return f, true
+}
+
+// finish hands res to f's callers and takes f out of the table (unless a
+// write already replaced it there). Only the first finish counts.
+func (fs *flights[V]) finish(rkey string, f *flight[V], res flightResult[V]) {
+	sh := fs.shard(rkey)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	select {
+	case <-f.done:
+		return
+	default:
+	}
+	if sh.m[rkey] == f {
+		delete(sh.m, rkey)
+	}
+	f.res = res
+	close(f.done)
+}
+
+// forget takes rkey's flight out of the table: callers that come after a
+// write must not join a read that started before it.
+func (fs *flights[V]) forget(rkey string) {
+	sh := fs.shard(rkey)
+	sh.mu.Lock()
+	delete(sh.m, rkey)
+	sh.mu.Unlock()
+}
+
+// wait waits for f or ctx.
+func (f *flight[V]) wait(ctx context.Context) (flightResult[V], error) {
+	select {
+	case <-f.done:
+		return f.res, nil
+	case <-ctx.Done():
+		return flightResult[V]{}, ctx.Err()
+	}
+}
+
+// isCtxErr reports a context's own error (the caller gave up; nothing failed).
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,193 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// One request id raced from many goroutines, its Release and Confirm racing
+// it too: one deduction, one outbox entry per change, counters that add up.
+func TestAttackOneRequestIDRaced(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		inv := newInv(t, rdb, WithPerUserLimit(5))
+		load(t, inv, "sku", 10)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		firsts, released := 0, 0
+		for i := 0; i < 64; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				switch i % 4 {
+				case 0, 1:
+					res, err := inv.Reserve(ctx, "sku", "u", "r", 2)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if !res.Duplicate {
+						mu.Lock()
+						firsts++
+						mu.Unlock()
+					}
+				case 2:
+					res, err := inv.Release(ctx, "sku", "r")
+					if err == nil && !res.Duplicate {
+						mu.Lock()
+						released++
+						mu.Unlock()
+					} else if err != nil && !errors.Is(err, ErrUnknownRequest) {
+						t.Error(err)
+					}
+				case 3:
+					_, err := inv.Confirm(ctx, "sku", "r")
+					if err != nil && !errors.Is(err, ErrUnknownRequest) && !errors.Is(err, ErrReleased) {
+						t.Error(err)
+					}
+				}
+			}(i)
+		}
+		wg.Wait()
+		if firsts != 1 {
+			t.Fatalf("%d first answers", firsts)
+		}
+		st := mustStatus(t, inv, "sku")
+		ops := outboxOps(t, inv, "sku")
+		if ops["reserve"] != 1 || ops["release"] != released || ops["confirm"] > 1 {
+			t.Fatalf("outbox %v, released %d", ops, released)
+		}
+		if released > 1 {
+			t.Fatalf("released %d times", released)
+		}
+		if st.Remaining+st.Reserved+st.Sold != 10 || (released == 1) != (st.Remaining == 10) {
+			t.Fatalf("status %+v, released %d", st, released)
+		}
+		// A reserve retried after its own release answers the first answer
+		// and takes nothing.
+		res, err := inv.Reserve(ctx, "sku", "u", "r", 2)
+		if err != nil || !res.Duplicate {
+			t.Fatalf("retry after release: %+v %v", res, err)
+		}
+		if st2 := mustStatus(t, inv, "sku"); st2 != st {
+			t.Fatalf("retry changed %+v -> %+v", st, st2)
+		}
+	})
+}
+
+// Absurd inputs are errors matchable with errors.Is, never panics, and
+// leave the sale as it was.
+func TestAttackAbsurdInputs(t *testing.T) {
+	rdb := sharedSingle(t)
+	ctx := context.Background()
+	inv := newInv(t, rdb)
+	load(t, inv, "sku", 3)
+	long := strings.Repeat("x", MaxIDLen+1)
+	cases := []struct {
+		sku, user, req string
+		qty            int64
+		want           error
+	}{
+		{"sku", "u", "r", 0, ErrInvalidQty},
+		{"sku", "u", "r", -1, ErrInvalidQty},
+		{"sku", "u", "r", -1 << 63, ErrInvalidQty},
+		{"sku", "u", "r", 1<<63 - 1, ErrInvalidQty},
+		{"sku", "u", "r", 4, ErrInvalidQty},
+		{"", "u", "r", 1, ErrInvalidSKU},
+		{long, "u", "r", 1, ErrInvalidSKU},
+		{"s{k}u", "u", "r", 1, ErrInvalidSKU},
+		{"sku", "", "r", 1, ErrInvalidUser},
+		{"sku", long, "r", 1, ErrInvalidUser},
+		{"sku", "u", "", 1, ErrInvalidRequestID},
+		{"sku", "u", long, 1, ErrInvalidRequestID},
+	}
+	for _, c := range cases {
+		if _, err := inv.Reserve(ctx, c.sku, c.user, c.req, c.qty); !errors.Is(err, c.want) {
+			t.Errorf("Reserve(%.10q,%.10q,%.10q,%d) = %v, want %v", c.sku, c.user, c.req, c.qty, err, c.want)
+		}
+	}
+	for _, id := range []string{"", long} {
+		if _, err := inv.Release(ctx, "sku", id); !errors.Is(err, ErrInvalidRequestID) {
+			t.Errorf("Release(%.10q) = %v", id, err)
+		}
+		if _, err := inv.Confirm(ctx, "sku", id); !errors.Is(err, ErrInvalidRequestID) {
+			t.Errorf("Confirm(%.10q) = %v", id, err)
+		}
+		if _, err := inv.Lookup(ctx, "sku", id); !errors.Is(err, ErrInvalidRequestID) {
+			t.Errorf("Lookup(%.10q) = %v", id, err)
+		}
+	}
+	for _, q := range []int64{-1, MaxQty + 1} {
+		if err := inv.Load(ctx, "other", q, Window{}); !errors.Is(err, ErrInvalidQty) {
+			t.Errorf("Load(%d) = %v", q, err)
+		}
+	}
+	if _, err := inv.Status(ctx, ""); !errors.Is(err, ErrInvalidSKU) {
+		t.Errorf("Status(\"\") = %v", err)
+	}
+	// Odd but legal ids: bytes JSON and the stream must carry unchanged.
+	odd := []string{"a\"b\\c", "nul\x00byte", "ok", "ünï", " ", "a:b:0", "[]", "1e3"}
+	for i, id := range odd {
+		res, err := inv.Reserve(ctx, "sku", id, id, 1)
+		if i < 3 {
+			if err != nil || res.Outcome != Reserved || res.User != id {
+				t.Fatalf("Reserve(%q) = %+v %v", id, res, err)
+			}
+			if _, err := inv.Release(ctx, "sku", id); err != nil {
+				t.Fatalf("Release(%q): %v", id, err)
+			}
+			got, err := inv.Lookup(ctx, "sku", id)
+			if err != nil || got.User != id || got.State != StateReleased {
+				t.Fatalf("Lookup(%q) = %+v %v", id, got, err)
+			}
+		}
+	}
+	store := newSQLite(t)
+	c := newConsumer(t, inv, store)
+	drain(t, c)
+	if s := c.Stats(); s.DeadLettered != 0 {
+		t.Fatalf("dead letters %+v", s)
+	}
+	orders := ordersByID(t, store, "sku")
+	for _, id := range odd[:3] {
+		if o, ok := orders[id]; !ok || o.User != id {
+			t.Errorf("order %q: %+v (%d orders)", id, o, len(orders))
+		}
+	}
+	st := mustStatus(t, inv, "sku")
+	if st.Remaining+st.Reserved+st.Sold != 3 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// Ids that are not UTF-8 cannot be carried unchanged: the scripts' JSON
+// answers replace their bytes (Result.User came back as U+FFFD) and a
+// database's text column refuses them, so an entry already answered
+// Reserved would fail in the consumer. They are refused at the door.
+func TestIDsMustBeUTF8(t *testing.T) {
+	rdb := sharedSingle(t)
+	ctx := context.Background()
+	inv := newInv(t, rdb)
+	load(t, inv, "sku", 3)
+	bad := "\xff\xfe"
+	if _, err := inv.Reserve(ctx, "sku", bad, "r1", 1); !errors.Is(err, ErrInvalidUser) {
+		t.Errorf("user: %v", err)
+	}
+	if _, err := inv.Reserve(ctx, "sku", "u", bad, 1); !errors.Is(err, ErrInvalidRequestID) {
+		t.Errorf("request id: %v", err)
+	}
+	if _, err := inv.Release(ctx, "sku", bad); !errors.Is(err, ErrInvalidRequestID) {
+		t.Errorf("release: %v", err)
+	}
+	if err := inv.Load(ctx, "s"+bad, 1, Window{}); !errors.Is(err, ErrInvalidSKU) {
+		t.Errorf("sku: %v", err)
+	}
+	if st := mustStatus(t, inv, "sku"); st.Remaining != 3 {
+		t.Fatalf("status %+v", st)
+	}
+}

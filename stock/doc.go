@@ -89,6 +89,11 @@
 //     before the crash are lost (TestRedisRestartMidSale/aof=false). Answers
 //     that reserved nothing are forgotten, so a retry of one is decided anew.
 //
+// Every call takes a context, but a go-redis client made with default options
+// ignores context deadlines while it waits for a reply: against a frozen
+// server a Reserve lasts the client's ReadTimeout, times its retries. Set
+// ContextTimeoutEnabled on the client so that deadlines bound socket reads.
+//
 // The database is written after the buyer was answered: an order row
 // appears within the consumer's latency, not at once. Sinks must be
 // idempotent per request id and version. With WithLocalSoldOut, a Local

@@ -26,6 +26,7 @@ type Consumer struct {
 	log  *slog.Logger
 
 	groups    sync.Map     // outbox key -> struct{}: group known to exist
+	resumed   sync.Map     // outbox key -> last id handed back by resume, or resumeDone
 	lastPark  atomic.Int64 // unix ns of the last parked check
 	lastOK    atomic.Int64 // unix ns of the sink's last success
 	applied   atomic.Int64
@@ -165,6 +166,12 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	if err := c.ensureGroup(rctx, k.outbox); err != nil {
 		return work, err
 	}
+	// Entries a previous process under this name left pending.
+	w, err := c.resume(ctx, sku, b, k)
+	work += w
+	if err != nil {
+		return work, err
+	}
 	// Entries pending with consumers that stopped acknowledging.
 	msgs, _, err := c.inv.rdb.XAutoClaim(rctx, &redis.XAutoClaimArgs{
 		Stream: k.outbox, Group: c.cfg.group, Consumer: c.cfg.name,
@@ -174,7 +181,7 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 		return work, c.streamErr(k.outbox, "claim", err)
 	}
 	c.claimed.Add(int64(len(msgs)))
-	w, err := c.handle(ctx, sku, b, k, msgs)
+	w, err = c.handle(ctx, sku, b, k, msgs)
 	work += w
 	if err != nil {
 		return work, err
@@ -219,6 +226,7 @@ func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
 func (c *Consumer) streamErr(stream, what string, err error) error {
 	if redis.HasErrorPrefix(err, "NOGROUP") {
 		c.groups.Delete(stream)
+		c.resumed.Delete(stream)
 		return fmt.Errorf("stock: consumer: %s %s: %w: %w", what, stream, errNoGroup, err)
 	}
 	return fmt.Errorf("stock: consumer: %s %s: %w", what, stream, err)

@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -189,5 +190,82 @@ func TestIDsMustBeUTF8(t *testing.T) {
 	}
 	if st := mustStatus(t, inv, "sku"); st.Remaining != 3 {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// A requester that borrowed units is only slow, not dead: the consumer
+// credits its move before the requester's final attempt does. The units
+// must be credited once, and the requester must still get its unit.
+func TestConsumerCreditsBeforeSlowRequester(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		inv := newInv(t, rdb, WithBuckets(4), WithLocalSoldOut(0))
+		load(t, inv, "sku", 4)
+		store := newSQLite(t)
+		store.SetStock(ctx, "sku", 4)
+		var a, b string
+		for i := 0; b == ""; i++ {
+			u := "user" + itoa(i)
+			switch {
+			case a == "":
+				a = u
+			case homeBucket(u, 4) == homeBucket(a, 4):
+				b = u
+			}
+		}
+		if res, _ := inv.Reserve(ctx, "sku", a, "ra", 1); res.Outcome != Reserved {
+			t.Fatalf("first: %+v", res)
+		}
+		c := newConsumer(t, inv, store, WithClaimIdle(0))
+		inv.hooks.afterBorrow = func(string, int) error { drain(t, c); return nil }
+		res, err := inv.Reserve(ctx, "sku", b, "rb", 1)
+		inv.hooks.afterBorrow = nil
+		if err != nil || res.Outcome != Reserved {
+			t.Fatalf("slow requester: %+v %v", res, err)
+		}
+		drain(t, c)
+		st := mustStatus(t, inv, "sku")
+		if st.Remaining+st.Reserved+st.Sold+st.InFlight != 4 || st.Reserved != 2 || st.InFlight != 0 {
+			t.Fatalf("status %+v", st)
+		}
+		for i := 0; i < 10; i++ {
+			inv.Reserve(ctx, "sku", "x"+itoa(i), "rx"+itoa(i), 1)
+		}
+		drain(t, c)
+		if st := mustStatus(t, inv, "sku"); st.Reserved != 4 || st.Remaining != 0 {
+			t.Fatalf("after selling out: %+v", st)
+		}
+		rep, err := inv.Reconcile(ctx, "sku", store, "")
+		if err != nil || !rep.Clean() {
+			t.Fatalf("reconcile: %v %v", rep, err)
+		}
+	})
+}
+
+func itoa(i int) string { return fmt.Sprint(i) }
+
+// A consumer restarted under its own name gets its pending entries back at
+// once (WithConsumerName's promise), not after ClaimIdle.
+func TestRestartUnderSameNameResumesAtOnce(t *testing.T) {
+	rdb := sharedSingle(t)
+	ctx := context.Background()
+	inv := newInv(t, rdb)
+	load(t, inv, "sku", 5)
+	store := newSQLite(t)
+	for i := 0; i < 3; i++ {
+		inv.Reserve(ctx, "sku", "u"+itoa(i), "r"+itoa(i), 1)
+	}
+	dying := newConsumer(t, inv, store, WithConsumerName("c1"), withConsumerHooks(consumerHooks{
+		afterRead: func([]string) error { return errCrash },
+	}))
+	if _, err := dying.Pass(ctx); !errors.Is(err, errCrash) {
+		t.Fatalf("pass: %v", err)
+	}
+	again := newConsumer(t, inv, store, WithConsumerName("c1")) // default ClaimIdle: 30 s
+	if n, err := again.Pass(ctx); err != nil || n != 3 {
+		t.Fatalf("restarted consumer handled %d, %v", n, err)
+	}
+	if got := len(ordersByID(t, store, "sku")); got != 3 {
+		t.Fatalf("%d orders", got)
 	}
 }

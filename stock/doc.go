@@ -29,7 +29,8 @@
 //     consumer alerts (counter, log) when one waits longer than
 //     WithParkAlert.
 //   - Inventory.Reconcile / Repair: compare Redis with the database
-//     (oversold, undersold, orphan orders, unapplied changes, outbox backlog);
+//     (oversold, undersold, orphan orders, unapplied changes, orders whose
+//     units or buyer differ, outbox backlog);
 //     rebuild the Redis side from the database. Unload ends a sale once its
 //     outbox is drained and deletes its keys.
 //   - WithBuckets: spreads one hot SKU over n hash tags, so a cluster's

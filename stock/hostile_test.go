@@ -269,3 +269,33 @@ func TestRestartUnderSameNameResumesAtOnce(t *testing.T) {
 		t.Fatalf("%d orders", got)
 	}
 }
+
+// A database row that names the right request but the wrong units or the
+// wrong buyer (a hand edit, a buggy sink) is a difference Reconcile reports,
+// even when the totals still fit the stock.
+func TestReconcileFindsMismatchedOrder(t *testing.T) {
+	for _, plant := range []string{"qty = 3", "user_id = 'mallory'"} {
+		t.Run(plant, func(t *testing.T) {
+			rdb := sharedSingle(t)
+			ctx := context.Background()
+			inv := newInv(t, rdb)
+			load(t, inv, "sku", 10)
+			store := newSQLite(t)
+			store.SetStock(ctx, "sku", 10)
+			for i := 0; i < 3; i++ {
+				inv.Reserve(ctx, "sku", "u"+itoa(i), "r"+itoa(i), 1)
+			}
+			drain(t, newConsumer(t, inv, store))
+			if rep, err := inv.Reconcile(ctx, "sku", store, ""); err != nil || !rep.Clean() {
+				t.Fatalf("before: %v %v", rep, err)
+			}
+			if _, err := store.db.ExecContext(ctx, `UPDATE `+store.order+` SET `+plant+` WHERE request_id = 'r1'`); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := inv.Reconcile(ctx, "sku", store, "")
+			if err != nil || rep.Clean() || len(rep.Mismatched) != 1 || rep.Mismatched[0] != "r1" {
+				t.Fatalf("planted %s: %v %v", plant, rep, err)
+			}
+		})
+	}
+}

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/cacheguard/cacheguard/internal/faultproxy"
+	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -297,5 +300,55 @@ func TestReconcileFindsMismatchedOrder(t *testing.T) {
 				t.Fatalf("planted %s: %v %v", plant, rep, err)
 			}
 		})
+	}
+}
+
+// A Reserve and a Release whose replies are lost after they landed (the
+// replies blackholed until the caller's deadline), retried under the same
+// id: each retry answers the first answer and nothing is applied twice.
+func TestRetryAfterLostReply(t *testing.T) {
+	redistest.NeedServer(t)
+	ctx := context.Background()
+	srv, _ := redistest.RealSingle(t)
+	px, err := faultproxy.New(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: px.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	inv := newInv(t, rdb, WithPerUserLimit(2))
+	load(t, inv, "sku", 3)
+	lost := func(call func(ctx context.Context) error) {
+		t.Helper()
+		px.Blackhole(faultproxy.ToClient)
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		err := call(short)
+		cancel()
+		px.Heal()
+		if err == nil {
+			t.Fatal("a call whose reply was blackholed succeeded")
+		}
+
+	}
+	// Load the scripts first, so the lost replies are the scripts' own
+	// answers and not a NOSCRIPT before anything ran.
+	inv.Reserve(ctx, "sku", "w", "warm", 1)
+	inv.Release(ctx, "sku", "warm")
+	lost(func(ctx context.Context) error { _, err := inv.Reserve(ctx, "sku", "u", "r", 2); return err })
+	res, err := inv.Reserve(ctx, "sku", "u", "r", 2)
+	if err != nil || !res.Duplicate || res.Outcome != Reserved || res.Qty != 2 {
+		t.Fatalf("retried reserve: %+v %v", res, err)
+	}
+	lost(func(ctx context.Context) error { _, err := inv.Release(ctx, "sku", "r"); return err })
+	res, err = inv.Release(ctx, "sku", "r")
+	if err != nil || !res.Duplicate || res.State != StateReleased {
+		t.Fatalf("retried release: %+v %v", res, err)
+	}
+	if st := mustStatus(t, inv, "sku"); st.Remaining != 3 || st.Reserved != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	if ops := outboxOps(t, inv, "sku"); ops["reserve"] != 2 || ops["release"] != 2 {
+		t.Fatalf("outbox %v", ops)
 	}
 }

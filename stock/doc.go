@@ -56,9 +56,12 @@
 // outbox entry of the giving bucket) and credits them to its home in the
 // final attempt; the consumer credits moves whose requester died in
 // between, so a move is never lost. SoldOut is answered only after every
-// bucket was found empty; units in the middle of a move at that instant
-// are the only ones a SoldOut can miss, and they are sold to the next
-// buyer. Confirm, Release and Lookup find a request by trying the buckets
+// bucket was found empty and, while units were moving between buckets (a
+// racing request, or a racing retry of this one, borrowed them), after
+// waiting up to 100 ms for them to land and trying again. Only a move that
+// takes longer (its requester died and the consumer has not credited it
+// yet) can make a SoldOut miss units, and they are sold to the next buyer.
+// That wait costs a SoldOut answer one more round trip. Confirm, Release and Lookup find a request by trying the buckets
 // in turn. With buckets, request ids must be unique per SKU (not only per
 // user).
 //

@@ -352,3 +352,66 @@ func TestRetryAfterLostReply(t *testing.T) {
 		t.Fatalf("outbox %v", ops)
 	}
 }
+
+// One request id raced from many goroutines when its home bucket is empty,
+// so that every racer borrows from the other buckets: the racers that found
+// nothing left to borrow (their siblings had it in flight) must not record
+// SoldOut against the request (they did, with 6 units for sale); one
+// reservation, and once the consumer has run every borrowed unit is back on
+// sale.
+func TestRacedRetriesWhileBorrowing(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		inv := newInv(t, rdb, WithBuckets(4), WithLocalSoldOut(0), WithPerUserLimit(2))
+		inv.moveWait = 20 * time.Second // a failure guard: moves land in milliseconds
+		load(t, inv, "sku", 8)
+		var a, b string
+		for i := 0; b == ""; i++ {
+			u := "user" + itoa(i)
+			switch {
+			case a == "":
+				a = u
+			case homeBucket(u, 4) == homeBucket(a, 4):
+				b = u
+			}
+		}
+		for i := 0; i < 2; i++ { // empty the shared home bucket
+			if res, _ := inv.Reserve(ctx, "sku", a, "ra"+itoa(i), 1); res.Outcome != Reserved {
+				t.Fatalf("emptying home: %+v", res)
+			}
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		firsts := 0
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := inv.Reserve(ctx, "sku", b, "rb", 1)
+				if err != nil || res.Outcome != Reserved {
+					t.Errorf("%+v %v", res, err)
+					return
+				}
+				if !res.Duplicate {
+					mu.Lock()
+					firsts++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if firsts != 1 {
+			t.Fatalf("%d first answers", firsts)
+		}
+		store := newSQLite(t)
+		store.SetStock(ctx, "sku", 8)
+		drain(t, newConsumer(t, inv, store))
+		st := mustStatus(t, inv, "sku")
+		if st.InFlight != 0 || st.Reserved != 3 || st.Remaining != 5 {
+			t.Fatalf("status %+v", st)
+		}
+		if rep, err := inv.Reconcile(ctx, "sku", store, ""); err != nil || !rep.Clean() {
+			t.Fatalf("reconcile %v %v", rep, err)
+		}
+	})
+}

@@ -415,3 +415,37 @@ func TestRacedRetriesWhileBorrowing(t *testing.T) {
 		}
 	})
 }
+
+// An entry the sink keeps refusing with a plain error (not ErrPoison),
+// left pending by a consumer that restarted: the new consumer claims it
+// first at every pass. It must not stop the entries behind it from being
+// read and applied, and once they are, it is dead-lettered.
+func TestFailingClaimedEntryDoesNotBlockNewOnes(t *testing.T) {
+	rdb := sharedSingle(t)
+	ctx := context.Background()
+	inv := newInv(t, rdb)
+	load(t, inv, "sku", 5)
+	store := newSQLite(t)
+	sink := SinkFunc(func(ctx context.Context, ev Event) error {
+		if ev.RequestID == "bad" {
+			return errors.New("constraint violated")
+		}
+		return store.Apply(ctx, ev)
+	})
+	inv.Reserve(ctx, "sku", "u0", "bad", 1)
+	first := newConsumer(t, inv, sink, WithConsumerName("old"))
+	first.Pass(ctx) // "bad" fails and stays pending with "old"
+	inv.Reserve(ctx, "sku", "u1", "r1", 1)
+	inv.Reserve(ctx, "sku", "u2", "r2", 1)
+	c := newConsumer(t, inv, sink, WithConsumerName("new"), WithClaimIdle(0), WithMaxDeliveries(3))
+	for i := 0; i < 10; i++ {
+		c.Pass(ctx)
+	}
+	orders := ordersByID(t, store, "sku")
+	if len(orders) != 2 {
+		t.Fatalf("%d orders after 10 passes: the failing entry blocks the ones behind it (%+v)", len(orders), c.Stats())
+	}
+	if s := c.Stats(); s.DeadLettered != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}

@@ -18,11 +18,13 @@ const resumeDone = "done"
 // (the consumer's history) over as many passes as it takes, and never
 // rereads one: entries that fail again here are retried after ClaimIdle,
 // like any failed entry, so a database outage is not retried in a loop.
-func (c *Consumer) resume(ctx context.Context, sku string, b int, k bucketKeys) (int, error) {
+//
+// failed is the entries' failures; err, a failure to read them.
+func (c *Consumer) resume(ctx context.Context, sku string, b int, k bucketKeys) (n int, failed, err error) {
 	from := "0"
 	if v, ok := c.resumed.Load(k.outbox); ok {
 		if v.(string) == resumeDone {
-			return 0, nil
+			return 0, nil, nil
 		}
 		from = v.(string)
 	}
@@ -36,7 +38,7 @@ func (c *Consumer) resume(ctx context.Context, sku string, b int, k bucketKeys) 
 		err = nil
 	}
 	if err != nil {
-		return 0, c.streamErr(k.outbox, "resume", err)
+		return 0, nil, c.streamErr(k.outbox, "resume", err)
 	}
 	var msgs []redis.XMessage
 	for _, s := range streams {
@@ -44,8 +46,9 @@ func (c *Consumer) resume(ctx context.Context, sku string, b int, k bucketKeys) 
 	}
 	if len(msgs) == 0 {
 		c.resumed.Store(k.outbox, resumeDone)
-		return 0, nil
+		return 0, nil, nil
 	}
 	c.resumed.Store(k.outbox, msgs[len(msgs)-1].ID)
-	return c.handle(ctx, sku, b, k, msgs)
+	n, failed = c.handle(ctx, sku, b, k, msgs)
+	return n, failed, nil
 }

@@ -16,7 +16,7 @@ import (
 
 // One request id raced from many goroutines, its Release and Confirm racing
 // it too: one deduction, one outbox entry per change, counters that add up.
-func TestAttackOneRequestIDRaced(t *testing.T) {
+func TestOneRequestIDRacedWithItsReturns(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		inv := newInv(t, rdb, WithPerUserLimit(5))
@@ -86,7 +86,7 @@ func TestAttackOneRequestIDRaced(t *testing.T) {
 
 // Absurd inputs are errors matchable with errors.Is, never panics, and
 // leave the sale as it was.
-func TestAttackAbsurdInputs(t *testing.T) {
+func TestOddIDsAndQuantities(t *testing.T) {
 	rdb := sharedSingle(t)
 	ctx := context.Background()
 	inv := newInv(t, rdb)

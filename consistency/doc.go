@@ -72,6 +72,15 @@
 // off by default: the default is that an invalidated entry is never served
 // again.
 //
+// # Deadlines
+//
+// Every call takes a context and the worker bounds each of its Redis calls
+// with WithOpTimeout. A go-redis client made with default options ignores
+// context deadlines while it waits for a reply, so against a frozen server a
+// call lasts the client's ReadTimeout, times its retries, whatever the
+// context says (an Update with a 300 ms context took 5 s). Set
+// ContextTimeoutEnabled on the client so that deadlines bound socket reads.
+//
 // # Clocks
 //
 // Due times and claim deadlines are computed inside the queue's scripts from

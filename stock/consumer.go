@@ -26,6 +26,7 @@ type Consumer struct {
 	log  *slog.Logger
 
 	groups    sync.Map     // outbox key -> struct{}: group known to exist
+	resumed   sync.Map     // outbox key -> last id handed back by resume, or resumeDone
 	lastPark  atomic.Int64 // unix ns of the last parked check
 	lastOK    atomic.Int64 // unix ns of the sink's last success
 	applied   atomic.Int64
@@ -165,39 +166,44 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	if err := c.ensureGroup(rctx, k.outbox); err != nil {
 		return work, err
 	}
-	// Entries pending with consumers that stopped acknowledging.
+	// Entries a previous process under this name left pending, then
+	// entries pending with consumers that stopped acknowledging, then new
+	// ones. An entry that fails (it stays pending, or goes to the dead
+	// letters) does not stop the next stage: the entries behind it must
+	// still be applied, and their success is what lets a failing entry be
+	// told from a database outage.
+	w, failed, err := c.resume(ctx, sku, b, k)
+	work += w
+	if err != nil {
+		return work, err
+	}
 	msgs, _, err := c.inv.rdb.XAutoClaim(rctx, &redis.XAutoClaimArgs{
 		Stream: k.outbox, Group: c.cfg.group, Consumer: c.cfg.name,
 		MinIdle: c.cfg.claimIdle, Start: "0-0", Count: int64(c.cfg.batch),
 	}).Result()
 	if err != nil {
-		return work, c.streamErr(k.outbox, "claim", err)
+		return work, errors.Join(failed, c.streamErr(k.outbox, "claim", err))
 	}
 	c.claimed.Add(int64(len(msgs)))
-	w, err := c.handle(ctx, sku, b, k, msgs)
+	w, err = c.handle(ctx, sku, b, k, msgs)
 	work += w
-	if err != nil {
-		return work, err
-	}
-	// New entries.
+	failed = errors.Join(failed, err)
 	streams, err := c.inv.rdb.XReadGroup(rctx, &redis.XReadGroupArgs{
 		Group: c.cfg.group, Consumer: c.cfg.name, Streams: []string{k.outbox, ">"},
 		Count: int64(c.cfg.batch), Block: -1,
 	}).Result()
 	if errors.Is(err, redis.Nil) {
-		return work, nil
+		return work, failed
 	}
 	if err != nil {
-		return work, c.streamErr(k.outbox, "read", err)
+		return work, errors.Join(failed, c.streamErr(k.outbox, "read", err))
 	}
 	for _, s := range streams {
 		w, err := c.handle(ctx, sku, b, k, s.Messages)
 		work += w
-		if err != nil {
-			return work, err
-		}
+		failed = errors.Join(failed, err)
 	}
-	return work, nil
+	return work, failed
 }
 
 func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
@@ -219,6 +225,7 @@ func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
 func (c *Consumer) streamErr(stream, what string, err error) error {
 	if redis.HasErrorPrefix(err, "NOGROUP") {
 		c.groups.Delete(stream)
+		c.resumed.Delete(stream)
 		return fmt.Errorf("stock: consumer: %s %s: %w: %w", what, stream, errNoGroup, err)
 	}
 	return fmt.Errorf("stock: consumer: %s %s: %w", what, stream, err)

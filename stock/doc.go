@@ -29,7 +29,8 @@
 //     consumer alerts (counter, log) when one waits longer than
 //     WithParkAlert.
 //   - Inventory.Reconcile / Repair: compare Redis with the database
-//     (oversold, undersold, orphan orders, unapplied changes, outbox backlog);
+//     (oversold, undersold, orphan orders, unapplied changes, orders whose
+//     units or buyer differ, outbox backlog);
 //     rebuild the Redis side from the database. Unload ends a sale once its
 //     outbox is drained and deletes its keys.
 //   - WithBuckets: spreads one hot SKU over n hash tags, so a cluster's
@@ -55,9 +56,12 @@
 // outbox entry of the giving bucket) and credits them to its home in the
 // final attempt; the consumer credits moves whose requester died in
 // between, so a move is never lost. SoldOut is answered only after every
-// bucket was found empty; units in the middle of a move at that instant
-// are the only ones a SoldOut can miss, and they are sold to the next
-// buyer. Confirm, Release and Lookup find a request by trying the buckets
+// bucket was found empty and, while units were moving between buckets (a
+// racing request, or a racing retry of this one, borrowed them), after
+// waiting up to 100 ms for them to land and trying again. Only a move that
+// takes longer (its requester died and the consumer has not credited it
+// yet) can make a SoldOut miss units, and they are sold to the next buyer.
+// That wait costs a SoldOut answer one more round trip. Confirm, Release and Lookup find a request by trying the buckets
 // in turn. With buckets, request ids must be unique per SKU (not only per
 // user).
 //
@@ -88,6 +92,11 @@
 //     rebuilds the sale from the database; reservations not yet consumed
 //     before the crash are lost (TestRedisRestartMidSale/aof=false). Answers
 //     that reserved nothing are forgotten, so a retry of one is decided anew.
+//
+// Every call takes a context, but a go-redis client made with default options
+// ignores context deadlines while it waits for a reply: against a frozen
+// server a Reserve lasts the client's ReadTimeout, times its retries. Set
+// ContextTimeoutEnabled on the client so that deadlines bound socket reads.
 //
 // The database is written after the buyer was answered: an order row
 // appears within the consumer's latency, not at once. Sinks must be

@@ -8,12 +8,15 @@ var (
 	// ErrInvalidOption is returned by New and NewConsumer for an option that
 	// makes no sense (a negative limit, zero buckets...).
 	ErrInvalidOption = errors.New("stock: invalid option")
-	// ErrInvalidSKU: an empty SKU, one longer than MaxIDLen bytes, or one
-	// containing a brace (braces delimit the Redis Cluster hash tag).
+	// ErrInvalidSKU: an empty SKU, one longer than MaxIDLen bytes, one that
+	// is not UTF-8, or one containing a brace (braces delimit the Redis
+	// Cluster hash tag).
 	ErrInvalidSKU = errors.New("stock: invalid sku")
-	// ErrInvalidUser: an empty user id or one longer than MaxIDLen bytes.
+	// ErrInvalidUser: an empty user id, one longer than MaxIDLen bytes or one
+	// that is not UTF-8.
 	ErrInvalidUser = errors.New("stock: invalid user")
-	// ErrInvalidRequestID: an empty request id or one longer than MaxIDLen bytes.
+	// ErrInvalidRequestID: an empty request id, one longer than MaxIDLen
+	// bytes or one that is not UTF-8.
 	ErrInvalidRequestID = errors.New("stock: invalid request id")
 	// ErrInvalidQty: a quantity <= 0, above the sale's whole stock or above
 	// MaxQty, or a stock that does not fit the sale.

@@ -22,6 +22,8 @@ type Inventory struct {
 	soldOut sync.Map // sku -> time.Time until which the SKU is known sold out or ended
 
 	hooks hooks
+	// moveWait overrides the package's moveWait (tests on a loaded machine).
+	moveWait time.Duration
 }
 
 // hooks are interleaving points for tests; nil in production.

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The Redis layout. Every key of one bucket of one SKU shares the hash tag
@@ -58,6 +59,11 @@ func checkID(s string, sentinel error, what string) error {
 	}
 	if len(s) > MaxIDLen {
 		return fmt.Errorf("%w: %s of %d bytes (max %d)", sentinel, what, len(s), MaxIDLen)
+	}
+	// Ids travel through the scripts' JSON answers and into text columns,
+	// which would replace or refuse bytes that are not UTF-8.
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s %q is not UTF-8", sentinel, what, s)
 	}
 	return nil
 }

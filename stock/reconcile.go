@@ -42,6 +42,9 @@ type Report struct {
 	// Unapplied are request ids whose latest state in Redis the database has
 	// not applied yet.
 	Unapplied []string
+	// Mismatched are request ids whose units or buyer differ between Redis
+	// and the database (a hand edit, a sink that rewrote them).
+	Mismatched []string
 	// Pending is the outbox entries the consumer group has not acknowledged
 	// (delivered or not). Unapplied ids with Pending = 0 are lost messages.
 	Pending int64
@@ -50,12 +53,12 @@ type Report struct {
 // Clean reports whether nothing is wrong or in flight.
 func (r Report) Clean() bool {
 	return !r.NoSale && r.Oversold == 0 && r.Undersold == 0 && r.CounterDrift == 0 &&
-		len(r.Orphans) == 0 && len(r.Unapplied) == 0 && r.Pending == 0
+		len(r.Orphans) == 0 && len(r.Unapplied) == 0 && len(r.Mismatched) == 0 && r.Pending == 0
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("%s: redis %+v nosale=%v db stock=%d active=%d oversold=%d undersold=%d drift=%d orphans=%d unapplied=%d pending=%d",
-		r.SKU, r.Redis, r.NoSale, r.DBStock, r.DBActive, r.Oversold, r.Undersold, r.CounterDrift, len(r.Orphans), len(r.Unapplied), r.Pending)
+	return fmt.Sprintf("%s: redis %+v nosale=%v db stock=%d active=%d oversold=%d undersold=%d drift=%d orphans=%d unapplied=%d mismatched=%d pending=%d",
+		r.SKU, r.Redis, r.NoSale, r.DBStock, r.DBActive, r.Oversold, r.Undersold, r.CounterDrift, len(r.Orphans), len(r.Unapplied), len(r.Mismatched), r.Pending)
 }
 
 func versionOf(s State) int {
@@ -125,6 +128,9 @@ func (inv *Inventory) Reconcile(ctx context.Context, sku string, ledger Ledger, 
 		if !ok || !o.Applied || o.Version < rv {
 			rep.Unapplied = append(rep.Unapplied, id)
 		}
+		if ok && (o.Qty != r.Q || o.User != r.U) {
+			rep.Mismatched = append(rep.Mismatched, id)
+		}
 	}
 	for id, o := range db {
 		r, ok := recs[id]
@@ -134,6 +140,7 @@ func (inv *Inventory) Reconcile(ctx context.Context, sku string, ledger Ledger, 
 	}
 	sort.Strings(rep.Unapplied)
 	sort.Strings(rep.Orphans)
+	sort.Strings(rep.Mismatched)
 	total := st.Remaining + st.Reserved + st.Sold + st.InFlight
 	rep.Oversold = max(0, total-stock, rep.DBActive-stock)
 	rep.Undersold = max(0, stock-total)

@@ -138,6 +138,13 @@ func (inv *Inventory) Reserve(ctx context.Context, sku, user, requestID string, 
 	if err != nil {
 		return Result{}, err
 	}
+	if len(credits) == 0 {
+		var done bool
+		res, done, credits, err = inv.awaitMoves(ctx, sku, h, user, requestID, qty)
+		if err != nil || done {
+			return res, err
+		}
+	}
 	if f := inv.hooks.afterBorrow; f != nil && len(credits) > 0 {
 		if err := f(sku, h); err != nil {
 			return Result{}, err

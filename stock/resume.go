@@ -1,0 +1,54 @@
+package stock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// resumeDone marks a stream whose earlier pending entries (left by a
+// process that ran under this consumer's name) were all handed back.
+const resumeDone = "done"
+
+// resume hands back, once per stream and consumer, the entries a previous
+// process under the same name read and never acknowledged: they are this
+// consumer's own, so waiting ClaimIdle for them (as for another consumer's)
+// would only delay them. It pages through them with XREADGROUP from an id
+// (the consumer's history) over as many passes as it takes, and never
+// rereads one: entries that fail again here are retried after ClaimIdle,
+// like any failed entry, so a database outage is not retried in a loop.
+//
+// failed is the entries' failures; err, a failure to read them.
+func (c *Consumer) resume(ctx context.Context, sku string, b int, k bucketKeys) (n int, failed, err error) {
+	from := "0"
+	if v, ok := c.resumed.Load(k.outbox); ok {
+		if v.(string) == resumeDone {
+			return 0, nil, nil
+		}
+		from = v.(string)
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	streams, err := c.inv.rdb.XReadGroup(rctx, &redis.XReadGroupArgs{
+		Group: c.cfg.group, Consumer: c.cfg.name, Streams: []string{k.outbox, from},
+		Count: int64(c.cfg.batch), Block: -1,
+	}).Result()
+	cancel()
+	if errors.Is(err, redis.Nil) {
+		err = nil
+	}
+	if err != nil {
+		return 0, nil, c.streamErr(k.outbox, "resume", err)
+	}
+	var msgs []redis.XMessage
+	for _, s := range streams {
+		msgs = append(msgs, s.Messages...)
+	}
+	if len(msgs) == 0 {
+		c.resumed.Store(k.outbox, resumeDone)
+		return 0, nil, nil
+	}
+	c.resumed.Store(k.outbox, msgs[len(msgs)-1].ID)
+	n, failed = c.handle(ctx, sku, b, k, msgs)
+	return n, failed, nil
+}

@@ -27,6 +27,7 @@ type Cache[V any] struct {
 	group singleflight.Group
 	stats counters
 	log   *slog.Logger
+	logs  *logAggregator // report's lines, one per kind per interval (logagg.go)
 
 	// closing is cancelled by Close; detached loads and background refreshes
 	// derive from it so that none outlives Close.
@@ -108,6 +109,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	c.logs = newLogAggregator(c.log, cfg.logInterval, nil)
 	if cfg.hooks != nil {
 		c.hooks = *cfg.hooks
 	}
@@ -121,7 +123,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	}
 	if cfg.breakerFailures > 0 {
 		c.breaker = newBreaker(cfg.prefix, cfg.breakerFailures, cfg.breakerCooldown, func(from, to gobreaker.State) {
-			c.report("", fmt.Errorf("cacheguard: redis circuit %s -> %s", from, to))
+			c.report(logBreaker, "", fmt.Errorf("cacheguard: redis circuit %s -> %s", from, to))
 		})
 	}
 	if cfg.maxLoads > 0 {
@@ -242,7 +244,7 @@ func (c *Cache[V]) uncacheable(key string, err error) {
 	if errors.Is(err, ErrValueTooLarge) {
 		c.stats.tooLarge.Add(1)
 	}
-	c.report(key, err)
+	c.report(logUncacheable, key, err)
 }
 
 // entry builds the envelope for payload (or for an absence, null) with its
@@ -294,10 +296,10 @@ func (c *Cache[V]) redisError(key, op string, err error) error {
 	return fmt.Errorf("%w: %s %q: %w", ErrRedis, op, key, err)
 }
 
-// report hands an error that no caller will see to the logger and the error
-// handler.
-func (c *Cache[V]) report(key string, err error) {
-	c.log.Warn("cacheguard", "key", key, "err", err)
+// report hands an error that no caller will see to the logger, aggregated by
+// kind (logagg.go), and to the error handler, which sees every one.
+func (c *Cache[V]) report(kind logKind, key string, err error) {
+	c.logs.report(kind, key, err)
 	if c.cfg.onError != nil {
 		c.cfg.onError(key, err)
 	}

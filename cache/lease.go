@@ -177,7 +177,7 @@ func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan st
 		}
 		cmds, err := runScripts(ctx, c.rdb, calls)
 		if err != nil {
-			c.report(leases[0].key, c.redisError(leases[0].key, "extend lease", err))
+			c.report(logLeaseExtend, leases[0].key, c.redisError(leases[0].key, "extend lease", err))
 		}
 		held := leases[:0]
 		for i, l := range leases {

@@ -76,10 +76,10 @@ type hooks struct {
 	now          func() time.Time // clock for expiry decisions
 	rand         func() float64   // early-refresh dice
 	onFill       func(key string, ok bool)
-	onExtend     func(key string, ok bool) // a lease extension ran
-	onSubscribed func()                    // the invalidation subscription is (back) up
-	onInvalidate func(keys []string)       // another instance's invalidation was applied
-	onLoadWait   func()                    // a load waits for a slot under WithMaxLoads
+	onExtend     func(key string, ok bool, err error) // a lease extension ran (err: no answer, retrying)
+	onSubscribed func()                               // the invalidation subscription is (back) up
+	onInvalidate func(keys []string)                  // another instance's invalidation was applied
+	onLoadWait   func()                               // a load waits for a slot under WithMaxLoads
 }
 
 // New returns a Cache backed by rdb, which may be a *redis.Client, a

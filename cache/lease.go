@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -158,8 +159,19 @@ func (c *Cache[V]) whileLeased(ctx context.Context, leases []lease, fn func()) {
 // keepAlive extends the leases every lease/3, in one pipeline, until stop is
 // closed or none of them is held any more: a lease found deleted or
 // overwritten is dropped, since its fill will be refused anyway.
+//
+// A failed extension (an error, or no reply within a period) loses nothing
+// yet: the lease still has two periods to run. So an attempt is given up
+// after one period, leaving time to try again, and after a failure the next
+// attempt comes at once (then every period/8), until one succeeds or the
+// script says the lease is no longer ours. Waiting for the client's read
+// timeout (3 s by default, longer than a lease) or for the next period would
+// let a transient fault expire the lease under a live loader, and another
+// process would load too. The attempt's deadline bounds a silent connection
+// only on a client with ContextTimeoutEnabled (see the package doc).
 func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan struct{}) {
 	period := c.cfg.lease / 3
+	retry := max(period/8, time.Millisecond)
 	t := time.NewTimer(period)
 	defer t.Stop()
 	leases = slices.Clone(leases)
@@ -175,22 +187,31 @@ func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan st
 		for i, l := range leases {
 			calls[i] = scriptCall{extendScript, []string{l.key}, []any{l.ph, c.cfg.lease.Milliseconds()}}
 		}
-		cmds, err := runScripts(ctx, c.rdb, calls)
-		if err != nil {
-			c.report(logLeaseExtend, leases[0].key, c.redisError(leases[0].key, "extend lease", err))
+		actx, cancel := context.WithTimeout(ctx, period)
+		cmds, err := runScripts(actx, c.rdb, calls)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			c.report(logLeaseExtend, leases[0].key, c.redisError(leases[0].key, "extend lease", fmt.Errorf("%w (retrying)", err)))
 		}
-		held := leases[:0]
+		held, failed := leases[:0], false
 		for i, l := range leases {
 			n, err := cmds[i].Int()
 			ok := err == nil && n == 1
 			if c.hooks.onExtend != nil {
-				c.hooks.onExtend(l.key, ok)
+				c.hooks.onExtend(l.key, ok, err)
 			}
-			if ok || err != nil { // on an error, try again next period
+			if err != nil { // not known lost: try again soon
+				failed = true
+			}
+			if ok || err != nil {
 				held = append(held, l)
 			}
 		}
 		leases = held
-		t.Reset(period)
+		if failed {
+			t.Reset(retry)
+		} else {
+			t.Reset(period)
+		}
 	}
 }

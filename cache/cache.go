@@ -61,6 +61,7 @@ type Cache[V any] struct {
 	inval      invalStats // invalidate.go
 
 	breaker       *gobreaker.TwoStepCircuitBreaker[struct{}] // nil when off
+	gate          breakerGate                                // the breaker's lock-free fast path (breaker.go)
 	fallbackSem   chan struct{}                              // nil when off
 	loadSem       chan struct{}                              // WithMaxLoads; nil when off
 	fallbackGroup singleflight.Group
@@ -181,38 +182,15 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 // Keys are removed with UNLINK, pipelined (one round trip per node on a
 // cluster); empty keys are rejected.
 func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
-	if c.isClosed() {
-		return ErrClosed
-	}
-	for _, k := range keys {
-		if k == "" {
-			return ErrInvalidKey
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
+	return c.writeKeys(ctx, "delete", keys, func(ctx context.Context) error {
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Unlink(ctx, c.cfg.prefix+k)
+			}
+			return nil
+		})
 		return err
-	}
-	done, err := c.allow(keys[0])
-	if err != nil {
-		return err
-	}
-	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
-			p.Unlink(ctx, c.cfg.prefix+k)
-		}
-		return nil
 	})
-	err = callerErr(ctx, err)
-	done(err)
-	if err != nil {
-		return c.redisError(keys[0], "delete", err)
-	}
-	c.forget(keys)
-	c.afterWrite(ctx, keys...)
-	return nil
 }
 
 func (c *Cache[V]) check(ctx context.Context, key string) error {

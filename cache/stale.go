@@ -70,23 +70,5 @@ func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys .
 	if maxStale < time.Millisecond {
 		return fmt.Errorf("%w: maxStale %v must be at least 1ms", ErrInvalidOption, maxStale)
 	}
-	for _, k := range keys {
-		if k == "" {
-			return ErrInvalidKey
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	calls := make([]scriptCall, len(keys))
-	for i, k := range keys {
-		calls[i] = scriptCall{markStaleScript, []string{c.cfg.prefix + k}, []any{maxStale.Milliseconds()}}
-	}
-	_, err := runScripts(ctx, c.rdb, calls)
-	if err = callerErr(ctx, err); err != nil {
-		return c.redisError(keys[0], "mark stale", err)
-	}
-	c.forget(keys)
-	c.afterWrite(ctx, keys...)
-	return nil
+	return c.writeEach(ctx, "mark stale", markStaleScript, keys, maxStale.Milliseconds())
 }

@@ -150,38 +150,5 @@ func (c *Cache[V]) DeleteKeepingVersion(ctx context.Context, hold time.Duration,
 	if hold < time.Millisecond {
 		return fmt.Errorf("%w: tombstone hold %v must be at least 1ms", ErrInvalidOption, hold)
 	}
-	for _, k := range keys {
-		if k == "" {
-			return ErrInvalidKey
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	done, err := c.allow(keys[0])
-	if err != nil {
-		return err
-	}
-	err = c.evalEach(ctx, deleteKeepingVersionScript, keys, hold.Milliseconds())
-	done(err)
-	if err != nil {
-		return c.redisError(keys[0], "delete keeping version", err)
-	}
-	c.forget(keys)
-	c.afterWrite(ctx, keys...)
-	return nil
-}
-
-// evalEach runs script once per key (prefixed) in one pipeline, by SHA
-// (see runScripts).
-func (c *Cache[V]) evalEach(ctx context.Context, script *redis.Script, keys []string, args ...any) error {
-	calls := make([]scriptCall, len(keys))
-	for i, k := range keys {
-		calls[i] = scriptCall{script, []string{c.cfg.prefix + k}, args}
-	}
-	_, err := runScripts(ctx, c.rdb, calls)
-	return err
+	return c.writeEach(ctx, "delete keeping version", deleteKeepingVersionScript, keys, hold.Milliseconds())
 }

@@ -167,7 +167,8 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	if err != nil {
 		return err
 	}
-	err = callerErr(ctx, c.rdb.Set(ctx, c.cfg.prefix+key, env, ttl).Err())
+	// The key's version stays (versionkeep.go).
+	err = callerErr(ctx, setKeepingVersionScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, env, ttl.Milliseconds()).Err())
 	done(err)
 	if err != nil {
 		return c.redisError(key, "set", err)

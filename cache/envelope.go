@@ -96,7 +96,9 @@ func classify(b []byte) kind {
 	case magicEnvelope:
 		return kindEnvelope
 	case magicLease:
-		if len(b) == 2+leaseTokenSize {
+		// A placeholder may carry a kept version after its token
+		// (versionkeep.go).
+		if len(b) == 2+leaseTokenSize || len(b) == 2+leaseTokenSize+8 {
 			return kindLease
 		}
 	}

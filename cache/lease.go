@@ -34,26 +34,62 @@ import (
 // swapScript sets KEYS[1] to ARGV[2] with a PX of ARGV[3] only if it holds
 // exactly ARGV[1]. It fills a lease (ARGV[1] is our placeholder) and takes over
 // a key holding foreign bytes (ARGV[1] is those bytes).
+//
+// A key's version is a high-water mark that fills keep (versionkeep.go): a
+// placeholder taking over a version tombstone carries the tombstone's version
+// after its token, and the fill of such a placeholder writes that version
+// into the envelope, so a fill never leaves a key below a version it held.
 var swapScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-	return 1
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+	return 0
 end
-return 0
+local new = ARGV[2]
+if cur == ARGV[1] then
+	if #cur == 10 and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 118 and #new == 18 and string.byte(new, 2) == 108 then
+		new = new .. string.sub(cur, 3, 10)
+	end
+elseif #cur == 26 and #ARGV[1] == 18 and string.sub(cur, 1, 18) == ARGV[1] then
+	if #new >= ` + headerSizeLua + ` and string.byte(new, 1) == 254 and string.byte(new, 2) == 99 then
+		new = string.sub(new, 1, 4) .. string.sub(cur, 19, 26) .. string.sub(new, 13)
+	end
+else
+	return 0
+end
+redis.call('SET', KEYS[1], new, 'PX', ARGV[3])
+return 1
 `)
+
+// ownsLua sets the Lua local mine to whether the string in the Lua local cur
+// is our placeholder ARGV[1], with or without a kept version after it.
+const ownsLua = `
+local mine = cur == ARGV[1] or (cur and #cur == 26 and #ARGV[1] == 18 and string.sub(cur, 1, 18) == ARGV[1])
+`
 
 // extendScript renews the lease if KEYS[1] still holds our placeholder.
 var extendScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local cur = redis.call('GET', KEYS[1])
+` + ownsLua + `
+if mine then
 	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 `)
 
 // releaseScript deletes KEYS[1] if it still holds our placeholder, so that a
-// failed load does not make the next caller wait out the lease.
+// failed load does not make the next caller wait out the lease. A placeholder
+// that kept a version gives it back as a version tombstone.
 var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local cur = redis.call('GET', KEYS[1])
+` + ownsLua + `
+if mine then
+	if #cur == 26 then
+		local pttl = redis.call('PTTL', KEYS[1])
+		if pttl > 0 then
+			redis.call('SET', KEYS[1], '\254v' .. string.sub(cur, 19, 26), 'PX', pttl)
+			return 1
+		end
+	end
 	return redis.call('DEL', KEYS[1])
 end
 return 0

@@ -36,13 +36,16 @@ func isVersionTombstone(b []byte) bool {
 }
 
 // versionOfLua sets the Lua local ver to the 8 version bytes of the string
-// in the Lua local cur (an envelope or a version tombstone), or nil.
+// in the Lua local cur (an envelope, a version tombstone or a placeholder
+// that kept a version), or nil.
 const versionOfLua = `
 local ver = nil
 if cur and #cur >= ` + headerSizeLua + ` and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 99 then
 	ver = string.sub(cur, 5, 12)
 elseif cur and #cur == 10 and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 118 then
 	ver = string.sub(cur, 3, 10)
+elseif cur and #cur == 26 and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 108 then
+	ver = string.sub(cur, 19, 26)
 end
 `
 

@@ -117,3 +117,21 @@ func TestMarkStaleKeepsVersionTombstone(t *testing.T) {
 }
 
 func nil2(context.Context, string) (string, error) { return "loaded", nil }
+
+// isSetWrite reports whether cmd is Set's write (the script that keeps the
+// key's version, by SHA or by body) and Redis ran it (err is the command's,
+// as a hook sees it).
+func isSetWrite(cmd redis.Cmder, err error) bool {
+	args := cmd.Args()
+	if err != nil || len(args) < 2 {
+		return false
+	}
+	switch cmd.Name() {
+	case "evalsha":
+		return args[1] == setKeepingVersionScript.Hash()
+	case "eval":
+		src, _ := args[1].(string)
+		return redis.NewScript(src).Hash() == setKeepingVersionScript.Hash()
+	}
+	return false
+}

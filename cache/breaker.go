@@ -137,8 +137,7 @@ func noop(error) {}
 // failure counted, every call goes through it, so that successes reset its
 // count and it opens, probes and closes as configured.
 //
-// breakerGate holds that state (in the Cache's counters, beside the other
-// lock-free words).
+// breakerGate holds that state, one per Cache (its gate field).
 type breakerGate struct {
 	// state: bit 0 is set while calls go through the breaker; the rest
 	// counts failures reported to it, so that a caller who saw the breaker
@@ -157,12 +156,12 @@ func (c *Cache[V]) allow(key string) (done func(error), err error) {
 	if c.breaker == nil {
 		return noop, nil
 	}
-	if c.stats.breaker.state.Load()&breakerSuspect == 0 {
-		if f := c.stats.breaker.fast.Load(); f != nil {
+	if c.gate.state.Load()&breakerSuspect == 0 {
+		if f := c.gate.fast.Load(); f != nil {
 			return *f, nil
 		}
 		f := c.fastOutcome
-		c.stats.breaker.fast.CompareAndSwap(nil, &f)
+		c.gate.fast.CompareAndSwap(nil, &f)
 		return f, nil
 	}
 	brDone, err := c.breaker.Allow()
@@ -171,7 +170,7 @@ func (c *Cache[V]) allow(key string) (done func(error), err error) {
 		return nil, &circuitOpenError{key: key, err: err}
 	}
 	return func(err error) {
-		seen := c.stats.breaker.state.Load()
+		seen := c.gate.state.Load()
 		brDone(err)
 		if !redisAnswered(err) {
 			if !callerGaveUp(err) {
@@ -182,7 +181,7 @@ func (c *Cache[V]) allow(key string) (done func(error), err error) {
 		// Healthy again once closed with no failure counted, and no failure
 		// reported by anyone since seen was read.
 		if c.breaker.State() == gobreaker.StateClosed && c.breaker.Counts().ConsecutiveFailures == 0 {
-			c.stats.breaker.state.CompareAndSwap(seen, seen&^breakerSuspect)
+			c.gate.state.CompareAndSwap(seen, seen&^breakerSuspect)
 		}
 	}, nil
 }
@@ -205,8 +204,8 @@ func (c *Cache[V]) fastOutcome(err error) {
 // failure, so that no caller who looked before it clears the state.
 func (c *Cache[V]) markSuspect() {
 	for {
-		old := c.stats.breaker.state.Load()
-		if c.stats.breaker.state.CompareAndSwap(old, (old+2)|breakerSuspect) {
+		old := c.gate.state.Load()
+		if c.gate.state.CompareAndSwap(old, (old+2)|breakerSuspect) {
 			return
 		}
 	}

@@ -41,7 +41,7 @@ func TestBreakerCountsConsecutiveFailuresThroughFastPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s := c.stats.breaker.state.Load(); s&breakerSuspect != 0 {
+	if s := c.gate.state.Load(); s&breakerSuspect != 0 {
 		// Only the two failures before the last success were reported; the
 		// successes after them made the breaker healthy again.
 		t.Fatalf("breaker still suspect after successes (state %d)", s)
@@ -67,7 +67,7 @@ func TestBreakerReturnsToFastPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	done(errors.New("i/o timeout"))
-	if c.stats.breaker.state.Load()&breakerSuspect == 0 {
+	if c.gate.state.Load()&breakerSuspect == 0 {
 		t.Fatal("a failure did not route calls through the breaker")
 	}
 	if n := c.breaker.Counts().ConsecutiveFailures; n != 1 {
@@ -78,7 +78,7 @@ func TestBreakerReturnsToFastPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	done(nil)
-	if c.stats.breaker.state.Load()&breakerSuspect != 0 {
+	if c.gate.state.Load()&breakerSuspect != 0 {
 		t.Fatal("still suspect after a success")
 	}
 	if n := c.breaker.Counts().ConsecutiveFailures; n != 0 {

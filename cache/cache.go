@@ -27,6 +27,7 @@ type Cache[V any] struct {
 	group singleflight.Group
 	stats counters
 	log   *slog.Logger
+	logs  *logAggregator // report's lines, one per kind per interval (logagg.go)
 
 	// closing is cancelled by Close; detached loads and background refreshes
 	// derive from it so that none outlives Close.
@@ -60,6 +61,7 @@ type Cache[V any] struct {
 	inval      invalStats // invalidate.go
 
 	breaker       *gobreaker.TwoStepCircuitBreaker[struct{}] // nil when off
+	gate          breakerGate                                // the breaker's lock-free fast path (breaker.go)
 	fallbackSem   chan struct{}                              // nil when off
 	loadSem       chan struct{}                              // WithMaxLoads; nil when off
 	fallbackGroup singleflight.Group
@@ -80,11 +82,11 @@ type hooks struct {
 	now          func() time.Time // clock for expiry decisions
 	rand         func() float64   // early-refresh dice
 	onFill       func(key string, ok bool)
-	onExtend     func(key string, ok bool) // a lease extension ran
-	onSubscribed func()                    // the invalidation subscription is (back) up
-	onInvalidate func(keys []string)       // another instance's invalidation was applied
-	onLoadWait   func()                    // a load waits for a slot under WithMaxLoads
-	onJoin       func(key string)          // a call joined another's read of key (flight.go)
+	onExtend     func(key string, ok bool, err error) // a lease extension ran (err: no answer, retrying)
+	onSubscribed func()                               // the invalidation subscription is (back) up
+	onInvalidate func(keys []string)                  // another instance's invalidation was applied
+	onLoadWait   func()                               // a load waits for a slot under WithMaxLoads
+	onJoin       func(key string)                     // a call joined another's read of key (flight.go)
 
 	// Fill notifications (notify.go).
 	onWake       func(key string, notified bool) // a lease waiter woke: by a fill message, or to poll
@@ -120,6 +122,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	c.logs = newLogAggregator(c.log, cfg.logInterval, nil)
 	if cfg.hooks != nil {
 		c.hooks = *cfg.hooks
 	}
@@ -133,7 +136,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	}
 	if cfg.breakerFailures > 0 {
 		c.breaker = newBreaker(cfg.prefix, cfg.breakerFailures, cfg.breakerCooldown, func(from, to gobreaker.State) {
-			c.report("", fmt.Errorf("cacheguard: redis circuit %s -> %s", from, to))
+			c.report(logBreaker, "", fmt.Errorf("cacheguard: redis circuit %s -> %s", from, to))
 		})
 	}
 	if cfg.maxLoads > 0 {
@@ -176,7 +179,8 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	if err != nil {
 		return err
 	}
-	err = callerErr(ctx, c.rdb.Set(ctx, c.cfg.prefix+key, env, ttl).Err())
+	// The key's version stays (versionkeep.go).
+	err = callerErr(ctx, setKeepingVersionScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, env, ttl.Milliseconds()).Err())
 	done(err)
 	if err != nil {
 		return c.redisError(key, "set", err)
@@ -191,38 +195,15 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 // Keys are removed with UNLINK, pipelined (one round trip per node on a
 // cluster); empty keys are rejected.
 func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
-	if c.isClosed() {
-		return ErrClosed
-	}
-	for _, k := range keys {
-		if k == "" {
-			return ErrInvalidKey
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
+	return c.writeKeys(ctx, "delete", keys, func(ctx context.Context) error {
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Unlink(ctx, c.cfg.prefix+k)
+			}
+			return nil
+		})
 		return err
-	}
-	done, err := c.allow(keys[0])
-	if err != nil {
-		return err
-	}
-	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
-			p.Unlink(ctx, c.cfg.prefix+k)
-		}
-		return nil
 	})
-	err = callerErr(ctx, err)
-	done(err)
-	if err != nil {
-		return c.redisError(keys[0], "delete", err)
-	}
-	c.forget(keys)
-	c.afterWrite(ctx, keys...)
-	return nil
 }
 
 func (c *Cache[V]) check(ctx context.Context, key string) error {
@@ -254,7 +235,7 @@ func (c *Cache[V]) uncacheable(key string, err error) {
 	if errors.Is(err, ErrValueTooLarge) {
 		c.stats.tooLarge.Add(1)
 	}
-	c.report(key, err)
+	c.report(logUncacheable, key, err)
 }
 
 // entry builds the envelope for payload (or for an absence, null) with its
@@ -306,10 +287,10 @@ func (c *Cache[V]) redisError(key, op string, err error) error {
 	return fmt.Errorf("%w: %s %q: %w", ErrRedis, op, key, err)
 }
 
-// report hands an error that no caller will see to the logger and the error
-// handler.
-func (c *Cache[V]) report(key string, err error) {
-	c.log.Warn("cacheguard", "key", key, "err", err)
+// report hands an error that no caller will see to the logger, aggregated by
+// kind (logagg.go), and to the error handler, which sees every one.
+func (c *Cache[V]) report(kind logKind, key string, err error) {
+	c.logs.report(kind, key, err)
 	if c.cfg.onError != nil {
 		c.cfg.onError(key, err)
 	}

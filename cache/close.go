@@ -53,6 +53,7 @@ func (c *Cache[V]) Close() error {
 	if c.local != nil {
 		c.local.Close()
 	}
+	c.logs.flush() // the counts of repeated errors not logged yet
 	return err
 }
 
@@ -134,6 +135,6 @@ func (c *Cache[V]) releaseLeases(ctx context.Context, ls []lease) {
 		_, err = runScripts(ctx, c.rdb, calls)
 	}
 	if err != nil {
-		c.report(ls[0].key, c.redisError(ls[0].key, "release lease", err))
+		c.report(logLeaseRelease, ls[0].key, c.redisError(ls[0].key, "release lease", err))
 	}
 }

@@ -96,9 +96,15 @@ func classify(b []byte) kind {
 	case magicEnvelope:
 		return kindEnvelope
 	case magicLease:
-		// A placeholder, or one marked as waited for (notify.go).
-		if len(b) == 2+leaseTokenSize || len(b) == 3+leaseTokenSize && b[2+leaseTokenSize] == waitMark[0] {
+		// A placeholder: magic and token, then possibly the version it
+		// kept (versionkeep.go) and a waiter's mark (notify.go).
+		switch n := len(b); n {
+		case 2 + leaseTokenSize, 2 + leaseTokenSize + 8:
 			return kindLease
+		case 3 + leaseTokenSize, 3 + leaseTokenSize + 8:
+			if b[n-1] == waitMark[0] {
+				return kindLease
+			}
 		}
 	}
 	return kindForeign

@@ -49,7 +49,7 @@ func (c *Cache[V]) absent(ctx context.Context, f Filter, key string) bool {
 	ok, err := f.MayContain(ctx, key)
 	if err != nil {
 		c.stats.filterErrors.Add(1)
-		c.report(key, err)
+		c.report(logFilterFailed, key, err)
 		return false
 	}
 	if !ok {

@@ -199,7 +199,7 @@ func (c *Cache[V]) unavailable(ctx context.Context, key string, load Loader[V], 
 		return c.fallbackLoad(ctx, key, load, err)
 	}
 	c.stats.staleServed.Add(1)
-	c.report(key, fmt.Errorf("cacheguard: served a stale local entry: %w", err))
+	c.report(logStaleServed, key, fmt.Errorf("cacheguard: served a stale local entry: %w", err))
 	if e.Null {
 		return zero, ErrNotFound
 	}
@@ -235,7 +235,7 @@ func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, boo
 	if !r.null {
 		v, err := c.decodePayload(env)
 		if err != nil {
-			c.report(key, fmt.Errorf("cacheguard: decode %q: %w", key, err))
+			c.report(logUndecodable, key, fmt.Errorf("cacheguard: decode %q: %w", key, err))
 			return result[V]{}, env, false
 		}
 		r.v = v
@@ -461,7 +461,7 @@ func (c *Cache[V]) store(ctx context.Context, key string, l lease, payload []byt
 	env, ttl := c.entry(null, 0, delta, payload)
 	ok, err := l.fill(ctx, c.rdb, env, ttl)
 	if err != nil {
-		c.report(key, c.redisError(key, "fill", err))
+		c.report(logFillFailed, key, c.redisError(key, "fill", err))
 		c.releaseLeases(ctx, []lease{l})
 		if c.hooks.onFill != nil {
 			c.hooks.onFill(key, false)

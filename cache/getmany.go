@@ -459,7 +459,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		}
 	}
 	if err != nil {
-		c.report(keys[0], c.redisError(keys[0], "fill many", err))
+		c.report(logFillFailed, keys[0], c.redisError(keys[0], "fill many", err))
 		// The values are good; they are just not cached. Release the
 		// leases that did not fill.
 		c.releaseLeases(ctx, leases)
@@ -470,7 +470,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 			continue
 		}
 		if err := f.Err(); err != nil {
-			c.report(keys[i], c.redisError(keys[i], "fill", err))
+			c.report(logFillFailed, keys[i], c.redisError(keys[i], "fill", err))
 			continue
 		}
 		ok := f.Val() == int64(1)

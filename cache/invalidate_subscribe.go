@@ -151,7 +151,7 @@ func (c *Cache[V]) subscriptionDown(err error) {
 		c.epoch.CompareAndSwap(e, e+1)
 	}
 	c.inval.downs.Add(1)
-	c.report("", fmt.Errorf("cacheguard: invalidation subscription down, local tier off until it is back: %w", err))
+	c.report(logSubscription, "", fmt.Errorf("cacheguard: invalidation subscription down, local tier off until it is back: %w", err))
 }
 
 // subscriptionUp flushes the local tier and lets it serve again, trusting it
@@ -189,7 +189,7 @@ func (c *Cache[V]) onInvalidation(payload string, seqs map[[sourceIDSize]byte]ui
 	if err != nil {
 		c.inval.decodeErrors.Add(1)
 		c.flushLocal()
-		c.report("", fmt.Errorf("cacheguard: invalidation on %s (local tier cleared): %w", c.channel, err))
+		c.report(logInvalidationBad, "", fmt.Errorf("cacheguard: invalidation on %s (local tier cleared): %w", c.channel, err))
 		return
 	}
 	if m.src == c.source {

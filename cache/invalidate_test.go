@@ -37,7 +37,7 @@ func (cancelAfterWrite) DialHook(next redis.DialHook) redis.DialHook { return ne
 func (cancelAfterWrite) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if cmd.Name() == "set" || cmd.Name() == "unlink" {
+		if isSetWrite(cmd, err) || cmd.Name() == "unlink" {
 			cancelIn(ctx)
 		}
 		return err
@@ -463,9 +463,9 @@ func TestInvalidationPublishIsRetried(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch cmd.Name() {
-		case "set":
-			if len(publishes) == 0 && cmd.(*redis.StatusCmd).Val() == "OK" {
-				p.Blackhole(faultproxy.Both) // the SET landed; now the link goes silent
+		case "evalsha", "eval":
+			if len(publishes) == 0 && isSetWrite(cmd, err) {
+				p.Blackhole(faultproxy.Both) // the Set landed; now the link goes silent
 			}
 		case "publish":
 			publishes = append(publishes, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -33,38 +34,78 @@ import (
 // Redis Cluster safe without hash tags.
 
 // swapScript sets KEYS[1] to ARGV[2] with a PX of ARGV[3] only if it holds
-// exactly ARGV[1]. It fills a lease (ARGV[1] is our placeholder) and takes over
-// a key holding foreign bytes (ARGV[1] is those bytes).
+// exactly ARGV[1]: it takes over a key holding foreign bytes or a version
+// tombstone (ARGV[1] is those bytes, ARGV[2] our placeholder).
+//
+// A key's version is a high-water mark that fills keep (versionkeep.go): a
+// placeholder taking over a version tombstone carries the tombstone's version
+// after its token, and the fill of such a placeholder writes that version
+// into the envelope (fillScript), so a fill never leaves a key below a
+// version it held.
 var swapScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-	return 1
+local cur = redis.call('GET', KEYS[1])
+if not cur or cur ~= ARGV[1] then
+	return 0
 end
-return 0
+local new = ARGV[2]
+if #cur == 10 and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 118 and #new == 18 and string.byte(new, 2) == 108 then
+	new = new .. string.sub(cur, 3, 10)
+end
+redis.call('SET', KEYS[1], new, 'PX', ARGV[3])
+return 1
 `)
+
+// ownsLua sets the Lua locals mine and marked from the string in the Lua local
+// cur: mine, whether it is our placeholder ARGV[1] (magic and token, 18
+// bytes), possibly followed by a kept version (8 bytes, versionkeep.go) and a
+// waiter's mark (waitMark, notify.go); marked, whether a waiter marked it.
+const ownsLua = `
+local mine, marked = false, false
+if cur and #ARGV[1] == 18 and string.sub(cur, 1, 18) == ARGV[1] then
+	local n = #cur
+	if n == 18 or n == 26 then
+		mine = true
+	elseif (n == 19 or n == 27) and string.sub(cur, n) == '` + waitMark + `' then
+		mine, marked = true, true
+	end
+end
+`
 
 // extendScript renews the lease if KEYS[1] still holds our placeholder.
 var extendScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] or v == ARGV[1] .. '` + waitMark + `' then
+local cur = redis.call('GET', KEYS[1])
+` + ownsLua + `
+if mine then
 	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 `)
 
 // releaseScript deletes KEYS[1] if it still holds our placeholder, so that a
-// failed load does not make the next caller wait out the lease; waiters that
+// failed load does not make the next caller wait out the lease. A placeholder
+// that kept a version gives it back as a version tombstone. Waiters that
 // marked it are woken (ARGV[2] ARGV[3]: see fillScript).
 var releaseScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] or v == ARGV[1] .. '` + waitMark + `' then
-	redis.call('DEL', KEYS[1])
-	if v ~= ARGV[1] and ARGV[2] and ARGV[2] ~= '' then
-		redis.pcall(ARGV[2], ARGV[3], '')
-	end
-	return 1
+local cur = redis.call('GET', KEYS[1])
+` + ownsLua + `
+if not mine then
+	return 0
 end
-return 0
+local kept = false
+if #cur >= 26 then
+	local pttl = redis.call('PTTL', KEYS[1])
+	if pttl > 0 then
+		redis.call('SET', KEYS[1], '\254v' .. string.sub(cur, 19, 26), 'PX', pttl)
+		kept = true
+	end
+end
+if not kept then
+	redis.call('DEL', KEYS[1])
+end
+if marked and ARGV[2] and ARGV[2] ~= '' then
+	redis.pcall(ARGV[2], ARGV[3], '')
+end
+return 1
 `)
 
 // typeTakeOverScript sets KEYS[1] to our placeholder ARGV[1] with a PX of
@@ -168,8 +209,19 @@ func (c *Cache[V]) whileLeased(ctx context.Context, leases []lease, fn func()) {
 // keepAlive extends the leases every lease/3, in one pipeline, until stop is
 // closed or none of them is held any more: a lease found deleted or
 // overwritten is dropped, since its fill will be refused anyway.
+//
+// A failed extension (an error, or no reply within a period) loses nothing
+// yet: the lease still has two periods to run. So an attempt is given up
+// after one period, leaving time to try again, and after a failure the next
+// attempt comes at once (then every period/8), until one succeeds or the
+// script says the lease is no longer ours. Waiting for the client's read
+// timeout (3 s by default, longer than a lease) or for the next period would
+// let a transient fault expire the lease under a live loader, and another
+// process would load too. The attempt's deadline bounds a silent connection
+// only on a client with ContextTimeoutEnabled (see the package doc).
 func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan struct{}) {
 	period := c.cfg.lease / 3
+	retry := max(period/8, time.Millisecond)
 	t := time.NewTimer(period)
 	defer t.Stop()
 	leases = slices.Clone(leases)
@@ -185,22 +237,31 @@ func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan st
 		for i, l := range leases {
 			calls[i] = scriptCall{extendScript, []string{l.key}, []any{l.ph, c.cfg.lease.Milliseconds()}}
 		}
-		cmds, err := runScripts(ctx, c.rdb, calls)
-		if err != nil {
-			c.report(leases[0].key, c.redisError(leases[0].key, "extend lease", err))
+		actx, cancel := context.WithTimeout(ctx, period)
+		cmds, err := runScripts(actx, c.rdb, calls)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			c.report(logLeaseExtend, leases[0].key, c.redisError(leases[0].key, "extend lease", fmt.Errorf("%w (retrying)", err)))
 		}
-		held := leases[:0]
+		held, failed := leases[:0], false
 		for i, l := range leases {
 			n, err := cmds[i].Int()
 			ok := err == nil && n == 1
 			if c.hooks.onExtend != nil {
-				c.hooks.onExtend(l.key, ok)
+				c.hooks.onExtend(l.key, ok, err)
 			}
-			if ok || err != nil { // on an error, try again next period
+			if err != nil { // not known lost: try again soon
+				failed = true
+			}
+			if ok || err != nil {
 				held = append(held, l)
 			}
 		}
 		leases = held
-		t.Reset(period)
+		if failed {
+			t.Reset(retry)
+		} else {
+			t.Reset(period)
+		}
 	}
 }

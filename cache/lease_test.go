@@ -132,8 +132,16 @@ func TestConcurrentReadersLoadOnce(t *testing.T) {
 
 // N goroutines in each of P processes on one missing key with a slow loader:
 // the loader runs once in total. The winner's loader holds until every other
-// process has seen its lease, so each of them really waited; the lease is
-// short, so the holder must keep extending it meanwhile.
+// process has seen its lease, so each of them really waited, and until its
+// lease has been extended stampedeExtensions times, so it ran longer than the
+// lease and only the extensions kept the others out.
+//
+// The lease is long enough (1.5 s, extended every 0.5 s) that a busy machine
+// cannot make the holder miss it: with a 150 ms lease, an extension delayed
+// by 100 ms (a loaded 2-core machine running the race detector) let the lease
+// lapse and a second process load, failing the test although nothing was
+// wrong. What is asserted is the same: one load, every process waited, and
+// the load outlived its lease.
 func TestStampedeAcrossProcesses(t *testing.T) {
 	if _, child := redistest.IsChild(); child {
 		stampedeChild(t)
@@ -159,6 +167,13 @@ func TestStampedeAcrossProcesses(t *testing.T) {
 	})
 }
 
+// The stampede's lease, and the extensions its loader waits for: 4 × 0.5 s
+// outlasts the 1.5 s lease.
+const (
+	stampedeLease      = 1500 * time.Millisecond
+	stampedeExtensions = 4
+)
+
 func stampedeChild(t *testing.T) {
 	var rdb redis.UniversalClient
 	addrs := strings.Split(os.Getenv("CG_ADDRS"), ",")
@@ -172,12 +187,18 @@ func stampedeChild(t *testing.T) {
 	var procs int
 	fmt.Sscan(os.Getenv("CG_PROCS"), &procs)
 	ctx := context.Background()
-	c, err := New[string](rdb, WithPrefix(prefix+"v:"), WithLease(150*time.Millisecond), WithWait(40*time.Second))
+	c, err := New[string](rdb, WithPrefix(prefix+"v:"), WithLease(stampedeLease), WithWait(40*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	var reported atomic.Bool
+	var extended atomic.Int64 // the holder's successful extensions
+	c.hooks.onExtend = func(_ string, ok bool, _ error) {
+		if ok {
+			extended.Add(1)
+		}
+	}
 	c.hooks.onLeaseWait = func(string) {
 		if reported.CompareAndSwap(false, true) {
 			rdb.Incr(ctx, prefix+"waiters")
@@ -187,11 +208,11 @@ func stampedeChild(t *testing.T) {
 		rdb.Incr(ctx, prefix+"loads")
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			if n, _ := rdb.Get(ctx, prefix+"waiters").Int(); n >= procs-1 {
+			if n, _ := rdb.Get(ctx, prefix+"waiters").Int(); n >= procs-1 && extended.Load() >= stampedeExtensions {
 				return "value of " + key, nil
 			}
 			if time.Now().After(deadline) {
-				return "", errors.New("other processes never waited")
+				return "", fmt.Errorf("other processes never waited, or the lease was not extended (%d)", extended.Load())
 			}
 			time.Sleep(5 * time.Millisecond) // polling a condition, not ordering
 		}
@@ -283,7 +304,10 @@ func TestSlowLoaderExtendsLease(t *testing.T) {
 		ctx := context.Background()
 		c := newCache[string](t, rdb, WithLease(300*time.Millisecond))
 		extended := make(chan bool, 16)
-		c.hooks.onExtend = func(_ string, ok bool) {
+		c.hooks.onExtend = func(_ string, ok bool, err error) {
+			if err != nil {
+				return // no answer in time: retried, the lease is not lost
+			}
 			select {
 			case extended <- ok:
 			default:

@@ -42,16 +42,23 @@ const notifiedPoll = 200 * time.Millisecond
 const confirmTimeout = 50 * time.Millisecond
 
 // fillScript stores ARGV[2] (PX ARGV[3]) in KEYS[1] if it holds our
-// placeholder ARGV[1], marked or not, and returns 1; else it returns 0. When
-// the placeholder was marked, or the fill is refused (a write replaced the
+// placeholder ARGV[1] (marked or not, with or without a kept version: see
+// ownsLua) and returns 1; else it returns 0. A version the placeholder kept
+// is written into the envelope's header (versionkeep.go). When the
+// placeholder was marked, or the fill is refused (a write replaced the
 // placeholder; its waiters should look again), it publishes with ARGV[4]
 // (PUBLISH or SPUBLISH, empty for none) on channel ARGV[5]. pcall: a server
 // that lacks the command still fills.
 var fillScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] or v == ARGV[1] .. '` + waitMark + `' then
-	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-	if v ~= ARGV[1] and ARGV[4] ~= '' then
+local cur = redis.call('GET', KEYS[1])
+` + ownsLua + `
+if mine then
+	local new = ARGV[2]
+	if #cur >= 26 and #new >= ` + headerSizeLua + ` and string.byte(new, 1) == 254 and string.byte(new, 2) == 99 then
+		new = string.sub(new, 1, 4) .. string.sub(cur, 19, 26) .. string.sub(new, 13)
+	end
+	redis.call('SET', KEYS[1], new, 'PX', ARGV[3])
+	if marked and ARGV[4] ~= '' then
 		redis.pcall(ARGV[4], ARGV[5], '')
 	end
 	return 1
@@ -62,19 +69,20 @@ end
 return 0
 `)
 
-// markWaitScript marks the placeholder ARGV[1] under KEYS[1] as waited for
-// (SETRANGE keeps its TTL). It returns 1 if KEYS[1] holds it (marked now or
-// before), 0 if the key changed meanwhile: look again at once.
+// markWaitScript marks the placeholder whose first 18 bytes are ARGV[1]
+// under KEYS[1] as waited for (APPEND keeps its TTL and any kept version). It
+// returns 1 if KEYS[1] holds it (marked now or before), 0 if the key changed
+// meanwhile: look again at once.
 var markWaitScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] then
-	redis.call('SETRANGE', KEYS[1], #ARGV[1], '` + waitMark + `')
-	return 1
+local cur = redis.call('GET', KEYS[1])
+` + ownsLua + `
+if not mine then
+	return 0
 end
-if v == ARGV[1] .. '` + waitMark + `' then
-	return 1
+if not marked then
+	redis.call('APPEND', KEYS[1], '` + waitMark + `')
 end
-return 0
+return 1
 `)
 
 // notifyTarget is where a lease's fill publishes: cmd is "publish",
@@ -112,9 +120,10 @@ func (c *Cache[V]) notifyTarget(rkey string) notifyTarget {
 // shard channels are named like the key).
 const fillChannelPrefix = "cacheguard:filled:"
 
-// placeholderBase is a placeholder as read, without any wait mark.
+// placeholderBase is a placeholder as read, without the version it may have
+// kept or a wait mark: the magic and the token that ownsLua compares.
 func placeholderBase(prev []byte) []byte {
-	if len(prev) == 3+leaseTokenSize {
+	if len(prev) > 2+leaseTokenSize {
 		return prev[:2+leaseTokenSize]
 	}
 	return prev

@@ -27,6 +27,7 @@ type config struct {
 	codec         Codec
 	logger        *slog.Logger
 	onError       func(key string, err error)
+	logInterval   time.Duration // WithLogInterval (logagg.go)
 	filter        Filter
 	missFilter    Filter
 	local         localConfig
@@ -52,6 +53,7 @@ func defaultConfig() config {
 		lease:        3 * time.Second,
 		loadTimeout:  10 * time.Second,
 		closeTimeout: 5 * time.Second,
+		logInterval:  defaultLogInterval,
 		maxValueSize: 1 << 20,
 		codec:        JSONCodec{},
 		local:        defaultLocalConfig(),
@@ -189,9 +191,24 @@ func WithCodec(codec Codec) Option {
 // default is slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
+// WithLogInterval sets how repeated errors are logged (default 10 s): the
+// first error of a kind (a stale entry served, a fill that failed, ...) is
+// logged at once, the next ones of that kind are counted, and the first one
+// after d has passed logs a single line with the count and the last key and
+// error (Close logs what is left). Zero logs every error. The error handler
+// and Stats see every error whatever d is.
+func WithLogInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.invalid("log interval %v must not be negative", d)
+		}
+		c.logInterval = d
+	}
+}
+
 // WithErrorHandler registers fn to be called with every error that is not
-// returned to a caller, in addition to the logger. fn must be fast and safe
-// for concurrent use.
+// returned to a caller, in addition to the logger; it is not aggregated like
+// the log (WithLogInterval). fn must be fast and safe for concurrent use.
 func WithErrorHandler(fn func(key string, err error)) Option {
 	return func(c *config) { c.onError = fn }
 }

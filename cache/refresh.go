@@ -101,14 +101,14 @@ func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envel
 func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte, load Loader[V]) {
 	defer func() {
 		if p := recover(); p != nil {
-			c.report(key, fmt.Errorf("cacheguard: refresh of %q panicked: %v", key, p))
+			c.report(logRefreshFailed, key, fmt.Errorf("cacheguard: refresh of %q panicked: %v", key, p))
 		}
 	}()
 	marked := append([]byte(nil), header...)
 	marked[3] |= flagRefreshing
 	ok, err := markRefreshScript.Run(ctx, c.rdb, []string{rkey}, header, marked[3:4]).Int()
 	if err != nil {
-		c.report(key, c.redisError(key, "mark refresh", err))
+		c.report(logRefreshFailed, key, c.redisError(key, "mark refresh", err))
 		return
 	}
 	if ok == 0 {
@@ -129,7 +129,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 		// The entry keeps serving until it expires; then the ordinary miss
 		// path loads it under a lease.
 		c.stats.loadErrors.Add(1)
-		c.report(key, err)
+		c.report(logRefreshFailed, key, err)
 		return
 	default:
 		if payload, err = c.encode(key, v); err != nil {
@@ -142,7 +142,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	env, ttl := c.entry(null, binary.BigEndian.Uint64(header[4:12]), delta, payload)
 	n, err := refreshFillScript.Run(ctx, c.rdb, []string{rkey}, marked, env, ttl.Milliseconds()).Int()
 	if err != nil {
-		c.report(key, c.redisError(key, "refresh fill", err))
+		c.report(logRefreshFailed, key, c.redisError(key, "refresh fill", err))
 		return
 	}
 	if n == 0 {

@@ -48,10 +48,6 @@ type counters struct {
 	earlyRefresh, corrupt, tooLarge, redisErrors,
 	staleServed, localFlushes, fallbackLoads, fallbackRejected,
 	breakerRejects atomic.Uint64
-
-	// breaker is the circuit breaker's fast-path state (breaker.go), not a
-	// statistic: it lives here to sit with the other lock-free words.
-	breaker breakerGate
 }
 
 func (c *counters) snapshot() Stats {

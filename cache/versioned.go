@@ -36,13 +36,16 @@ func isVersionTombstone(b []byte) bool {
 }
 
 // versionOfLua sets the Lua local ver to the 8 version bytes of the string
-// in the Lua local cur (an envelope or a version tombstone), or nil.
+// in the Lua local cur (an envelope, a version tombstone or a placeholder
+// that kept a version), or nil.
 const versionOfLua = `
 local ver = nil
 if cur and #cur >= ` + headerSizeLua + ` and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 99 then
 	ver = string.sub(cur, 5, 12)
 elseif cur and #cur == 10 and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 118 then
 	ver = string.sub(cur, 3, 10)
+elseif cur and #cur == 26 and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 108 then
+	ver = string.sub(cur, 19, 26)
 end
 `
 
@@ -150,38 +153,5 @@ func (c *Cache[V]) DeleteKeepingVersion(ctx context.Context, hold time.Duration,
 	if hold < time.Millisecond {
 		return fmt.Errorf("%w: tombstone hold %v must be at least 1ms", ErrInvalidOption, hold)
 	}
-	for _, k := range keys {
-		if k == "" {
-			return ErrInvalidKey
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	done, err := c.allow(keys[0])
-	if err != nil {
-		return err
-	}
-	err = c.evalEach(ctx, deleteKeepingVersionScript, keys, hold.Milliseconds())
-	done(err)
-	if err != nil {
-		return c.redisError(keys[0], "delete keeping version", err)
-	}
-	c.forget(keys)
-	c.afterWrite(ctx, keys...)
-	return nil
-}
-
-// evalEach runs script once per key (prefixed) in one pipeline, by SHA
-// (see runScripts).
-func (c *Cache[V]) evalEach(ctx context.Context, script *redis.Script, keys []string, args ...any) error {
-	calls := make([]scriptCall, len(keys))
-	for i, k := range keys {
-		calls[i] = scriptCall{script, []string{c.cfg.prefix + k}, args}
-	}
-	_, err := runScripts(ctx, c.rdb, calls)
-	return err
+	return c.writeEach(ctx, "delete keeping version", deleteKeepingVersionScript, keys, hold.Milliseconds())
 }

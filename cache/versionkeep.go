@@ -11,7 +11,7 @@ import "github.com/redis/go-redis/v9"
 //   - Set writes its value with the version the key held (setKeepingVersion).
 //   - A fill that takes over a version tombstone keeps the tombstone's
 //     version in its placeholder, and the fill writes it into the envelope
-//     (swapScript in lease.go); a released lease gives it back as a version
+//     (swapScript, fillScript); a released lease gives it back as a version
 //     tombstone.
 //   - MarkStale keeps the version of a value (in its header) and leaves a
 //     version tombstone alone.

@@ -139,7 +139,7 @@ func parseCSV(data []byte) (*results, error) {
 
 // tableLibraries is the order of the libraries in the tables (as in the
 // benchmarks' libraries()); others follow in name order.
-var tableLibraries = []string{"cacheguard", "go-zero", "rockscache", "gocache", "go-redis-cache", "jetcache", "go-redis"}
+var tableLibraries = []string{"go-redis-GET+json", "cacheguard", "cacheguard+msgpack", "go-zero", "rockscache", "gocache", "go-redis-cache", "go-redis-cache+json", "jetcache", "jetcache+json", "go-redis"}
 
 // libraryOrder lists the libraries with rows under an interleaved parent.
 func libraryOrder(r *results, parent string) []string {
@@ -234,6 +234,24 @@ var tables = []table{
 			"rockscache":     "sends its Lua script in full (EVAL) on every read",
 			"go-redis-cache": "msgpack",
 			"jetcache":       "msgpack",
+		},
+	},
+	{
+		title:   "Redis hit, serial, libraries taking turns",
+		about:   "The serial Redis hit of every library in one loop, each making 64 Gets in its turn, so that all see the same machine; the median time per Get over the turns. Libraries that offer both run on JSON and on MessagePack (`+json`, `+msgpack`: the codec that is not their default).",
+		prefix:  "RedisHitSerial/",
+		columns: []column{{"sec/op", "time per Get"}},
+		ratioTo: "RedisHitSerial/impl=go-redis-GET+json", ratioTitle: "vs GET+json",
+		notes: map[string]string{
+			"cacheguard":          "JSON (default)",
+			"cacheguard+msgpack":  "MessagePack (codec/msgpack)",
+			"go-zero":             "JSON",
+			"rockscache":          "JSON; sends its Lua script in full (EVAL) on every read",
+			"gocache":             "JSON",
+			"go-redis-cache":      "MessagePack (default)",
+			"go-redis-cache+json": "JSON",
+			"jetcache":            "MessagePack (default)",
+			"jetcache+json":       "JSON",
 		},
 	},
 	{
@@ -486,7 +504,8 @@ type headline struct {
 }
 
 var headlines = []headline{
-	{workload: "Redis hit, serial", measure: "time per Get", unit: "sec/op", prefix: "RedisHit/", cacheguard: "cacheguard", exclude: []string{"go-redis-GET+json"}, sharedFloor: true, format: fmtTime},
+	{workload: "Redis hit, serial, JSON", measure: "time per Get", unit: "sec/op", prefix: "RedisHitSerial/", cacheguard: "cacheguard", exclude: []string{"go-redis-GET+json", "go-redis-cache", "jetcache"}, sharedFloor: true, format: fmtTime},
+	{workload: "Redis hit, serial, MessagePack", measure: "time per Get", unit: "sec/op", prefix: "RedisHitSerial/", cacheguard: "cacheguard+msgpack", exclude: []string{"go-redis-GET+json", "go-zero", "rockscache", "gocache", "go-redis-cache+json", "jetcache+json"}, sharedFloor: true, format: fmtTime},
 	{workload: "Local hit, serial", measure: "time per Get", unit: "sec/op", prefix: "LocalHit/", cacheguard: "cacheguard", exclude: []string{"ristretto", "otter"}, format: fmtTime},
 	{workload: "Zipfian, local tier for hot keys", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard+hotkeys", exclude: []string{"go-zero", "rockscache", "gocache", "go-redis-cache", "jetcache"}, format: fmtTime},
 	{workload: "Zipfian, local tier for hot keys", measure: "Redis round trips per read", unit: "redis-roundtrips/op", prefix: "Zipfian/", cacheguard: "cacheguard+hotkeys", exclude: []string{"go-zero", "rockscache", "gocache", "go-redis-cache", "jetcache"}, format: fmtNum},

@@ -226,14 +226,17 @@ var noteNoNull = "no absence caching: every read of an absent row queries the da
 var tables = []table{
 	{
 		title:   "Redis-hit path",
-		about:   "One Get of a row that is in Redis (no local tier): one round trip and decoding. Serial unless marked parallel.",
+		about:   "One Get of a row that is in Redis (no local tier): one round trip and decoding. Serial unless marked parallel; the libraries run one after another, so read time from the next table (libraries taking turns) and allocations from this one.",
 		prefix:  "RedisHit/",
 		columns: []column{{"sec/op", "time/op"}, {"redis-roundtrips/op", "round trips/op"}, {"B/op", "B/op"}, {"allocs/op", "allocs/op"}},
 		ratioTo: "RedisHit/impl=go-redis-GET+json", ratioTitle: "vs GET+json",
 		notes: map[string]string{
-			"rockscache":     "sends its Lua script in full (EVAL) on every read",
-			"go-redis-cache": "msgpack",
-			"jetcache":       "msgpack",
+			"rockscache":          "sends its Lua script in full (EVAL) on every read",
+			"cacheguard+msgpack":  "MessagePack (codec/msgpack)",
+			"go-redis-cache":      "MessagePack (default)",
+			"go-redis-cache+json": "JSON",
+			"jetcache":            "MessagePack (default)",
+			"jetcache+json":       "JSON",
 		},
 	},
 	{

@@ -4,15 +4,16 @@ import (
 	"testing"
 
 	"github.com/cacheguard/cacheguard/cache"
+	cgmsgpack "github.com/cacheguard/cacheguard/codec/msgpack"
 )
 
-// BenchmarkCodec measures the codecs cache ships for a typical row, to choose
-// the default: encode+decode of one value.
+// BenchmarkCodec measures the codecs cache ships for a typical row, and the
+// MessagePack codec of codec/msgpack: encode+decode of one value.
 func BenchmarkCodec(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		codec cache.Codec
-	}{{"json", cache.JSONCodec{}}, {"gob", cache.GobCodec{}}} {
+	}{{"json", cache.JSONCodec{}}, {"gob", cache.GobCodec{}}, {"msgpack", cgmsgpack.Codec{}}} {
 		b.Run("codec="+c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			var size int

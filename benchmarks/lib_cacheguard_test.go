@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/bloom"
 	"github.com/cacheguard/cacheguard/cache"
+	cgmsgpack "github.com/cacheguard/cacheguard/codec/msgpack"
 	"github.com/cacheguard/cacheguard/hotkey"
 )
 
@@ -50,6 +51,13 @@ func openCacheguard(tb testing.TB, cfg implConfig) *cacheImpl {
 			cache.WithLocal(int64(cfg.localEntries)*256),
 			cache.WithHotKeys(det),
 			cache.WithLocalTTL(cfg.localTTL))
+	}
+	switch cfg.codec {
+	case "", "json": // the default
+	case "msgpack":
+		opts = append(opts, cache.WithCodec(cgmsgpack.Codec{}))
+	default:
+		tb.Fatalf("cacheguard: no codec %q", cfg.codec)
 	}
 	if cfg.bloom {
 		opts = append(opts, cache.WithBloom(rowFilter(tb, cfg.db.rows)))

@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	rcache "github.com/go-redis/cache/v9"
@@ -15,6 +16,13 @@ import (
 func openGoRedisCache(tb testing.TB, cfg implConfig) *cacheImpl {
 	rdb, rt := countedClient(tb)
 	opt := &rcache.Options{Redis: rdb}
+	switch cfg.codec {
+	case "", "msgpack": // the default
+	case "json":
+		opt.Marshal, opt.Unmarshal = json.Marshal, json.Unmarshal
+	default:
+		tb.Fatalf("go-redis/cache: no codec %q", cfg.codec)
+	}
 	if cfg.local {
 		opt.LocalCache = rcache.NewTinyLFU(cfg.localEntries, cfg.localTTL)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	jetcache "github.com/mgtv-tech/jetcache-go"
+	jetjson "github.com/mgtv-tech/jetcache-go/encoding/json"
 	jetlocal "github.com/mgtv-tech/jetcache-go/local"
 	jetremote "github.com/mgtv-tech/jetcache-go/remote"
 )
@@ -26,6 +27,13 @@ func openJetcache(tb testing.TB, cfg implConfig) *cacheImpl {
 		jetcache.WithRemoteExpiry(cfg.ttl),
 		jetcache.WithNotFoundExpiry(cfg.nullTTL),
 		jetcache.WithStatsDisabled(true),
+	}
+	switch cfg.codec {
+	case "", "msgpack": // the default
+	case "json":
+		opts = append(opts, jetcache.WithCodec(jetjson.Name))
+	default:
+		tb.Fatalf("jetcache: no codec %q", cfg.codec)
 	}
 	if cfg.local {
 		opts = append(opts, jetcache.WithLocal(jetlocal.NewTinyLFU(cfg.localEntries, cfg.localTTL)))

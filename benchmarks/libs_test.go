@@ -46,6 +46,9 @@ type implConfig struct {
 	// hotK and hotMinCount, when set, replace cacheguard's default hot-key
 	// settings (hotK, hotMinCount).
 	hotK, hotMinCount int
+	// codec, when set, replaces the library's default codec: "json" or
+	// "msgpack" (for comparing libraries on the same codec).
+	codec string
 	// bloom puts a Bloom filter of the database's rows (1 % false
 	// positives) in front of cacheguard; no other library has one.
 	bloom bool

@@ -34,6 +34,13 @@ func BenchmarkZipfian(b *testing.B) {
 	for _, lib := range libraries() {
 		cfg := remoteConfig(db, "zipf:"+lib.name+":")
 		variants = append(variants, variant{lib.name, lib, cfg})
+		// Redis only on the other codec too, where the library has a
+		// choice, so that libraries compare on the same codec.
+		for _, codec := range hitCodecs(lib.name)[1:] {
+			other := remoteConfig(db, "zipf:"+lib.name+"+"+codec+":")
+			other.codec = codec
+			variants = append(variants, variant{lib.name + "+" + codec, lib, other})
+		}
 		if !lib.local {
 			continue
 		}

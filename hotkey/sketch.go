@@ -36,6 +36,9 @@ type sketch struct {
 	buckets []bucket // sketchDepth rows of width buckets
 	shift   uint     // 64 - log2(width): the top bits of a mixed hash index a row
 	rng     uint64   // xorshift state for the decay coin
+	// live is false when every count is known to be zero: scale then has
+	// nothing to do, so an idle detector's ticks do not walk the buckets.
+	live bool
 }
 
 func newSketch(width int, seed uint64) sketch {
@@ -87,6 +90,7 @@ func (s *sketch) coin() uint32 {
 // the largest count among the buckets it owns.
 func (s *sketch) add(h uint64) uint32 {
 	fp := fingerprint(h)
+	s.live = true
 	var est uint32
 	for row := uint64(0); row < sketchDepth; row++ {
 		b := &s.buckets[s.index(h, row)]
@@ -115,10 +119,16 @@ func (s *sketch) add(h uint64) uint32 {
 // scale multiplies every count by num/2^16, so that the sketch forgets old
 // traffic at the pace the window slides.
 func (s *sketch) scale(num uint64) {
+	if !s.live {
+		return
+	}
+	var any uint32
 	for i := range s.buckets {
 		b := &s.buckets[i]
 		b.count = uint32(uint64(b.count) * num >> 16)
+		any |= b.count
 	}
+	s.live = any != 0
 }
 
 // clamp lowers the key's buckets to at most limit. The shard calls it with a

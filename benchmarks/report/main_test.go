@@ -45,19 +45,27 @@ func TestCompareByIntervals(t *testing.T) {
 	for _, tc := range []struct {
 		cg, best     value
 		higherBetter bool
+		sharedFloor  bool
 		want         string
 	}{
-		{value{10, "±5%"}, value{20, "±5%"}, false, "ahead (×0.50)"},
-		{value{20, "±5%"}, value{10, "±5%"}, false, "behind (×2.00)"},
-		{value{10, "±30%"}, value{12, "±10%"}, false, "on par (×0.83)"},
-		{value{10, "±30%"}, value{12, "±10%"}, false, "on par (×0.83)"},
-		{value{100, ""}, value{90, "±1%"}, true, "ahead (×1.11)"},
-		{value{100, "∞"}, value{50, "±1%"}, false, "undecided: no interval (×2.00)"},
-		{value{0, ""}, value{0, ""}, false, "on par"},
-		{value{0, ""}, value{1, ""}, false, "ahead (×0.00)"},
+		{value{10, "±5%"}, value{20, "±5%"}, false, false, "ahead (×0.50)"},
+		{value{20, "±5%"}, value{10, "±5%"}, false, false, "behind (×2.00)"},
+		{value{10, "±30%"}, value{12, "±10%"}, false, false, "on par (×0.83)"},
+		{value{100, ""}, value{90, "±1%"}, true, false, "ahead (×1.11)"},
+		{value{100, "∞"}, value{50, "±1%"}, false, false, "undecided: no interval (×2.00)"},
+		{value{0, ""}, value{0, ""}, false, false, "on par"},
+		{value{0, ""}, value{1, ""}, false, false, "ahead (×0.00)"},
+		// Separate intervals within 5 %: behind, unless the floor is shared.
+		{value{104, "±0.5%"}, value{100, "±0.5%"}, false, false, "behind (×1.04)"},
+		{value{104, "±0.5%"}, value{100, "±0.5%"}, false, true, "on par (×1.04)"},
+		{value{96, "±0.5%"}, value{100, "±0.5%"}, false, true, "on par (×0.96)"},
+		// Beyond 5 % the intervals decide, shared floor or not.
+		{value{110, "±1%"}, value{100, "±1%"}, false, true, "behind (×1.10)"},
+		{value{110, "±20%"}, value{100, "±1%"}, false, true, "on par (×1.10)"},
+		{value{90, "±1%"}, value{100, "±1%"}, false, true, "ahead (×0.90)"},
 	} {
-		if got := compare(tc.cg, tc.best, tc.higherBetter); got != tc.want {
-			t.Errorf("compare(%v, %v, %v) = %q, want %q", tc.cg, tc.best, tc.higherBetter, got, tc.want)
+		if got := compare(tc.cg, tc.best, tc.higherBetter, tc.sharedFloor); got != tc.want {
+			t.Errorf("compare(%v, %v, %v, %v) = %q, want %q", tc.cg, tc.best, tc.higherBetter, tc.sharedFloor, got, tc.want)
 		}
 	}
 }

@@ -166,6 +166,7 @@ func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, boo
 	if !ok {
 		return result[V]{}, env, false
 	}
+	c.observedSize("read", len(raw))
 	r := result[V]{null: env.null(), size: len(raw), noLocal: env.flags&(flagStale|flagRefreshing) != 0}
 	if !r.null {
 		v, err := c.decodePayload(env)
@@ -258,6 +259,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			return result[V]{}, err
 		}
 		held, prev, err := l.acquire(ctx, c.rdb, c.cfg.lease)
+		c.observedAttempt(ctx)
 		err = callerErr(ctx, err)
 		done(err)
 		if isWrongType(err) {
@@ -335,6 +337,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			waited = true
 			c.stats.leaseWaits.Add(1)
 		}
+		c.observedWait(ctx)
 		if c.hooks.onLeaseWait != nil {
 			c.hooks.onLeaseWait(key)
 		}

@@ -160,6 +160,7 @@ func (c *Cache[V]) isClosed() bool { return c.closed.Load() }
 func (c *Cache[V]) Stats() Stats {
 	s := c.stats.snapshot()
 	c.inval.fill(&s)
+	s.Breaker = c.breakerState()
 	return s
 }
 
@@ -246,6 +247,7 @@ func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload
 		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), flagNull
 	}
 	payload, flags = c.compress(payload, flags)
+	c.observedSize("write", headerSize+len(payload))
 	return appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload), ttl
 }
 

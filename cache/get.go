@@ -231,6 +231,7 @@ func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, boo
 	if !ok {
 		return result[V]{}, env, false
 	}
+	c.observedSize("read", len(raw))
 	r := result[V]{null: env.null(), size: len(raw), noLocal: env.flags&(flagStale|flagRefreshing) != 0}
 	if !r.null {
 		v, err := c.decodePayload(env)
@@ -314,6 +315,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			return result[V]{}, err
 		}
 		held, prev, err := l.acquire(ctx, c.rdb, c.cfg.lease)
+		c.observedAttempt(ctx)
 		err = callerErr(ctx, err)
 		done(err)
 		if isWrongType(err) {
@@ -391,6 +393,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 			waited = true
 			c.stats.leaseWaits.Add(1)
 		}
+		c.observedWait(ctx)
 		if c.hooks.onLeaseWait != nil {
 			c.hooks.onLeaseWait(key)
 		}

@@ -287,6 +287,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			}
 			return nil
 		})
+		c.observedAttempt(ctx)
 		err = callerErr(ctx, err)
 		done(err)
 		// Read every reply before acting on an error, so that leases this
@@ -385,6 +386,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			waited = true
 			c.stats.leaseWaits.Add(uint64(len(waiting)))
 		}
+		c.observedWait(ctx)
 		if c.hooks.onLeaseWait != nil {
 			for _, k := range waiting {
 				c.hooks.onLeaseWait(k)

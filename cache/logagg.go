@@ -36,6 +36,7 @@ const (
 	logInvalidation    logKind = "invalidation not sent"
 	logSubscription    logKind = "invalidation subscription"
 	logInvalidationBad logKind = "invalidation message unusable"
+	logObserverPanic   logKind = "observer panicked"
 )
 
 // defaultLogInterval is WithLogInterval's default.

@@ -2,7 +2,9 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // Tier says which part of the read path answered a Get or GetMany.
@@ -38,12 +40,30 @@ type GetInfo struct {
 	// process (Get only). With Tier TierFill it waited for another caller's
 	// loader; with TierLoader others waited for its own.
 	Coalesced bool
-	Err       error // what the call returned (ErrNotFound included)
+	// LeaseWaited: the call's fill found another holder's lease (another
+	// process, or an earlier caller of this one) and waited for it;
+	// LeaseWait is how long, from the first refusal to the attempt that
+	// ended the wait (it found the filled value, took the lease over, or
+	// gave up). A coalesced caller reports the wait of the fill it shared
+	// only if it ran that fill itself.
+	LeaseWaited bool
+	LeaseWait   time.Duration
+	// EarlyRefresh: the call served a value and started a background
+	// refresh of it ahead of its expiry (XFetch, or stale-while-revalidate).
+	EarlyRefresh bool
+	Err          error // what the call returned (ErrNotFound included)
 }
 
 // Observer sees every Get and GetMany of a Cache, to build traces from (the
 // otel module turns them into OpenTelemetry spans). Counters are not its job:
 // Stats has them, read without any per-call cost.
+//
+// A panicking Observer does not fail the call: the panic is recovered,
+// counted in Stats.ObserverPanics and passed to the error handler
+// (WithErrorHandler), and the call goes on unobserved from that point.
+//
+// If the Observer also implements ValueSizeObserver it is told the size of
+// every entry read from or written to Redis.
 //
 // StartGet is called when a call begins (op is "Get" or "GetMany"); the
 // context it returns is the one the call goes on with, and end is called
@@ -56,15 +76,47 @@ type Observer interface {
 	StartLoad(ctx context.Context, keys []string) (context.Context, func(error))
 }
 
+// ValueSizeObserver is an optional extension of Observer: ValueSize is called
+// with op "read" and the encoded size in bytes (header and compression
+// included) of every entry decoded from Redis, and with op "write" for every
+// entry encoded to be written. It runs on the caller's goroutine, inside the
+// read or write path: it must be quick and safe for concurrent use.
+type ValueSizeObserver interface {
+	ValueSize(op string, bytes int)
+}
+
 // WithObserver calls o around every Get, GetMany and loader call. Without it
 // (the default) the read path pays one nil check.
-func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+func WithObserver(o Observer) Option {
+	return func(c *config) {
+		c.observer = o
+		c.sizes, _ = o.(ValueSizeObserver)
+	}
+}
 
 // observation is what one observed call learns on its way; the read path
 // marks it through the context (observed).
 type observation struct {
 	tier   atomic.Uint32
 	shared atomic.Bool
+	early  atomic.Bool
+	// waitStart and waitEnd are the monotonic times (since the call
+	// began) of the first refused lease and of the last attempt after it.
+	waitStart, waitEnd atomic.Int64
+	began              time.Time
+}
+
+// since is the time elapsed since the call began, never 0.
+func (o *observation) since() int64 { return max(int64(time.Since(o.began)), 1) }
+
+// info is what the call learnt, for the Observer.
+func (o *observation) info(err error) GetInfo {
+	gi := GetInfo{Tier: Tier(o.tier.Load()), Coalesced: o.shared.Load(), EarlyRefresh: o.early.Load(), Err: err}
+	if start := o.waitStart.Load(); start != 0 {
+		gi.LeaseWaited = true
+		gi.LeaseWait = time.Duration(max(o.waitEnd.Load()-start, 0))
+	}
+	return gi
 }
 
 type observationKey struct{}
@@ -82,21 +134,100 @@ func (o *observation) raise(t Tier) {
 // observed marks the tier reached by the call whose context is ctx, if it is
 // observed. Unobserved caches pay a nil check.
 func (c *Cache[V]) observed(ctx context.Context, t Tier) {
-	if c.cfg.observer == nil {
-		return
-	}
-	if o, ok := ctx.Value(observationKey{}).(*observation); ok {
+	if o := c.observation(ctx); o != nil {
 		o.raise(t)
 	}
 }
 
+// observation returns the observation of the call whose context is ctx, or
+// nil when the cache or the call is not observed.
+func (c *Cache[V]) observation(ctx context.Context) *observation {
+	if c.cfg.observer == nil {
+		return nil
+	}
+	o, _ := ctx.Value(observationKey{}).(*observation)
+	return o
+}
+
 // observedShared marks the call whose context is ctx as coalesced.
 func (c *Cache[V]) observedShared(ctx context.Context) {
-	if c.cfg.observer == nil {
+	if o := c.observation(ctx); o != nil {
+		o.shared.Store(true)
+	}
+}
+
+// observedWait marks that the call's fill found another holder's lease and
+// is about to wait: the first mark starts the wait.
+func (c *Cache[V]) observedWait(ctx context.Context) {
+	if o := c.observation(ctx); o != nil {
+		o.waitStart.CompareAndSwap(0, o.since())
+	}
+}
+
+// observedAttempt marks a lease attempt: once a wait has started, the last
+// attempt is when it ended.
+func (c *Cache[V]) observedAttempt(ctx context.Context) {
+	if o := c.observation(ctx); o != nil && o.waitStart.Load() != 0 {
+		o.waitEnd.Store(o.since())
+	}
+}
+
+// observedRefresh marks that the call started an early refresh.
+func (c *Cache[V]) observedRefresh(ctx context.Context) {
+	if o := c.observation(ctx); o != nil {
+		o.early.Store(true)
+	}
+}
+
+// observedSize tells a ValueSizeObserver the size of an entry read or
+// written.
+func (c *Cache[V]) observedSize(op string, n int) {
+	if c.cfg.sizes == nil {
 		return
 	}
-	if o, ok := ctx.Value(observationKey{}).(*observation); ok {
-		o.shared.Store(true)
+	defer c.recoverObserver("ValueSize")
+	c.cfg.sizes.ValueSize(op, n)
+}
+
+// recoverObserver, deferred around a call into the Observer, turns its panic
+// into a count and a report: observing must never fail the call observed.
+func (c *Cache[V]) recoverObserver(what string) {
+	if p := recover(); p != nil {
+		c.stats.observerPanics.Add(1)
+		c.report(logObserverPanic, "", fmt.Errorf("cacheguard: observer %s panicked: %v", what, p))
+	}
+}
+
+// startGet calls the Observer's StartGet; a panic leaves the call
+// unobserved (its context as it was, an end that does nothing).
+func (c *Cache[V]) startGet(ctx context.Context, op string, keys []string) (context.Context, func(GetInfo)) {
+	octx, end := ctx, func(GetInfo) {}
+	func() {
+		defer c.recoverObserver("StartGet")
+		nctx, e := c.cfg.observer.StartGet(ctx, op, keys)
+		if nctx != nil && e != nil {
+			octx, end = nctx, e
+		}
+	}()
+	return octx, func(gi GetInfo) {
+		defer c.recoverObserver("end of " + op)
+		end(gi)
+	}
+}
+
+// startLoad calls the Observer's StartLoad the same way.
+func (c *Cache[V]) startLoad(ctx context.Context, keys []string) (context.Context, func(error)) {
+	lctx, done := ctx, func(error) {}
+	func() {
+		defer c.recoverObserver("StartLoad")
+		nctx, d := c.cfg.observer.StartLoad(ctx, keys)
+		if nctx != nil && d != nil {
+			lctx, done = nctx, d
+		}
+	}()
+	return lctx, func(err error) {
+		defer c.recoverObserver("end of load")
+		done(err)
 	}
 }
 
@@ -104,43 +235,42 @@ func (c *Cache[V]) observedShared(ctx context.Context) {
 // calls are seen, and the call's context carries the observation the read
 // path marks.
 func (c *Cache[V]) observeGet(ctx context.Context, key string, load Loader[V]) (V, error) {
-	obs := c.cfg.observer
 	keys := []string{key}
-	ctx, end := obs.StartGet(ctx, "Get", keys)
-	o := &observation{}
+	ctx, end := c.startGet(ctx, "Get", keys)
+	o := &observation{began: time.Now()}
 	ctx = context.WithValue(ctx, observationKey{}, o)
 	var wrapped Loader[V]
 	if load != nil {
 		wrapped = func(lctx context.Context, k string) (V, error) {
 			o.raise(TierLoader)
-			lctx, done := obs.StartLoad(lctx, keys)
+			lctx, done := c.startLoad(lctx, keys)
 			v, err := load(lctx, k)
 			done(err)
 			return v, err
 		}
 	}
 	v, err := c.get(ctx, key, wrapped)
-	end(GetInfo{Tier: Tier(o.tier.Load()), Coalesced: o.shared.Load(), Err: err})
+	end(o.info(err))
 	return v, err
 }
 
 // observeGetMany is observeGet for GetMany.
 func (c *Cache[V]) observeGetMany(ctx context.Context, keys []string, load BatchLoader[V]) (map[string]V, error) {
-	obs := c.cfg.observer
-	ctx, end := obs.StartGet(ctx, "GetMany", keys)
-	o := &observation{}
+	ctx, end := c.startGet(ctx, "GetMany", keys)
+	o := &observation{began: time.Now()}
 	ctx = context.WithValue(ctx, observationKey{}, o)
 	var wrapped BatchLoader[V]
 	if load != nil {
 		wrapped = func(lctx context.Context, ks []string) (map[string]V, error) {
 			o.raise(TierLoader)
-			lctx, done := obs.StartLoad(lctx, ks)
+			lctx, done := c.startLoad(lctx, ks)
 			rows, err := load(lctx, ks)
 			done(err)
 			return rows, err
 		}
 	}
 	out, err := c.getMany(ctx, keys, wrapped)
-	end(GetInfo{Tier: Tier(o.tier.Load()), Err: err})
+	o.shared.Store(false) // GetMany does not coalesce
+	end(o.info(err))
 	return out, err
 }

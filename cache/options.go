@@ -38,7 +38,8 @@ type config struct {
 	fallbackLoads   int
 	maxLoads        int
 	closeTimeout    time.Duration
-	observer        Observer // WithObserver (observe.go)
+	observer        Observer          // WithObserver (observe.go)
+	sizes           ValueSizeObserver // observer, if it implements it
 
 	hooks *hooks // tests only: installed before any goroutine starts
 

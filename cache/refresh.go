@@ -95,7 +95,9 @@ func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envel
 	})
 	if !started {
 		c.refreshing.Delete(rkey)
+		return
 	}
+	c.observedRefresh(ctx)
 }
 
 func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte, load Loader[V]) {

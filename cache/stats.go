@@ -27,6 +27,11 @@ type Stats struct {
 	LocalFlushes     uint64 // local tier cleared because the invalidation subscription (re)started
 	FallbackLoads    uint64 // direct loads while Redis was unavailable (WithFallbackLoads)
 	FallbackRejected uint64 // callers refused because the fallback cap was reached
+	ObserverPanics   uint64 // panics of the Observer, recovered (see Observer)
+
+	// Breaker is the circuit breaker's state now (BreakerClosed without
+	// WithCircuitBreaker).
+	Breaker BreakerState
 
 	// Invalidation across instances (see the package comment on staleness).
 	InvalidationsSent        uint64        // messages this instance published
@@ -47,7 +52,7 @@ type counters struct {
 	loads, loadErrors, leaseWaits, waitTimeouts, rejectedFills,
 	earlyRefresh, corrupt, tooLarge, redisErrors,
 	staleServed, localFlushes, fallbackLoads, fallbackRejected,
-	breakerRejects atomic.Uint64
+	breakerRejects, observerPanics atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -72,5 +77,6 @@ func (c *counters) snapshot() Stats {
 		LocalFlushes:     c.localFlushes.Load(),
 		FallbackLoads:    c.fallbackLoads.Load(),
 		FallbackRejected: c.fallbackRejected.Load(),
+		ObserverPanics:   c.observerPanics.Load(),
 	}
 }

@@ -54,6 +54,8 @@ type Detector struct {
 	earlySets []*earlySet          // reused by Tick: the sets it took
 	earlyAt   map[string]time.Time // reused by Tick: their keys' promotion times
 
+	nPromoted, nDemoted atomic.Uint64 // see Stats (stats.go)
+
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -262,7 +264,7 @@ func (d *Detector) Tick() {
 		}
 	}
 	d.step("cleared")
-	if d.cfg.onChange != nil {
+	{ // counted for Stats, and reported to WithOnChange if set
 		if d.earlyAt == nil {
 			d.earlyAt = map[string]time.Time{}
 		}
@@ -300,7 +302,7 @@ func (d *Detector) notify(prev, next *snapshot, entries []Entry, early map[strin
 	}
 	for _, e := range next.top {
 		if _, was := prev.byKey[e.Key]; !was {
-			d.cfg.onChange(Event{Key: e.Key, Hot: true, Count: e.Count, At: at(e.Key)})
+			d.changed(Event{Key: e.Key, Hot: true, Count: e.Count, At: at(e.Key)})
 		}
 	}
 	demoted := d.demoted[:0]
@@ -316,7 +318,7 @@ func (d *Detector) notify(prev, next *snapshot, entries []Entry, early map[strin
 		_, was := prev.byKey[key]
 		if !is && !was {
 			// Promoted at the threshold in force until this tick.
-			d.cfg.onChange(Event{Key: key, Hot: true, Count: d.earlyThr.Load() * uint64(d.cfg.sampling), At: t})
+			d.changed(Event{Key: key, Hot: true, Count: d.earlyThr.Load() * uint64(d.cfg.sampling), At: t})
 			demoted = append(demoted, Entry{Key: key})
 		}
 	}
@@ -332,7 +334,7 @@ func (d *Detector) notify(prev, next *snapshot, entries []Entry, early map[strin
 			}
 		}
 		for _, e := range demoted {
-			d.cfg.onChange(Event{Key: e.Key, Hot: false, Count: e.Count, At: now})
+			d.changed(Event{Key: e.Key, Hot: false, Count: e.Count, At: now})
 		}
 	}
 	clear(demoted)

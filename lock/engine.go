@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,6 +29,8 @@ type engine struct {
 	// (see bounded), including those abandoned at a deadline: Close waits
 	// for them, up to closeWait.
 	inflight inflightCalls
+
+	observerPanics atomic.Uint64 // see Stats (observe.go)
 
 	// hookWaiting, when set by tests, is called each time a Lock is about to
 	// block: its release subscription (if any) is confirmed and its last
@@ -94,7 +97,8 @@ func (e *engine) background(f func()) bool {
 }
 
 // obtain takes the lock of b, waiting for it when wait is set.
-func (e *engine) obtain(ctx context.Context, b backend, cfg *config, wait bool) (*Handle, error) {
+func (e *engine) obtain(ctx context.Context, b backend, cfg *config, wait bool) (hd *Handle, err error) {
+	defer e.observeObtain(cfg, b)(&hd, &err)
 	if cfg.err != nil {
 		return nil, cfg.err
 	}

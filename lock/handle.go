@@ -19,6 +19,7 @@ type Handle struct {
 	h        *hold
 	e        *engine
 	released atomic.Bool
+	watch    *watcher // the Observer, if any (observe.go)
 
 	// guarded by e.wd.mu; created on first use of Context
 	ctx    context.Context
@@ -46,6 +47,7 @@ type hold struct {
 	lastErr  error         // last failed renewal
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
+	watch    *watcher // the Observer of its loss, if any (observe.go)
 }
 
 // at is when the watchdog must next look at h: its renewal, or its deadline
@@ -231,6 +233,7 @@ func (hd *Handle) Unlock(ctx context.Context) error {
 	} else {
 		hd.e.wd.detach(hd, err)
 	}
+	hd.observeReleased()
 	if hd.e.isClosed() {
 		return fmt.Errorf("%w: %q: unlock (release: %v)", ErrClosed, hd.Name(), errOrOK(err))
 	}

@@ -48,7 +48,8 @@ type config struct {
 	opTimeout   time.Duration // 0: each call bounded by its lease
 	calls       callSet       // how Redis calls are bounded (see bounded)
 	logger      *slog.Logger
-	err         error // the first invalid option
+	observer    Observer // WithObserver (observe.go)
+	err         error    // the first invalid option
 }
 
 func defaultConfig() config {

@@ -140,6 +140,7 @@ func (wd *watchdog) endLocked(h *hold, cause error) {
 		return
 	}
 	h.err = cause
+	h.observeEnd(cause)
 	if h.idx >= 0 {
 		heap.Remove(&wd.queue, h.idx)
 	}

@@ -8,6 +8,23 @@
 // from an Observer installed with cache.WithObserver: a span per Get or
 // GetMany, with the tier that answered, and the loader as a child span.
 //
+// Locks report through a LockObserver installed with lock.WithObserver (wait
+// and hold time histograms, lost locks). RegisterBloom, RegisterHotKeys and
+// RegisterBinlog read the saturation of a Bloom filter, a hot-key detector's
+// promotions and a binlog source's progress; the binlog module is not
+// imported (see BinlogStats).
+//
+// Span attributes of cacheguard.Get and cacheguard.GetMany:
+//
+//	cacheguard.cache              the cache's name
+//	cacheguard.key / .keys        the key (Get), the number of keys
+//	tier                          local | redis | fill | loader | none
+//	cacheguard.coalesced          the fill was shared with callers in this process
+//	cacheguard.lease.waited       the fill waited for another holder's lease
+//	cacheguard.lease.wait_seconds how long (only when it waited)
+//	cacheguard.early_refresh      the call started a refresh ahead of expiry
+//	cacheguard.not_found          the call returned ErrNotFound
+//
 // Metric names are stable; the Prometheus exporter renders them with dots as
 // underscores and counters suffixed _total (cacheguard.cache.hits becomes
 // cacheguard_cache_hits_total). See names.go for the list.

@@ -57,6 +57,7 @@ var cacheCounters = []counter[cache.Stats]{
 	{MetricInvalidationsLost, "Invalidation messages known lost", one(func(s cache.Stats) uint64 { return s.InvalidationsLost })},
 	{MetricInvalidationDecodeErrs, "Invalidation messages that did not decode", one(func(s cache.Stats) uint64 { return s.InvalidationDecodeErrors })},
 	{MetricSubscriptionDowns, "Invalidation subscription failures", one(func(s cache.Stats) uint64 { return s.SubscriptionDowns })},
+	{MetricObserverPanics, "Panics of the cache's Observer, recovered", one(func(s cache.Stats) uint64 { return s.ObserverPanics })},
 }
 
 // StatsSource is what RegisterCache reads: a *cache.Cache[V] of any V.
@@ -82,10 +83,13 @@ func RegisterCache(meter metric.Meter, name string, c StatsSource) (metric.Regis
 	lagMax, err := meter.Float64ObservableGauge(MetricInvalidationLagMax, metric.WithUnit("s"),
 		metric.WithDescription("Largest publish-to-apply delay of an invalidation message"))
 	errs = append(errs, err)
+	breaker, err := meter.Int64ObservableGauge(MetricBreakerState,
+		metric.WithDescription("Circuit breaker state: 0 closed, 1 half-open, 2 open"))
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	observables = append(observables, lag, lagMax)
+	observables = append(observables, lag, lagMax, breaker)
 	sets := make([][]metric.ObserveOption, len(cacheCounters))
 	for i, m := range cacheCounters {
 		for _, s := range m.series {
@@ -102,6 +106,7 @@ func RegisterCache(meter metric.Meter, name string, c StatsSource) (metric.Regis
 		}
 		o.ObserveFloat64(lag, st.InvalidationLag.Seconds(), only)
 		o.ObserveFloat64(lagMax, st.InvalidationLagMax.Seconds(), only)
+		o.ObserveInt64(breaker, int64(st.Breaker), only)
 		return nil
 	}, observables...)
 }

@@ -33,6 +33,10 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]int64 {
 				for _, p := range d.DataPoints {
 					out[m.Name+key(p.Attributes)+".count"] += int64(p.Count)
 				}
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name+key(p.Attributes)+".count"] += int64(p.Count)
+				}
 			}
 			for _, p := range points {
 				out[m.Name+key(p.Attributes)] = p.Value
@@ -46,7 +50,8 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]int64 {
 func key(s attribute.Set) string {
 	k := ""
 	for _, kv := range s.ToSlice() {
-		if kv.Key == AttrCache || kv.Key == AttrQueue || kv.Key == AttrStock {
+		switch kv.Key {
+		case AttrCache, AttrQueue, AttrStock, AttrBloom, AttrHotKeys, AttrLocks, AttrBinlog:
 			continue
 		}
 		k += "," + string(kv.Key) + "=" + kv.Value.Emit()

@@ -28,6 +28,9 @@ const (
 	MetricInvalidationsLost      = "cacheguard.cache.invalidation.lost"
 	MetricInvalidationDecodeErrs = "cacheguard.cache.invalidation.decode_errors"
 	MetricSubscriptionDowns      = "cacheguard.cache.invalidation.subscription_downs"
+	MetricObserverPanics         = "cacheguard.cache.observer.panics"
+	// Gauge: the circuit breaker's state, 0 closed, 1 half-open, 2 open.
+	MetricBreakerState = "cacheguard.cache.breaker.state"
 	// Gauges, in seconds.
 	MetricInvalidationLag    = "cacheguard.cache.invalidation.lag"
 	MetricInvalidationLagMax = "cacheguard.cache.invalidation.lag_max"
@@ -35,6 +38,35 @@ const (
 	// Histograms recorded by the Observer, in seconds.
 	MetricGetDuration  = "cacheguard.cache.get.duration"  // attributes op: Get | GetMany, tier
 	MetricLoadDuration = "cacheguard.cache.load.duration" // attribute outcome: ok | not_found | error
+	// Time a fill waited for another holder's lease (another process's
+	// fill), from the first refusal to the attempt that found the value.
+	MetricLeaseWaitDuration = "cacheguard.cache.lease.wait.duration"
+	// Encoded entry sizes in bytes, attribute op: read | write.
+	MetricValueSize = "cacheguard.cache.value.size"
+
+	// Bloom filter saturation (RegisterBloom), attribute cacheguard.bloom:
+	// the share of bits set (gauge).
+	MetricBloomFillRatio = "cacheguard.bloom.fill_ratio"
+
+	// Hot-key detector (RegisterHotKeys), attribute cacheguard.hotkeys.
+	MetricHotKeysPromoted = "cacheguard.hotkeys.promoted"
+	MetricHotKeysDemoted  = "cacheguard.hotkeys.demoted"
+	MetricHotKeysHot      = "cacheguard.hotkeys.hot" // gauge
+
+	// Locks (NewLockObserver), attribute cacheguard.locks (the client's
+	// label; lock names are not attributes, they are unbounded).
+	MetricLockWaitDuration = "cacheguard.lock.wait.duration" // histogram, s
+	MetricLockHoldDuration = "cacheguard.lock.hold.duration" // histogram, s
+	MetricLockLost         = "cacheguard.lock.lost"
+	MetricLockPanics       = "cacheguard.lock.observer.panics"
+
+	// Binlog source (RegisterBinlog), attribute cacheguard.binlog.
+	MetricBinlogTransactions = "cacheguard.binlog.transactions"
+	MetricBinlogRows         = "cacheguard.binlog.rows"
+	MetricBinlogKeys         = "cacheguard.binlog.invalidations"
+	MetricBinlogClears       = "cacheguard.binlog.clears"
+	MetricBinlogErrors       = "cacheguard.binlog.errors"
+	MetricBinlogLag          = "cacheguard.binlog.lag" // gauge, s
 
 	// Queue metrics (RegisterQueue), each with the attribute cacheguard.queue.
 	MetricQueueRecorded     = "cacheguard.queue.recorded"
@@ -58,4 +90,13 @@ const (
 	AttrKey       = "cacheguard.key"
 	AttrKeys      = "cacheguard.keys"
 	AttrCoalesced = "cacheguard.coalesced" // span attribute: the fill was shared in this process
+	AttrBloom     = "cacheguard.bloom"
+	AttrHotKeys   = "cacheguard.hotkeys"
+	AttrLocks     = "cacheguard.locks"
+	AttrBinlog    = "cacheguard.binlog"
+
+	// Span attributes of a Get or GetMany.
+	AttrLeaseWaited  = "cacheguard.lease.waited"       // the fill waited for another holder's lease
+	AttrLeaseWait    = "cacheguard.lease.wait_seconds" // how long (set when waited)
+	AttrEarlyRefresh = "cacheguard.early_refresh"      // the call started a refresh ahead of expiry
 )

@@ -21,12 +21,18 @@ func TestDocumentedNamesAreServed(t *testing.T) {
 		MetricQueueRedisErrors, MetricQueueFirstDelete,
 		MetricStockApplied, MetricStockCredited, MetricStockExpired, MetricStockClaimed, MetricStockFailed,
 		MetricStockDeadLettered, MetricStockParkAlerts, MetricStockLimited, MetricStockFallbacks,
+		MetricObserverPanics, MetricHotKeysPromoted, MetricHotKeysDemoted, MetricLockLost, MetricLockPanics,
+		MetricBinlogTransactions, MetricBinlogRows, MetricBinlogKeys, MetricBinlogClears, MetricBinlogErrors,
 	} {
 		want = append(want, prom(n, "_total"))
 	}
 	want = append(want, prom(MetricQueuePending, ""), prom(MetricStockParked, ""),
 		prom(MetricInvalidationLag, "_seconds"), prom(MetricInvalidationLagMax, "_seconds"),
-		prom(MetricGetDuration, "_seconds_bucket"), prom(MetricLoadDuration, "_seconds_bucket"))
+		prom(MetricGetDuration, "_seconds_bucket"), prom(MetricLoadDuration, "_seconds_bucket"),
+		prom(MetricLeaseWaitDuration, "_seconds_bucket"), prom(MetricValueSize, "_bytes_bucket"),
+		prom(MetricBreakerState, ""), prom(MetricBloomFillRatio, ""), prom(MetricHotKeysHot, ""),
+		prom(MetricLockWaitDuration, "_seconds_bucket"), prom(MetricLockHoldDuration, "_seconds_bucket"),
+		prom(MetricBinlogLag, "_seconds"))
 	for _, n := range want {
 		if !emitted[n] {
 			t.Errorf("%s is documented but not served", n)

@@ -1,8 +1,13 @@
 package otel
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
+	"github.com/cacheguard/cacheguard/bloom"
+	"github.com/cacheguard/cacheguard/hotkey"
+	"github.com/cacheguard/cacheguard/lock"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -62,6 +67,44 @@ func scrape(t *testing.T) map[string]bool {
 	ctx := context.Background()
 	for range 2 {
 		if _, err := c.Get(ctx, "a", func(context.Context, string) (string, error) { return "v", nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The instruments fed by events, each given one: a lease wait (told
+	// to the Observer as the read path would), a lock held, released and
+	// lost; and the Stats-fed ones of filters, detectors and binlog sources.
+	_, end := obs.StartGet(ctx, "Get", []string{"w"})
+	end(cache.GetInfo{Tier: cache.TierFill, LeaseWaited: true, LeaseWait: time.Millisecond})
+	lobs, err := NewLockObserver("orders", mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lobs.Acquired("m", time.Millisecond)
+	lobs.Released("m", time.Millisecond)
+	lobs.Lost("m")
+	meter := mp.Meter(ScopeName)
+	lc, err := lock.New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	bf, err := bloom.NewLocal(100, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	det, err := hotkey.New(hotkey.WithClock(time.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer det.Close()
+	for _, err := range []error{
+		second(RegisterLockStats(meter, "orders", lc)),
+		second(RegisterBloom(meter, "users", bf)),
+		second(RegisterHotKeys(meter, "users", det)),
+		second(RegisterBinlog(meter, "orders", func() BinlogStats { return BinlogStats{Lag: time.Second} })),
+	} {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,3 +189,5 @@ func TestDashboardQueriesOnlyEmittedMetrics(t *testing.T) {
 	sort.Strings(served)
 	t.Logf("served: %v", served)
 }
+
+func second[T any](_ T, err error) error { return err }

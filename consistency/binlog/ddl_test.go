@@ -122,7 +122,14 @@ func TestRowsWithoutColumnNames(t *testing.T) {
 	if !slices.Equal(keys, []string{"2"}) {
 		t.Fatalf("keys %v, want only the named row's 2", keys)
 	}
-	if st := e.src.Stats(); st.UnnamedRows != 2 {
+	st := e.src.Stats()
+	if st.UnnamedRows != 2 {
 		t.Fatalf("stats %+v, want the update's 2 images counted as skipped", st)
+	}
+	// The skip was reported (an error counted), and the commits read give a
+	// lag against the local server's clock: above zero (its timestamps are
+	// whole seconds), well under a minute.
+	if st.Errors != 1 || st.Transactions == 0 || st.Lag <= 0 || st.Lag > time.Minute {
+		t.Fatalf("stats %+v, want 1 error and a lag in (0, 1m]", st)
 	}
 }

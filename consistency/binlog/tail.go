@@ -141,6 +141,7 @@ func (t *tailer) commit(h *replication.EventHeader) {
 	}
 	t.unsaved++
 	t.s.stats.tx.Add(1)
+	t.s.stats.lag.Store(int64(max(time.Since(time.Unix(int64(h.Timestamp), 0)), 0)))
 }
 
 func (t *tailer) rows(h *replication.EventHeader, e *replication.RowsEvent) error {
@@ -348,6 +349,7 @@ func (t *tailer) saveOnStop() {
 }
 
 func (t *tailer) report(err error) {
+	t.s.stats.errors.Add(1)
 	t.s.log.Warn("cacheguard binlog", "err", err)
 	if t.s.opt.onError != nil {
 		t.s.opt.onError(err)

@@ -1,0 +1,110 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cacheguard/cacheguard/hotkey"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// FillRatioSource is a *bloom.Local or *bloom.Redis.
+type FillRatioSource interface {
+	FillRatio(ctx context.Context) (float64, error)
+}
+
+// RegisterBloom registers the gauge MetricBloomFillRatio reading f's
+// saturation at each collection (for a Redis filter, one BITCOUNT per
+// collection; a failure is returned to the SDK and the point left out),
+// labelled cacheguard.bloom=name.
+func RegisterBloom(meter metric.Meter, name string, f FillRatioSource) (metric.Registration, error) {
+	base := metric.WithAttributes(attribute.String(AttrBloom, name))
+	g, err := meter.Float64ObservableGauge(MetricBloomFillRatio,
+		metric.WithDescription("Share of the Bloom filter's bits that are set; the false-positive rate is about this to the power k"))
+	if err != nil {
+		return nil, err
+	}
+	return meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		r, err := f.FillRatio(ctx)
+		if err != nil {
+			return err
+		}
+		o.ObserveFloat64(g, r, base)
+		return nil
+	}, g)
+}
+
+// HotKeysSource is a *hotkey.Detector.
+type HotKeysSource interface{ Stats() hotkey.Stats }
+
+// RegisterHotKeys registers the detector's promotion and demotion counters
+// and its hot-set size, labelled cacheguard.hotkeys=name.
+func RegisterHotKeys(meter metric.Meter, name string, d HotKeysSource) (metric.Registration, error) {
+	base := metric.WithAttributes(attribute.String(AttrHotKeys, name))
+	promoted, err1 := meter.Int64ObservableCounter(MetricHotKeysPromoted, metric.WithDescription("Keys that became hot"))
+	demoted, err2 := meter.Int64ObservableCounter(MetricHotKeysDemoted, metric.WithDescription("Keys that stopped being hot"))
+	hot, err3 := meter.Int64ObservableGauge(MetricHotKeysHot, metric.WithDescription("Keys hot at the last tick"))
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, err
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := d.Stats()
+		o.ObserveInt64(promoted, int64(st.Promoted), base)
+		o.ObserveInt64(demoted, int64(st.Demoted), base)
+		o.ObserveInt64(hot, int64(st.Hot), base)
+		return nil
+	}, promoted, demoted, hot)
+}
+
+// BinlogStats are the figures RegisterBinlog reports. The binlog source lives
+// in a module of its own (github.com/cacheguard/cacheguard/consistency/binlog,
+// with a MySQL replication client) that this module does not import, to keep
+// its dependencies small; wire it with a function copying its Stats:
+//
+//	otel.RegisterBinlog(meter, "orders", func() otel.BinlogStats {
+//		s := src.Stats()
+//		return otel.BinlogStats{Transactions: s.Transactions, Rows: s.Rows,
+//			Keys: s.Keys, Clears: s.Clears, Errors: s.Errors, Lag: s.Lag}
+//	})
+type BinlogStats struct {
+	Transactions, Rows, Keys, Clears, Errors uint64
+	Lag                                      time.Duration
+}
+
+// RegisterBinlog registers the binlog source's counters and lag, read from
+// stats at each collection, labelled cacheguard.binlog=name.
+func RegisterBinlog(meter metric.Meter, name string, stats func() BinlogStats) (metric.Registration, error) {
+	if stats == nil {
+		return nil, errors.New("cacheguard/otel: RegisterBinlog needs a stats function")
+	}
+	base := metric.WithAttributes(attribute.String(AttrBinlog, name))
+	var errs []error
+	counter := func(n, desc string) metric.Int64ObservableCounter {
+		c, err := meter.Int64ObservableCounter(n, metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	tx := counter(MetricBinlogTransactions, "Commits read from the binlog")
+	rows := counter(MetricBinlogRows, "Row events of watched tables applied")
+	keys := counter(MetricBinlogKeys, "Keys invalidated")
+	clears := counter(MetricBinlogClears, "Key spaces cleared after TRUNCATE or DROP")
+	errc := counter(MetricBinlogErrors, "Failures reported by the source (passed over or retried)")
+	lag, err := meter.Float64ObservableGauge(MetricBinlogLag, metric.WithUnit("s"),
+		metric.WithDescription("How far behind the database the last commit read was"))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := stats()
+		o.ObserveInt64(tx, int64(s.Transactions), base)
+		o.ObserveInt64(rows, int64(s.Rows), base)
+		o.ObserveInt64(keys, int64(s.Keys), base)
+		o.ObserveInt64(clears, int64(s.Clears), base)
+		o.ObserveInt64(errc, int64(s.Errors), base)
+		o.ObserveFloat64(lag, s.Lag.Seconds(), base)
+		return nil
+	}, tx, rows, keys, clears, errc, lag)
+}

@@ -149,7 +149,20 @@ func run(ctx context.Context, cfg config, addr string, w io.Writer) (int, error)
 	fmt.Fprintf(out, "after the holds ran out: %d units back on sale\n", returned)
 	w2cfg := cfg
 	w2cfg.NoPay, w2cfg.Cancel, w2cfg.Second = 0, 0, 0
-	wave2 := buyers(ctx, inv, w2cfg, "w2", max(1000, int(returned)*10), true)
+	// A buyer of wave 2 whose payment comes after the hold ran out (a slow
+	// machine can take longer than a short hold between Reserve and
+	// Confirm) puts the unit back on sale: later waves buy what is left.
+	var wave2 []outcome
+	for round := 0; round < 5; round++ {
+		left, err := unsold(ctx, inv)
+		if err != nil {
+			return 0, err
+		}
+		if left == 0 {
+			break
+		}
+		wave2 = append(wave2, buyers(ctx, inv, w2cfg, fmt.Sprintf("w%d", round+2), max(1000, int(left)*10), true)...)
+	}
 
 	// Let the consumer catch up, then stop it.
 	if err := waitFor(ctx, 30*time.Second, func() bool {
@@ -162,6 +175,19 @@ func run(ctx context.Context, cfg config, addr string, w io.Writer) (int, error)
 	kill()
 	wg.Wait()
 	return check(ctx, out, inv, store, cfg, append(wave1, wave2...), returned, c2.Stats())
+}
+
+// unsold waits until no unit is held (holds paid for or run out) and
+// returns how many units are for sale.
+func unsold(ctx context.Context, inv *stock.Inventory) (int64, error) {
+	if err := waitFor(ctx, 30*time.Second, func() bool {
+		st, err := inv.Status(ctx, sku)
+		return err == nil && st.Reserved == 0
+	}); err != nil {
+		return 0, fmt.Errorf("unpaid holds never expired: %w", err)
+	}
+	st, err := inv.Status(ctx, sku)
+	return st.Remaining, err
 }
 
 // buyers runs n buyers at once and returns what they saw.

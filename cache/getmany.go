@@ -14,14 +14,25 @@ import (
 type BatchLoader[V any] func(ctx context.Context, keys []string) (map[string]V, error)
 
 // GetMany returns the values for keys, loading all misses with one call to
-// load. Keys that exist nowhere are absent from the result.
+// load. Keys that exist nowhere are absent from the result (not an error).
+//
+// Errors are per key. Keys that succeed are in the map whatever happened to
+// the others; when some keys fail, the error is a *BatchError that holds the
+// error of each failed key (Err, Keys) and lets errors.Is see all of them:
+// errors.Is(err, ErrWaitTimeout) for a key whose lease another caller held
+// past the wait budget (WithWait), ErrRedis for a key Redis failed and no
+// stale entry or fallback load could answer, the loader's error for every key
+// of the loader call that returned it, the context's error for keys left
+// when ctx ended. A call that cannot start at all (a nil loader, an empty
+// key, a closed cache, a context already ended) returns a nil map and that
+// plain error, as Get would. A key of another Redis type (foreign data) is a
+// miss, overwritten by the fill, not an error.
 //
 // Reads and lease writes are pipelined: one round trip per Redis node for the
 // reads, one for the leases, one for the fills. Keys whose lease another
-// caller holds are waited for (up to WithWait) and retried together. If the
-// wait runs out, GetMany returns what it has with an error wrapping
-// ErrWaitTimeout; after a Redis error it likewise returns what it has (local
-// hits, say) with an error wrapping ErrRedis, and releases any lease it took.
+// caller holds are waited for (up to WithWait) and retried together, after
+// the keys whose leases GetMany took are loaded. Leases GetMany took are
+// released whatever ends the call.
 //
 // GetMany shares Get's path key by key: a key that a Get or another GetMany
 // in this process is reading is joined, not read or loaded again (and they
@@ -94,7 +105,7 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 	// joined, not read again; the keys this call leads are read and filled
 	// in one batch, and their results handed to whoever joined them. A key
 	// whose read was abandoned is joined (or led) again.
-	var firstErr error
+	errs := map[string]error{} // per key; see BatchError
 	for len(todo) > 0 {
 		var own, joined []string
 		var ownF, joinedF []*flight[V]
@@ -112,14 +123,12 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 		}
 		todo = nil
 		if len(own) > 0 {
-			b := &batch[V]{out: out, res: make(map[string]flightResult[V], len(own))}
-			err := c.leadMany(ctx, own, ownF, load, b)
-			if err != nil {
-				// Keys left without an answer get Get's outage policy.
-				for _, k := range own {
-					if _, ok := b.res[k]; !ok {
-						firstErr = c.settleMany(ctx, k, load, stale[k], err, out, firstErr)
-					}
+			b := &batch[V]{out: out, res: make(map[string]flightResult[V], len(own)), errs: map[string]error{}}
+			c.leadMany(ctx, own, ownF, load, b)
+			// Keys that failed get Get's outage policy, each on its own.
+			for _, k := range own {
+				if err, failed := b.errs[k]; failed {
+					c.settleMany(ctx, k, load, stale[k], err, out, errs)
 				}
 			}
 		}
@@ -127,12 +136,17 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 			res, err := joinedF[i].wait(ctx)
 			switch {
 			case err != nil:
-				return out, err
+				errs[k] = err // our context ended: the rest end at once too
+				continue
 			case res.gone:
+				if err := ctx.Err(); err != nil {
+					errs[k] = err
+					continue
+				}
 				todo = append(todo, k)
 				continue
 			case res.err != nil:
-				firstErr = c.settleMany(ctx, k, load, stale[k], res.err, out, firstErr)
+				c.settleMany(ctx, k, load, stale[k], res.err, out, errs)
 				continue
 			}
 			c.countJoined(ctx, res)
@@ -142,22 +156,21 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 			}
 		}
 	}
-	return out, firstErr
+	return out, newBatchError(keys, errs)
 }
 
 // settleMany answers key of a GetMany that failed with err as Get would: a
-// stale local entry or a capped fallback load when Redis failed; it returns
-// the batch's first error.
-func (c *Cache[V]) settleMany(ctx context.Context, key string, load BatchLoader[V], e *LocalEntry[V], err error, out map[string]V, firstErr error) error {
+// stale local entry or a capped fallback load when Redis failed. What is
+// left of the failure is recorded in errs, as key's own.
+func (c *Cache[V]) settleMany(ctx context.Context, key string, load BatchLoader[V], e *LocalEntry[V], err error, out map[string]V, errs map[string]error) {
 	v, err := c.unavailable(ctx, key, oneOf(load), e, err)
 	switch {
 	case err == nil:
 		out[key] = v
-	case errors.Is(err, ErrNotFound):
-	case firstErr == nil:
-		return err
+	case errors.Is(err, ErrNotFound): // no row: absent, not an error
+	default:
+		errs[key] = err
 	}
-	return firstErr
 }
 
 // oneOf loads one key through a batch loader.
@@ -172,10 +185,21 @@ func oneOf[V any](load BatchLoader[V]) Loader[V] {
 	}
 }
 
-// batch collects what a GetMany's own reads and fills found, per key.
+// batch collects what a GetMany's own reads and fills found, per key: a
+// result, or the error of that key alone.
 type batch[V any] struct {
-	out map[string]V
-	res map[string]flightResult[V]
+	out  map[string]V
+	res  map[string]flightResult[V]
+	errs map[string]error
+}
+
+// fail records err as k's error. An error that ends a whole step (a lost
+// pipeline, the caller's context) is not recorded key by key: leadMany
+// gives it to every key left without a result or an error of its own.
+func (b *batch[V]) fail(k string, err error) {
+	if _, ok := b.res[k]; !ok {
+		b.errs[k] = err
+	}
 }
 
 func (b *batch[V]) put(k string, r result[V], tier Tier) {
@@ -187,22 +211,45 @@ func (b *batch[V]) put(k string, r result[V], tier Tier) {
 
 // leadMany reads the keys whose flights this GetMany leads, in one pipeline,
 // fills the misses, and ends every one of the flights: with its result, or
-// the batch's error, or gone (whoever joined reads it again) if this call's
-// context ended first.
-func (c *Cache[V]) leadMany(ctx context.Context, todo []string, fs []*flight[V], load BatchLoader[V], b *batch[V]) (err error) {
+// its error, or gone (whoever joined reads it again) if this call's context
+// ended first. Every key ends with a result or an error in b.
+func (c *Cache[V]) leadMany(ctx context.Context, todo []string, fs []*flight[V], load BatchLoader[V], b *batch[V]) {
+	returned := false
+	var err error
 	defer func() {
 		for i, k := range todo {
 			res, ok := b.res[k]
 			switch {
 			case ok:
-			case err != nil && !isCtxErr(err):
-				res = flightResult[V]{err: err}
-			default:
+			case !returned: // a panic on the way: release the joiners, re-raise
 				res = flightResult[V]{gone: true}
+			default:
+				kerr, own := b.errs[k]
+				if !own {
+					// The step that failed left k undecided.
+					kerr = err
+					if kerr == nil {
+						// Every path decides its keys; should one not,
+						// the key fails rather than silently vanish.
+						kerr = fmt.Errorf("cacheguard: %q left undecided", k)
+					}
+					b.errs[k] = kerr
+				}
+				res = flightResult[V]{err: kerr}
+				if isCtxErr(kerr) {
+					res = flightResult[V]{gone: true}
+				}
 			}
 			c.flights.finish(c.cfg.prefix+k, fs[i], res)
 		}
 	}()
+	err = c.readMany(ctx, todo, load, b)
+	returned = true
+}
+
+// readMany is leadMany's work: what it does not decide key by key in b
+// (none of them, or the ones a step left undecided) gets its error.
+func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader[V], b *batch[V]) error {
 	clock := c.localClock()
 	gets := make([]*redis.StringCmd, len(todo))
 	done, err := c.allow(todo[0])
@@ -231,7 +278,10 @@ func (c *Cache[V]) leadMany(ctx context.Context, todo []string, fs []*flight[V],
 			err = redis.Nil
 		}
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return c.redisError(k, "get many", err)
+			// This key's reply failed (a refused command, a node that
+			// did not answer): the others' replies still stand.
+			b.fail(k, c.redisError(k, "get many", err))
+			continue
 		}
 		if err == nil {
 			if r, env, ok := c.decodeHit(k, raw); ok {
@@ -310,6 +360,11 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 				// Another Redis type: taken over below (nil prev).
 				foreign, foreignLeases, foreignPrev = append(foreign, k), append(foreignLeases, leases[i]), append(foreignPrev, nil)
 				continue
+			case isReplyErr(err):
+				// Redis refused this key's SET: no lease was taken, and
+				// the other keys' replies stand.
+				b.fail(k, c.redisError(k, "acquire lease", err))
+				continue
 			case err != nil:
 				if firstErr == nil {
 					firstErr = c.redisError(k, "acquire lease", err)
@@ -376,7 +431,15 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		}
 		if len(held) > 0 {
 			if err := c.loadAndFillMany(ctx, heldKeys, held, load, b); err != nil {
-				return err
+				// The loader's error is the error of the keys it was
+				// asked for; keys another caller is filling are still
+				// waited for.
+				for _, k := range heldKeys {
+					b.fail(k, err)
+				}
+				if cerr := ctx.Err(); cerr != nil {
+					return cerr
+				}
 			}
 		}
 		if len(waiting) == 0 {
@@ -398,7 +461,10 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			if c.cfg.loadOnTimeout {
 				return c.loadManyDirect(ctx, waiting, load, b)
 			}
-			return fmt.Errorf("%w: %d keys (first %q) after %v", ErrWaitTimeout, len(waiting), waiting[0], c.cfg.wait)
+			for _, k := range waiting {
+				b.fail(k, fmt.Errorf("%w: %q after %v", ErrWaitTimeout, k, c.cfg.wait))
+			}
+			return nil
 		}
 		pending = waiting
 		if w == nil {
@@ -573,4 +639,12 @@ func (c *Cache[V]) markManyWaited(ctx context.Context, keys []string, prev [][]b
 		}
 	}
 	return true
+}
+
+// isReplyErr reports an error Redis answered for one command (it did not
+// run); anything else (a lost connection, a timeout) leaves unknown whether
+// the command ran.
+func isReplyErr(err error) bool {
+	var reply redis.Error
+	return err != nil && !errors.Is(err, redis.Nil) && errors.As(err, &reply)
 }

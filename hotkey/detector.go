@@ -149,6 +149,7 @@ func (d *Detector) loop() {
 				aligning = false
 			}
 			d.Tick()
+			d.step("ticked")
 			if !d.pause() {
 				continue
 			}

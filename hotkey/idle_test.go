@@ -15,7 +15,8 @@ type idleProbe struct {
 	ticks  chan time.Time
 	pauses chan string // "paused" / "resumed", in order
 	events chan Event
-	ticked atomic.Int64 // Ticks run
+	done   chan struct{} // the goroutine finished a Tick
+	ticked atomic.Int64  // Ticks run
 	// race, if set before the first tick, runs in the goroutine at each
 	// step of a pause, to put a Record at that point.
 	race func(step string)
@@ -23,13 +24,15 @@ type idleProbe struct {
 
 func newIdleProbe(t *testing.T, opts ...Option) *idleProbe {
 	p := &idleProbe{t: t, clk: newFakeClock(), ticks: make(chan time.Time),
-		pauses: make(chan string, 16), events: make(chan Event, 64)}
+		pauses: make(chan string, 16), events: make(chan Event, 64), done: make(chan struct{}, 1)}
 	d, err := New(append([]Option{WithClock(p.clk.Now), withTicks(p.ticks), withShards(8),
 		WithOnChange(func(e Event) { p.events <- e }),
 		withTickSteps(func(step string) {
 			switch step {
 			case "taken":
 				p.ticked.Add(1)
+			case "ticked":
+				p.done <- struct{}{}
 			case "paused", "resumed":
 				p.pauses <- step
 			}
@@ -45,42 +48,37 @@ func newIdleProbe(t *testing.T, opts ...Option) *idleProbe {
 	return p
 }
 
-// tickUntilPaused moves the clock one tick at a time and hands each tick to
-// the goroutine, until the goroutine pauses; it returns the ticks handed
-// over. A paused goroutine no longer receives ticks, so the send cannot win
-// the select once "paused" is reported, and the answer does not depend on
-// scheduling.
+// tick moves the clock one tick and hands the tick to the goroutine, then
+// waits until that Tick has finished. It reports false, having handed over
+// nothing, if the goroutine paused instead: a paused goroutine no longer
+// receives ticks, so the send cannot win the select once "paused" is
+// reported, and the answer does not depend on scheduling.
+func (p *idleProbe) tick() bool {
+	p.t.Helper()
+	p.clk.Advance(100 * time.Millisecond)
+	select {
+	case p.ticks <- p.clk.Now():
+		<-p.done
+		return true
+	case s := <-p.pauses:
+		if s != "paused" {
+			p.t.Fatalf("step %q, want paused", s)
+		}
+		return false
+	}
+}
+
+// tickUntilPaused ticks until the goroutine pauses and returns the ticks it
+// took.
 func (p *idleProbe) tickUntilPaused(limit int) int {
 	p.t.Helper()
 	for n := 0; n < limit; n++ {
-		p.clk.Advance(100 * time.Millisecond)
-		select {
-		case p.ticks <- p.clk.Now():
-		case s := <-p.pauses:
-			if s != "paused" {
-				p.t.Fatalf("step %q, want paused", s)
-			}
+		if !p.tick() {
 			return n
 		}
 	}
 	p.t.Fatalf("the detector still ticks after %d ticks of no traffic", limit)
 	return 0
-}
-
-// sync returns once the goroutine has finished the tick it took: it hands it
-// a second tick at the same time (which slides nothing), or sees it pause.
-// It reports whether the goroutine paused.
-func (p *idleProbe) sync() bool {
-	p.t.Helper()
-	select {
-	case p.ticks <- p.clk.Now():
-		return false
-	case s := <-p.pauses:
-		if s != "paused" {
-			p.t.Fatalf("step %q, want paused", s)
-		}
-		return true
-	}
 }
 
 func (p *idleProbe) event() Event {
@@ -143,15 +141,13 @@ func TestIdleDetectorStopsTicking(t *testing.T) {
 	for range 20 {
 		ref.Record("b")
 	}
-	for i := 1; ; i++ {
-		if i > 30 {
-			t.Fatal("b never demoted")
-		}
-		p.clk.Advance(100 * time.Millisecond)
+	demoted := false
+	for i := 1; i <= 30 && !demoted; i++ {
 		refClk.Advance(100 * time.Millisecond)
-		p.ticks <- p.clk.Now()
+		if !p.tick() {
+			t.Fatalf("tick %d after waking: paused with b hot", i)
+		}
 		ref.Tick()
-		paused := p.sync()
 		if i == 1 {
 			if e := p.event(); e.Key != "b" || !e.Hot || e.Count != 20 {
 				t.Fatalf("event %+v, want b promoted with 20", e)
@@ -164,12 +160,10 @@ func TestIdleDetectorStopsTicking(t *testing.T) {
 		if got != want {
 			t.Fatalf("tick %d after waking: b hot %v, on a detector that never paused %v", i, got, want)
 		}
-		if !want {
-			break
-		}
-		if paused {
-			t.Fatalf("tick %d: paused while b is hot", i)
-		}
+		demoted = !want
+	}
+	if !demoted {
+		t.Fatal("b never demoted")
 	}
 	if e := p.event(); e.Key != "b" || e.Hot {
 		t.Fatalf("event %+v, want b demoted", e)
@@ -251,8 +245,9 @@ func TestIdleRecordRacingThePause(t *testing.T) {
 					p.d.Record("c")
 				}
 			}
-			p.clk.Advance(100 * time.Millisecond)
-			p.ticks <- p.clk.Now() // an empty detector: it starts to pause
+			if !p.tick() { // an empty detector: it starts to pause after it
+				t.Fatal("paused before the first tick")
+			}
 			if at == "paused" {
 				if s := <-p.pauses; s != "paused" {
 					t.Fatalf("step %q, want paused", s)
@@ -260,15 +255,13 @@ func TestIdleRecordRacingThePause(t *testing.T) {
 				if s := <-p.pauses; s != "resumed" {
 					t.Fatalf("step %q: the Record after the pause did not wake the goroutine", s)
 				}
-			} else if p.sync() {
+			} else if !p.tick() {
 				t.Fatal("paused though a Record came in while it looked")
 			}
 			for range 9 {
 				p.d.Record("c")
 			}
-			p.clk.Advance(100 * time.Millisecond)
-			p.ticks <- p.clk.Now()
-			if p.sync() {
+			if !p.tick() {
 				t.Fatal("paused with c hot")
 			}
 			if e := p.event(); e.Key != "c" || !e.Hot || e.Count != 10 {

@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"context"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"testing"
@@ -23,6 +24,9 @@ import (
 // the machine:
 //
 //	go test -run TestIdleCPU -v .
+//
+// CACHEGUARD_IDLE_CPUPROFILE=file writes a CPU profile of the idle stretch
+// alone (the profiler's own cost is then in the figure).
 func TestIdleCPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("idle measurement takes seconds")
@@ -66,7 +70,9 @@ func TestIdleCPU(t *testing.T) {
 	// Let whatever winds down after traffic (the coarse clock pauses after
 	// a second without local reads) wind down before measuring.
 	time.Sleep(2 * time.Second)
+	stopProfile := idleProfile(t)
 	used := idleCPU(t, idle) - base
+	stopProfile()
 	t.Logf("%d idle caches (local tier, invalidation subscriber, hot-key detector each): %v CPU in %v over the process without caches, %.2f ms CPU per second, %.3f %% of one core",
 		caches, used.Round(time.Microsecond), idle,
 		float64(used.Microseconds())/1000/idle.Seconds(), 100*used.Seconds()/idle.Seconds())
@@ -86,4 +92,27 @@ func cpuTime(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// idleProfile starts a CPU profile into CACHEGUARD_IDLE_CPUPROFILE, if set,
+// and returns the function that stops it.
+func idleProfile(t *testing.T) func() {
+	path := os.Getenv("CACHEGUARD_IDLE_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			t.Error(err)
+		}
+	}
 }

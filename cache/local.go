@@ -163,13 +163,20 @@ type ristrettoStore[V any] struct {
 	closed bool
 }
 
+// ristrettoSweepSecs sets ristretto's expiry sweep to run every 12 hours.
+// Entries are stored without a TTL (see Set), so the sweep never finds
+// anything; at ristretto's default it would wake the store's goroutine every
+// 2.5 s per cache, for nothing.
+const ristrettoSweepSecs = 24 * 3600
+
 func newRistrettoStore[V any](maxBytes int64) (*ristrettoStore[V], error) {
 	items := max(maxBytes/256, 1000)
 	c, err := ristretto.NewCache(&ristretto.Config[string, *LocalEntry[V]]{
-		NumCounters:        items * 10,
-		MaxCost:            maxBytes,
-		BufferItems:        64,
-		IgnoreInternalCost: true,
+		NumCounters:            items * 10,
+		MaxCost:                maxBytes,
+		BufferItems:            64,
+		IgnoreInternalCost:     true,
+		TtlTickerDurationInSec: ristrettoSweepSecs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: local tier: %w", ErrInvalidOption, err)

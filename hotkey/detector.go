@@ -46,10 +46,12 @@ type Detector struct {
 	ranked   []Entry // reused by Tick: candidates over the thresholds
 	demoted  []Entry // reused by Tick: keys that left the hot set
 	ticked   bool    // a Tick has run: the window's total is known
+	rebase   bool    // paused while empty: the next Tick or resume slides nothing
 
 	// earlyThr is the count (sampled units) at which Record promotes a
 	// candidate between ticks (early.go).
 	earlyThr  atomic.Uint64
+	idle      atomic.Bool          // the ticking goroutine is paused (idle.go); Record reads it
 	earlySetN atomic.Int64         // shards' early and early-old sets that are not nil
 	earlySets []*earlySet          // reused by Tick: the sets it took
 	earlyAt   map[string]time.Time // reused by Tick: their keys' promotion times
@@ -58,6 +60,7 @@ type Detector struct {
 
 	stop      chan struct{}
 	done      chan struct{}
+	wake      chan struct{} // Record wakes a paused ticking goroutine (idle.go)
 	closeOnce sync.Once
 }
 
@@ -117,25 +120,54 @@ func New(opts ...Option) (*Detector, error) {
 	if !cfg.manualClk || cfg.tickSrc != nil {
 		d.stop = make(chan struct{})
 		d.done = make(chan struct{})
+		d.wake = make(chan struct{}, 1)
 		go d.loop()
 	}
 	return d, nil
 }
 
+// loop ticks until Close. Once the detector holds nothing (no access within
+// a whole window, nothing hot, nothing left to decay) it stops its ticker
+// until the next Record, so an idle detector costs no CPU (idle.go).
 func (d *Detector) loop() {
 	defer close(d.done)
 	ticks := d.cfg.tickSrc
+	var t *time.Ticker
 	if ticks == nil {
-		t := time.NewTicker(d.cfg.tick)
+		t = time.NewTicker(d.cfg.tick)
 		defer t.Stop()
 		ticks = t.C
 	}
+	aligning := false // the ticker runs a shortened first period
 	for {
 		select {
 		case <-d.stop:
 			return
 		case <-ticks:
+			if aligning {
+				t.Reset(d.cfg.tick)
+				aligning = false
+			}
 			d.Tick()
+			d.step("ticked")
+			if !d.pause() {
+				continue
+			}
+			if t != nil {
+				t.Stop()
+			}
+			d.step("paused")
+			select {
+			case <-d.stop:
+				return
+			case <-d.wake:
+			}
+			until := d.resume()
+			if t != nil {
+				t.Reset(until)
+				aligning = true
+			}
+			d.step("resumed")
 		}
 	}
 }
@@ -166,6 +198,9 @@ func (d *Detector) Record(key string) {
 	h := maphash.String(d.seed, key)
 	track := !d.filtered || d.cfg.rules.allows(key)
 	d.shards[d.shardOfHash(h)].record(key, h, track, d.earlyThr.Load())
+	if d.idle.Load() {
+		d.wakeUp()
+	}
 }
 
 func (d *Detector) shardOfHash(h uint64) uint64 {
@@ -214,6 +249,7 @@ func (d *Detector) Tick() {
 	d.tickMu.Lock()
 	defer d.tickMu.Unlock()
 	now := d.cfg.now()
+	d.rebaseTo(now)
 	steps := int64(0)
 	if cur := int64(now.Sub(d.start) / d.cfg.tick); cur > d.lastTick {
 		steps, d.lastTick = cur-d.lastTick, cur

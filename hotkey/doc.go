@@ -46,7 +46,10 @@
 // # Time
 //
 // By default New starts one goroutine that calls Tick every tick; Close stops
-// it. With WithClock the caller owns time: no goroutine is started and the
+// it. Once a tick leaves the detector empty (no access within a whole window,
+// nothing hot, nothing left to decay) the goroutine stops ticking until the
+// next Record, so an idle detector costs no CPU; the accesses that wake it
+// count as they would have with the ticker running. With WithClock the caller owns time: no goroutine is started and the
 // caller calls Tick, which retires as many ticks as the clock says have passed.
 // Tests use this to drive a detector through minutes of traffic without
 // sleeping.

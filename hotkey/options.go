@@ -230,7 +230,11 @@ func withTicks(ch <-chan time.Time) Option {
 
 // withTickSteps makes Tick call fn between its steps ("taken": the shards'
 // early sets are taken; "published": the new snapshot is out; "cleared": the
-// taken sets are gone), so tests can look at the detector in between.
+// taken sets are gone), so tests can look at the detector in between. The
+// ticking goroutine also calls it with "ticked" after each Tick, "pausing"
+// when it has raised the idle flag and is about to look again, "paused" when
+// it stops ticking for lack of traffic and "resumed" when a Record has woken
+// it (idle.go).
 func withTickSteps(fn func(step string)) Option {
 	return func(c *config) { c.tickStep = fn }
 }

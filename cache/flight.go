@@ -26,12 +26,18 @@ import (
 // new one. A fill, once started, runs detached (see sharedFill) and ends the
 // flight itself.
 
-// flight is one shared read of a key.
+// flight is one shared read of a key. Its fields other than clock and joined
+// are guarded by its shard's lock until finished is set; after that res no
+// longer changes.
 type flight[V any] struct {
-	done   chan struct{} // closed once res is set
-	clock  localClock    // taken before the read
-	joined atomic.Int32  // callers other than the leader
-	res    flightResult[V]
+	sh       *flightShard[V]
+	clock    localClock   // taken before the read
+	joined   atomic.Int32 // callers other than the leader
+	finished bool
+	res      flightResult[V]
+	// done is made only when a caller has to wait (most Redis hits finish
+	// before anyone asks, and then cost no channel); closed at finish.
+	done chan struct{}
 }
 
 // flightResult is what a flight hands every caller.
@@ -75,7 +81,7 @@ func (fs *flights[V]) join(rkey string, clock func() localClock) (f *flight[V], 
 		sh.mu.Unlock()
 		return f, false
 	}
-	f = &flight[V]{done: make(chan struct{}), clock: clock()}
+	f = &flight[V]{sh: sh, clock: clock()}
 	if sh.m == nil {
 		sh.m = make(map[string]*flight[V])
 	}
@@ -87,19 +93,19 @@ func (fs *flights[V]) join(rkey string, clock func() localClock) (f *flight[V], 
 // finish hands res to f's callers and takes f out of the table (unless a
 // write already replaced it there). Only the first finish counts.
 func (fs *flights[V]) finish(rkey string, f *flight[V], res flightResult[V]) {
-	sh := fs.shard(rkey)
+	sh := f.sh
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	select {
-	case <-f.done:
+	if f.finished {
 		return
-	default:
 	}
 	if sh.m[rkey] == f {
 		delete(sh.m, rkey)
 	}
-	f.res = res
-	close(f.done)
+	f.res, f.finished = res, true
+	if f.done != nil {
+		close(f.done)
+	}
 }
 
 // forget takes rkey's flight out of the table: callers that come after a
@@ -113,9 +119,20 @@ func (fs *flights[V]) forget(rkey string) {
 
 // wait waits for f or ctx.
 func (f *flight[V]) wait(ctx context.Context) (flightResult[V], error) {
+	f.sh.mu.Lock()
+	if f.finished {
+		res := f.res
+		f.sh.mu.Unlock()
+		return res, nil
+	}
+	if f.done == nil {
+		f.done = make(chan struct{})
+	}
+	done := f.done
+	f.sh.mu.Unlock()
 	select {
-	case <-f.done:
-		return f.res, nil
+	case <-done:
+		return f.res, nil // written before done was closed
 	case <-ctx.Done():
 		return flightResult[V]{}, ctx.Err()
 	}

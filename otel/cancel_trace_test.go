@@ -7,29 +7,14 @@ import (
 
 	"github.com/cacheguard/cacheguard/cache"
 	"go.opentelemetry.io/otel/codes"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // Calls that fail before any tier still end their span, marked as errors;
 // a failing loader marks its own span.
 func TestTraceOfFailedCalls(t *testing.T) {
 	srv := startRedis(t)
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
-	mp := sdkmetric.NewMeterProvider()
-	defer mp.Shutdown(context.Background())
-	obs, err := NewObserver("users", tp, mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cache.New[string](newClient(t, srv), cache.WithPrefix("f:"), cache.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	exp, tp, mp := tracing(t)
+	c := tracedCache(t, srv, tp, mp, "users", cache.WithPrefix("f:"))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

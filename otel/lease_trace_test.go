@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/cacheguard/cacheguard/cache"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
@@ -18,23 +16,10 @@ import (
 // says so.
 func TestTraceOfAMissWithALeaseWait(t *testing.T) {
 	srv := startRedis(t)
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
-	mp := sdkmetric.NewMeterProvider()
-	defer mp.Shutdown(context.Background())
+	exp, tp, mp := tracing(t)
 	ctx := context.Background()
 	newCache := func(name string, opts ...cache.Option) *cache.Cache[string] {
-		obs, err := NewObserver(name, tp, mp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := cache.New[string](newClient(t, srv), append([]cache.Option{cache.WithPrefix("lt:"), cache.WithObserver(obs)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return tracedCache(t, srv, tp, mp, name, append([]cache.Option{cache.WithPrefix("lt:")}, opts...)...)
 	}
 	a, b := newCache("a"), newCache("b")
 

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/cacheguard/cacheguard/cache"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
@@ -15,20 +13,8 @@ import (
 // every other caller answered by that fill or, arriving after it, by Redis.
 func TestTraceOfAStampede(t *testing.T) {
 	srv := startRedis(t)
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
-	mp := sdkmetric.NewMeterProvider()
-	defer mp.Shutdown(context.Background())
-	obs, err := NewObserver("users", tp, mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cache.New[string](newClient(t, srv), cache.WithPrefix("s:"), cache.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	exp, tp, mp := tracing(t)
+	c := tracedCache(t, srv, tp, mp, "users", cache.WithPrefix("s:"))
 
 	const n = 16
 	release := make(chan struct{})

@@ -19,23 +19,39 @@ func attr(s tracetest.SpanStub, k string) string {
 	return ""
 }
 
-func TestTraceOfAMissHasTheLoaderAsChild(t *testing.T) {
-	srv := startRedis(t)
+// tracing returns an in-memory span exporter and the providers the trace
+// tests observe through, shut down when the test ends.
+func tracing(t *testing.T, opts ...sdkmetric.Option) (*tracetest.InMemoryExporter, *sdktrace.TracerProvider, *sdkmetric.MeterProvider) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
+	mp := sdkmetric.NewMeterProvider(opts...)
+	t.Cleanup(func() {
+		tp.Shutdown(context.Background())
+		mp.Shutdown(context.Background())
+	})
+	return exp, tp, mp
+}
+
+// tracedCache returns a Cache on srv observed by an Observer named name,
+// closed when the test ends.
+func tracedCache(t *testing.T, srv server, tp *sdktrace.TracerProvider, mp *sdkmetric.MeterProvider, name string, opts ...cache.Option) *cache.Cache[string] {
+	obs, err := NewObserver(name, tp, mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.New[string](newClient(t, srv), append(opts, cache.WithObserver(obs))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestTraceOfAMissHasTheLoaderAsChild(t *testing.T) {
+	srv := startRedis(t)
 	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	obs, err := NewObserver("users", tp, mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cache.New[string](newClient(t, srv), cache.WithPrefix("t:"), cache.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	exp, tp, mp := tracing(t, sdkmetric.WithReader(reader))
+	c := tracedCache(t, srv, tp, mp, "users", cache.WithPrefix("t:"))
 	ctx := context.Background()
 	load := func(context.Context, string) (string, error) { return "v", nil }
 

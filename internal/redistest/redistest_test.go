@@ -79,6 +79,13 @@ func TestReplicatedClusterFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Replication is asynchronous: wait until every replica has the writes,
+	// or a master killed at once could take some with it.
+	for i, m := range rc.Masters {
+		if n, err := m.Client().Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n < 1 {
+			t.Fatalf("master %d: WAIT = %d, %v", i, n, err)
+		}
+	}
 	start = time.Now()
 	rc.Failover(1)
 	t.Logf("manual failover in %v", time.Since(start))

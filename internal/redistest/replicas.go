@@ -140,13 +140,29 @@ func (rc *ReplicatedCluster) Failover(i int) {
 	defer cancel()
 	c := redis.NewClient(&redis.Options{Addr: rc.Replicas[i].Addr})
 	defer c.Close()
-	if err := c.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
-		rc.t.Fatalf("redistest: CLUSTER FAILOVER: %v", err)
-	}
-	if err := waitInfo(ctx, rc.Replicas[i].Addr, "role:master"); err != nil {
-		rc.t.Fatalf("redistest: replica %d not promoted: %v", i, err)
+	// A manual failover that does not complete within Redis's own limit
+	// (5 s: the replica could not catch up with its paused master, as on a
+	// busy machine) is abandoned without a word; ask again until the
+	// deadline.
+	for {
+		if err := c.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+			rc.t.Fatalf("redistest: CLUSTER FAILOVER: %v", err)
+		}
+		attempt, cancel := context.WithTimeout(ctx, manualFailoverLimit)
+		err := waitInfo(attempt, rc.Replicas[i].Addr, "role:master")
+		cancel()
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			rc.t.Fatalf("redistest: replica %d not promoted: %v", i, err)
+		}
 	}
 }
+
+// manualFailoverLimit is a little more than the time Redis gives a manual
+// failover (CLUSTER_MF_TIMEOUT, 5 s) before abandoning it.
+const manualFailoverLimit = 6 * time.Second
 
 func nodeID(ctx context.Context, addr string) (string, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr})

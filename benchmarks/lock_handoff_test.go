@@ -18,16 +18,23 @@ import (
 )
 
 // Handoff between processes: this process and a child (the test binary
-// re-executed) take one lock in turn. Each holds it 1 ms (the other is
-// waiting by then), notes the time, releases it, and leaves it alone for
-// 2 ms. The handoff latency is from the holder's release to the moment
-// the waiter in the other process holds the lock; both clocks are the
-// machine's wall clock. A release that the same process takes back (the
-// waiter was not woken within 2 ms) is counted as missed, not timed.
+// re-executed) take one lock in turn. Each holds it for handoffHold, notes
+// the time, releases it, and leaves it alone for handoffGap before asking
+// again. The hold is longer than the gap, so the other process is always
+// already waiting when the holder releases: what is timed is the wake-up,
+// not the benchmark's own pauses. (With a gap longer than the hold, the
+// waiter of a fast lock would often not be waiting yet, and its "latency"
+// would be the rest of its own sleep.) The gap is longer than a polling
+// waiter's retry interval plus a round trip, so a polling library still
+// gets the lock before the releaser asks again. The handoff latency is from
+// the holder's release to the moment the waiter in the other process holds
+// the lock; both clocks are the machine's wall clock. A release that the
+// same process takes back (the waiter was not woken within the gap) is
+// counted as missed, not timed.
 
 const (
-	handoffHold = time.Millisecond
-	handoffGap  = 2 * time.Millisecond
+	handoffHold = 5 * time.Millisecond
+	handoffGap  = 3 * time.Millisecond
 	// Environment of the child.
 	handoffImplEnv   = "CACHEGUARD_BENCH_HANDOFF_IMPL"
 	handoffKeyEnv    = "CACHEGUARD_BENCH_HANDOFF_KEY"

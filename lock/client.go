@@ -139,6 +139,10 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 	if err != nil && m.cfg.err == nil {
 		m.cfg.err = err
 	}
-	m.b = newMutexBackend(c.rdb, name, base, base+releasedSuffix, base+waitersSuffix, c.pub, &m.cfg)
+	newBackend := newMutexBackend
+	if m.cfg.unfenced {
+		newBackend = newUnfencedBackend
+	}
+	m.b = newBackend(c.rdb, name, base, base+releasedSuffix, base+waitersSuffix, c.pub, &m.cfg)
 	return m
 }

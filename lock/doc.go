@@ -7,8 +7,9 @@
 //
 // A lock is a Redis hash under one key, {owner, n, token}, with a lease set
 // by PEXPIRE. A release removes the owner and the hold count and leaves the
-// token, with the lease the lock had, as the floor of the next one. Taking, renewing and releasing it are Lua scripts, so each
-// check-and-change is atomic: only the owner can extend or release its lock,
+// token, with the lease the lock had, as the floor of the next one. Taking,
+// renewing and releasing it are Lua scripts, so each check-and-change is
+// atomic: only the owner can extend or release its lock,
 // and a holder whose lease ran out can never delete its successor's lock.
 // All keys of one lock (and its release channel) share the hash tag {name},
 // so every script works unchanged on a Redis Cluster. Redis 6.2 or later is
@@ -20,6 +21,11 @@
 //	if err != nil { ... }                   // errors.Is(err, lock.ErrNotObtained)
 //	defer h.Unlock(ctx)
 //	err = db.Update(h.Context(), order, h.Token())
+//
+// A Mutex made WithoutFencing has no token and a simpler layout, a string
+// "<holds>:<owner>": taking a free one is a single SET NX PX, as cheap as a
+// lock gets on Redis. Use it when nothing a paused holder could corrupt
+// depends on the lock.
 //
 // Leases. By default a lock is taken with a 30 s lease and the client's
 // watchdog renews it every lease/3 while it is held, so work may take as long

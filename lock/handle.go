@@ -99,7 +99,8 @@ func (hd *Handle) Owner() string { return hd.h.owner }
 // corrupted by a holder whose lease ran out while it was paused (see
 // ExecFenced and SetFenced). Reentrant handles share their hold's token; a
 // read lock reports the token of the last writer while it is remembered
-// (0 once no writer held the lock for a lease).
+// (0 once no writer held the lock for a lease). A Mutex made WithoutFencing
+// has no token: 0, which the fencing helpers refuse.
 func (hd *Handle) Token() int64 { return hd.h.token }
 
 // Context returns a context that carries the owner id and the values of the

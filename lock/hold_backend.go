@@ -21,6 +21,9 @@ type holdBackend struct {
 	relKeys  []string // the hold hash, then the wait list if any
 	acq      *redis.Script
 	rel      *redis.Script // releaseScript, or holdReleaseScript for the Mutex layout
+	renewS   *redis.Script // renewScript, or the unfenced layout's
+	ttlS     *redis.Script // ttlScript, or the unfenced layout's
+	plain    bool          // the unfenced string layout (unfenced.go)
 	fence    any           // "1" to draw fencing tokens
 	queues   bool          // a waiting acquirer marks itself (RWMutex writer)
 	channelN string        // release notifications; "" for none
@@ -45,6 +48,7 @@ func newHoldBackend(rdb redis.UniversalClient, name string, keys []string, acq *
 	}
 	return &holdBackend{
 		rdb: rdb, lname: name, keys: keys, relKeys: relKeys, acq: acq, rel: releaseScript, fence: flag(fence),
+		renewS: renewScript, ttlS: ttlScript,
 		channelN: channel, cfg: cfg,
 		args: newScriptArgs(cfg.lease, pub.cmd, channel, pub.payload),
 	}
@@ -63,6 +67,9 @@ func (b *holdBackend) waitList() string {
 }
 
 func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Duration, waiting bool) (acquired, error) {
+	if b.plain {
+		return b.acquireUnfenced(ctx, owner, lease)
+	}
 	start := time.Now()
 	// ARGV[4]: a writer that will wait marks its place for that long; a
 	// Mutex acquirer that will wait marks the lock as waited for.
@@ -123,10 +130,10 @@ func parseAcquired(v []int64, start time.Time, cfg *config) (acquired, error) {
 }
 
 func (b *holdBackend) queueRenew(ctx context.Context, pipe redis.Pipeliner, owner string, lease time.Duration) *redis.Cmd {
-	return renewScript.EvalSha(ctx, pipe, b.keys[:1], owner, b.args.leaseArg(lease))
+	return b.renewS.EvalSha(ctx, pipe, b.keys[:1], owner, b.args.leaseArg(lease))
 }
 
-func (b *holdBackend) renewScript() *redis.Script { return renewScript }
+func (b *holdBackend) renewScript() *redis.Script { return b.renewS }
 
 func (b *holdBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Duration) (time.Time, error) {
 	n, err := cmd.Int64()
@@ -150,7 +157,7 @@ func (b *holdBackend) renewed(n int64, start time.Time) (time.Time, error) {
 func (b *holdBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
 	start := time.Now()
 	n, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) (int64, error) {
-		return renewScript.Run(ctx, b.rdb, b.keys[:1], owner, b.args.leaseArg(lease)).Int64()
+		return b.renewS.Run(ctx, b.rdb, b.keys[:1], owner, b.args.leaseArg(lease)).Int64()
 	}, nil)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("lock: renew %q: %w", b.lname, err)
@@ -180,7 +187,7 @@ func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, t
 
 func (b *holdBackend) ttl(ctx context.Context, owner string) (time.Duration, error) {
 	n, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(b.cfg.lease), func(ctx context.Context) (int64, error) {
-		return ttlScript.Run(ctx, b.rdb, b.keys[:1], owner).Int64()
+		return b.ttlS.Run(ctx, b.rdb, b.keys[:1], owner).Int64()
 	}, nil)
 	if err != nil {
 		return 0, fmt.Errorf("lock: ttl %q: %w", b.lname, err)

@@ -49,6 +49,7 @@ type config struct {
 	calls       callSet       // how Redis calls are bounded (see bounded)
 	logger      *slog.Logger
 	observer    Observer // WithObserver (observe.go)
+	unfenced    bool     // WithoutFencing (unfenced.go)
 	err         error    // the first invalid option
 }
 

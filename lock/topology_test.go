@@ -32,6 +32,7 @@ func TestTopologies(t *testing.T) {
 		t.Run(topo.Name, func(t *testing.T) {
 			rdb := topo.New(t)
 			t.Run("mutex", func(t *testing.T) { mutexTests(t, rdb) })
+			t.Run("unfenced mutex", func(t *testing.T) { unfencedTests(t, rdb) })
 			t.Run("rwmutex", func(t *testing.T) { rwTests(t, rdb) })
 			t.Run("lease", func(t *testing.T) { leaseTests(t, rdb) })
 			t.Run("subscriptions", func(t *testing.T) { testSubscriptionLifecycle(t, rdb) })

@@ -121,3 +121,21 @@ func lockName(key string) (name, kind string, ok bool) {
 	}
 	return "", "", false
 }
+
+// unfencedLock reads a Mutex made WithoutFencing: a string "<holds>:<owner>"
+// under a lock key. head is the value's first bytes, of strlen in all; a
+// longer owner is shown cut, with "…".
+func unfencedLock(key string, head []byte, strlen, ttl int64) (Lock, bool) {
+	if _, kind, ok := lockName(key); !ok || kind != "mutex" {
+		return Lock{}, false
+	}
+	n, owner, ok := strings.Cut(string(head), ":")
+	holds, err := strconv.ParseInt(n, 10, 64)
+	if !ok || err != nil || holds < 1 || owner == "" {
+		return Lock{}, false // some other program's string
+	}
+	if strlen > int64(len(head)) {
+		owner += "…"
+	}
+	return Lock{Key: key, Kind: "mutex (unfenced)", Owner: owner, Holds: holds, TTLms: ttl}, true
+}

@@ -73,6 +73,9 @@ func plant(t *testing.T, rdb redis.UniversalClient) {
 	h, err := lc.Mutex("orders").Lock(ctx)
 	must(t, err)
 	t.Cleanup(func() { h.Unlock(context.Background()) })
+	hu, err := lc.Mutex("carts", lock.WithoutFencing()).Lock(ctx)
+	must(t, err)
+	t.Cleanup(func() { hu.Unlock(context.Background()) })
 }
 
 func must(t *testing.T, err error) {
@@ -118,8 +121,8 @@ func TestInspectReportsPlantedTrouble(t *testing.T) {
 			if len(r.Blooms) != 1 || r.Blooms[0].Name != "users" || r.Blooms[0].BitsSet == 0 || r.Blooms[0].FillRatio <= 0 {
 				t.Errorf("blooms %+v, want users with some bits set", r.Blooms)
 			}
-			if !hasLock(r, "orders") || len(r.Locks) != 1 {
-				t.Errorf("locks %+v, want orders held (and no foreign hash)", r.Locks)
+			if !hasLock(r, "orders") || !hasLock(r, "carts") || len(r.Locks) != 2 {
+				t.Errorf("locks %+v, want orders and carts (unfenced) held (and no foreign hash)", r.Locks)
 			}
 			if len(r.DeadLetters) != 0 || len(r.Errors) != 0 {
 				t.Errorf("dead letters %+v, errors %q: want none (the planted list is foreign)", r.DeadLetters, r.Errors)

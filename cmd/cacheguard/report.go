@@ -97,7 +97,7 @@ type Bloom struct {
 // Lock is a held lock.
 type Lock struct {
 	Key   string `json:"key"`
-	Kind  string `json:"kind"` // mutex, rwmutex (writer), readers
+	Kind  string `json:"kind"` // mutex, mutex (unfenced), rwmutex (writer), readers
 	Owner string `json:"owner,omitempty"`
 	Holds int64  `json:"holds"`
 	Token string `json:"token,omitempty"`

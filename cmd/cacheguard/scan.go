@@ -160,6 +160,10 @@ func (s *scanner) examine(ctx context.Context, c *redis.Client, addr string, key
 				s.placeholder(k, ttl, addr)
 				continue
 			}
+			if l, ok := unfencedLock(k, head, strlen, ttl); ok {
+				s.rep.Locks = append(s.rep.Locks, l)
+				continue
+			}
 			if name, rest, ok := hashTagged(k); ok && rest == ":cfg" {
 				f := s.bloom(ctx, name, k)
 				follow = append(follow, f.queue)

@@ -69,7 +69,7 @@ func BenchmarkHotKeyPromotion(b *testing.B) {
 // The detector settings this module's hot-key row uses (lib_cacheguard_test.go)
 // are hotK and hotMinCount; these are the ones compared with them.
 const (
-	promoK        = 8192
+	promoK        = 10_000
 	promoMinCount = 2
 	promoWindow   = 500 * time.Millisecond
 	promotionRate = 100_000 // reads per second, about what 8 goroutines reach here

@@ -39,7 +39,7 @@ const (
 	defaultTick     = 100 * time.Millisecond
 	defaultMinCount = 100
 	maxSlots        = 1024
-	maxK            = 8192
+	maxK            = 16384
 )
 
 func defaultConfig() config {
@@ -74,7 +74,7 @@ func (c *config) validate() error {
 }
 
 // WithK sets how many keys at most can be hot at once (default 100). It must
-// be between 1 and 8192.
+// be between 1 and 16384.
 func WithK(k int) Option {
 	return func(c *config) {
 		if k < 1 || k > maxK {

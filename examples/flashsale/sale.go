@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -24,7 +25,9 @@ type config struct {
 	Stock   int64
 	Buckets int
 	Hold    time.Duration
-	// Shares of the first wave's buyers.
+	// Retry, Second: shares of the first wave's buyers who retry a request
+	// whose answer was lost, or click again later. NoPay, Cancel: shares of
+	// the holds granted that are never paid for, or are cancelled.
 	Retry, Second, NoPay, Cancel float64
 	// KillAfter: the first consumer dies after applying this many events.
 	KillAfter int64
@@ -193,6 +196,11 @@ func unsold(ctx context.Context, inv *stock.Inventory) (int64, error) {
 // buyers runs n buyers at once and returns what they saw.
 func buyers(ctx context.Context, inv *stock.Inventory, cfg config, wave string, n int, pay bool) []outcome {
 	res := make([]outcome, n)
+	// Which holds go unpaid or are cancelled follows the order in which
+	// holds were granted, spread evenly (a golden-ratio sequence), not a
+	// coin per buyer: the shares hold for any number of units, so even a
+	// small sale has holds that run out (the first hold always does).
+	var granted atomic.Int64
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -227,7 +235,8 @@ func buyers(ctx context.Context, inv *stock.Inventory, cfg config, wave string, 
 					continue
 				}
 				o.reqs = append(o.reqs, id)
-				switch p := r.Float64(); {
+				_, p := math.Modf(float64(granted.Add(1)-1) * 0.6180339887498949)
+				switch {
 				case p < cfg.NoPay: // walks away; the hold runs out
 				case p < cfg.NoPay+cfg.Cancel:
 					inv.Release(ctx, sku, id)

@@ -10,7 +10,7 @@ import (
 // hitBlock is how many serial Gets one library makes in its turn of
 // BenchmarkRedisHitSerial: enough to amortise the clock reads, few enough
 // that every library gets many turns per pass.
-const hitBlock = 64
+const hitBlock = 16
 
 // BenchmarkRedisHitSerial measures the serial Redis hit of every library in
 // one loop, taking turns (interleave_test.go), so that all see the same

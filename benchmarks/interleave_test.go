@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,6 +15,13 @@ import (
 // first. Each library's figures are the medians of its rounds, reported as
 // "<unit>@<library>"; the report command files them under
 // "<benchmark>/impl=<library>", as if each library had its own benchmark.
+//
+// The medians of two libraries come from the same rounds, but a pass's
+// median still moves with the machine. What two libraries' rounds share is
+// the stretch of machine they ran in, so each cacheguard variant's figure
+// is also divided by every other library's in the same round, and the
+// median of those ratios reported as "ratio-<variant>-<unit>@<library>":
+// the headline compares by that paired ratio (report/main.go).
 
 // minRounds is how many rounds of every library a pass of an interleaved
 // benchmark aims at, so that its medians are medians of several rounds.
@@ -54,6 +62,7 @@ func interleaved(b *testing.B, libs []string, round func(lib int) roundMetrics) 
 	for ; !quick() && i < minRounds && time.Since(start) < extraRoundsBudget; i++ {
 		one(i)
 	}
+	reportPairedRatios(b, libs, samples)
 	for l, lib := range libs {
 		units := make([]string, 0, len(samples[l]))
 		for u := range samples[l] {
@@ -62,6 +71,40 @@ func interleaved(b *testing.B, libs []string, round func(lib int) roundMetrics) 
 		sort.Strings(units)
 		for _, u := range units {
 			b.ReportMetric(median(samples[l][u]), u+"@"+lib)
+		}
+	}
+}
+
+// reportPairedRatios reports, for each cacheguard variant and each other
+// library, the median over rounds of the variant's figure over the library's
+// in the same round. Rounds where the library's figure is 0 give no ratio.
+// It runs before the medians, which sort the samples.
+func reportPairedRatios(b *testing.B, libs []string, samples []map[string][]float64) {
+	for c, cg := range libs {
+		if !strings.HasPrefix(cg, "cacheguard") {
+			continue
+		}
+		units := make([]string, 0, len(samples[c]))
+		for u := range samples[c] {
+			units = append(units, u)
+		}
+		sort.Strings(units)
+		for l, lib := range libs {
+			if strings.HasPrefix(lib, "cacheguard") {
+				continue
+			}
+			for _, u := range units {
+				mine, theirs := samples[c][u], samples[l][u]
+				var ratios []float64
+				for r := range min(len(mine), len(theirs)) {
+					if theirs[r] != 0 {
+						ratios = append(ratios, mine[r]/theirs[r])
+					}
+				}
+				if len(ratios) > 0 {
+					b.ReportMetric(median(ratios), "ratio-"+cg+"-"+u+"@"+lib)
+				}
+			}
 		}
 	}
 }

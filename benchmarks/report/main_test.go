@@ -69,3 +69,57 @@ func TestCompareByIntervals(t *testing.T) {
 		}
 	}
 }
+
+// On an interleaved row the paired ratio decides: here the medians' own
+// intervals overlap, but the ratio's interval lies below 1.
+func TestHeadlineUsesPairedRatio(t *testing.T) {
+	csv := `goos: linux
+
+,results/raw.txt
+,sec/op,CI
+Stampede/procs=1-2,1.5,±3%
+
+,results/raw.txt
+,slowest-read-ms@cacheguard,CI
+Stampede/procs=1-2,21.5,±20%
+
+,results/raw.txt
+,slowest-read-ms@jetcache,CI
+Stampede/procs=1-2,23.0,±20%
+
+,results/raw.txt
+,ratio-cacheguard-slowest-read-ms@jetcache,CI
+Stampede/procs=1-2,0.93,±2%
+`
+	r, err := parseCSV([]byte(csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	writeHeadline(&out, r)
+	if !strings.Contains(out.String(), "| Stampede, 1 process × 200 † | slowest reader (ms) | 21.5 ±20% | 23.0 ±20% (jetcache) |  | ahead (×0.93 ±2% paired) |") {
+		t.Fatalf("headline:\n%s", out.String())
+	}
+}
+
+func TestComparePaired(t *testing.T) {
+	for _, tc := range []struct {
+		ratio        value
+		higherBetter bool
+		sharedFloor  bool
+		want         string
+	}{
+		{value{0.9, "±5%"}, false, false, "ahead (×0.90 ±5% paired)"},
+		{value{1.1, "±5%"}, false, false, "behind (×1.10 ±5% paired)"},
+		{value{0.97, "±5%"}, false, false, "on par (×0.97 ±5% paired)"},
+		{value{1.03, "±1%"}, false, true, "on par (×1.03 ±1% paired)"},
+		{value{1.03, "±1%"}, false, false, "behind (×1.03 ±1% paired)"},
+		{value{1.2, "±5%"}, true, false, "ahead (×1.20 ±5% paired)"},
+		{value{0, ""}, false, false, "ahead (×0.00 paired)"},
+		{value{0.5, "∞"}, false, false, "undecided: no interval (×0.50 ±∞ paired)"},
+	} {
+		if got := comparePaired(tc.ratio, tc.higherBetter, tc.sharedFloor); got != tc.want {
+			t.Errorf("comparePaired(%v, %v, %v) = %q, want %q", tc.ratio, tc.higherBetter, tc.sharedFloor, got, tc.want)
+		}
+	}
+}

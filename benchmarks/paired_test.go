@@ -17,21 +17,27 @@ import (
 // report each one's time per op and their ratio.
 
 // pairedLoop alternates blocks of a and c and reports their ns/op and the
-// ratio c/a under the given names.
+// ratio c/a under the given names. The order of the two blocks swaps on
+// every iteration (a c, c a, a c, ...), so that neither always runs right
+// after the other or right after the loop's own bookkeeping.
 func pairedLoop(b *testing.B, block int, a, c func(), aName, cName string) {
 	var ta, tc time.Duration
 	n := 0
-	for b.Loop() {
+	timed := func(f func()) time.Duration {
 		t0 := time.Now()
 		for range block {
-			a()
+			f()
 		}
-		t1 := time.Now()
-		for range block {
-			c()
+		return time.Since(t0)
+	}
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			ta += timed(a)
+			tc += timed(c)
+		} else {
+			tc += timed(c)
+			ta += timed(a)
 		}
-		ta += t1.Sub(t0)
-		tc += time.Since(t1)
 		n += block
 	}
 	b.ReportMetric(float64(ta.Nanoseconds())/float64(n), aName+"-ns/op")

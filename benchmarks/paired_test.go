@@ -19,9 +19,13 @@ import (
 // pairedLoop alternates blocks of a and c and reports their ns/op and the
 // ratio c/a under the given names. The order of the two blocks swaps on
 // every iteration (a c, c a, a c, ...), so that neither always runs right
-// after the other or right after the loop's own bookkeeping.
+// after the other or right after the loop's own bookkeeping. The ratio is
+// the median over iterations of c's block time over a's in the same
+// iteration: a stretch of slow machine that falls on a few blocks moves the
+// sums (the ns/op figures) but not that median.
 func pairedLoop(b *testing.B, block int, a, c func(), aName, cName string) {
 	var ta, tc time.Duration
+	var ratios []float64
 	n := 0
 	timed := func(f func()) time.Duration {
 		t0 := time.Now()
@@ -31,18 +35,22 @@ func pairedLoop(b *testing.B, block int, a, c func(), aName, cName string) {
 		return time.Since(t0)
 	}
 	for i := 0; b.Loop(); i++ {
+		var da, dc time.Duration
 		if i%2 == 0 {
-			ta += timed(a)
-			tc += timed(c)
+			da = timed(a)
+			dc = timed(c)
 		} else {
-			tc += timed(c)
-			ta += timed(a)
+			dc = timed(c)
+			da = timed(a)
 		}
-		n += block
+		ta, tc, n = ta+da, tc+dc, n+block
+		if da > 0 {
+			ratios = append(ratios, float64(dc)/float64(da))
+		}
 	}
 	b.ReportMetric(float64(ta.Nanoseconds())/float64(n), aName+"-ns/op")
 	b.ReportMetric(float64(tc.Nanoseconds())/float64(n), cName+"-ns/op")
-	b.ReportMetric(float64(tc)/float64(ta), "ratio")
+	b.ReportMetric(median(ratios), "ratio")
 }
 
 // BenchmarkPaired runs cacheguard's hit paths against their baselines in

@@ -9,21 +9,7 @@ import (
 // An interleaved benchmark's "<unit>@<library>" figures become one row per
 // library, and its own figures are dropped.
 func TestParseInterleaved(t *testing.T) {
-	csv := `goos: linux
-
-,results/raw.txt
-,sec/op,CI
-Stampede/procs=1-2,1.5,±3%
-
-,results/raw.txt
-,slowest-read-ms@cacheguard,CI
-Stampede/procs=1-2,21.5,±6%
-
-,results/raw.txt
-,slowest-read-ms@jetcache,CI
-Stampede/procs=1-2,23.0,±2%
-`
-	r, err := parseCSV([]byte(csv))
+	r, err := parseCSV([]byte(stampedeCSV("21.5,±6%", "23.0,±2%")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,20 +59,7 @@ func TestCompareByIntervals(t *testing.T) {
 // On an interleaved row the paired ratio decides: here the medians' own
 // intervals overlap, but the ratio's interval lies below 1.
 func TestHeadlineUsesPairedRatio(t *testing.T) {
-	csv := `goos: linux
-
-,results/raw.txt
-,sec/op,CI
-Stampede/procs=1-2,1.5,±3%
-
-,results/raw.txt
-,slowest-read-ms@cacheguard,CI
-Stampede/procs=1-2,21.5,±20%
-
-,results/raw.txt
-,slowest-read-ms@jetcache,CI
-Stampede/procs=1-2,23.0,±20%
-
+	csv := stampedeCSV("21.5,±20%", "23.0,±20%") + `
 ,results/raw.txt
 ,ratio-cacheguard-slowest-read-ms@jetcache,CI
 Stampede/procs=1-2,0.93,±2%
@@ -122,4 +95,23 @@ func TestComparePaired(t *testing.T) {
 			t.Errorf("comparePaired(%v, %v, %v) = %q, want %q", tc.ratio, tc.higherBetter, tc.sharedFloor, got, tc.want)
 		}
 	}
+}
+
+// stampedeCSV is benchstat's CSV for a one-process stampede run in turns by
+// cacheguard and jetcache, with their slowest reader ("median,CI") as given.
+func stampedeCSV(cacheguard, jetcache string) string {
+	return `goos: linux
+
+,results/raw.txt
+,sec/op,CI
+Stampede/procs=1-2,1.5,±3%
+
+,results/raw.txt
+,slowest-read-ms@cacheguard,CI
+Stampede/procs=1-2,` + cacheguard + `
+
+,results/raw.txt
+,slowest-read-ms@jetcache,CI
+Stampede/procs=1-2,` + jetcache + `
+`
 }

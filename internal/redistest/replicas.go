@@ -160,6 +160,37 @@ func (rc *ReplicatedCluster) Failover(i int) {
 	}
 }
 
+// WaitDemotedListed waits, after Failover(i), until the promoted node
+// lists the demoted one among its replicas: until then, shard messages it
+// publishes do not reach the demoted node's subscribers.
+func (rc *ReplicatedCluster) WaitDemotedListed(i int) {
+	rc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	promoted, demoted := rc.Replicas[i].Addr, rc.Masters[i].Addr
+	pid, err := nodeID(ctx, promoted)
+	if err != nil {
+		rc.t.Fatalf("redistest: %v", err)
+	}
+	did, err := nodeID(ctx, demoted)
+	if err != nil {
+		rc.t.Fatalf("redistest: %v", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: promoted})
+	defer c.Close()
+	for {
+		nodes, err := c.Do(ctx, "CLUSTER", "REPLICAS", pid).StringSlice()
+		for _, n := range nodes {
+			if strings.HasPrefix(n, did+" ") {
+				return
+			}
+		}
+		if serr := sleepCtx(ctx, 10*time.Millisecond); serr != nil {
+			rc.t.Fatalf("redistest: %s never listed %s as its replica (last: %v, %v)", promoted, demoted, nodes, err)
+		}
+	}
+}
+
 // manualFailoverLimit is a little more than the time Redis gives a manual
 // failover (CLUSTER_MF_TIMEOUT, 5 s) before abandoning it.
 const manualFailoverLimit = 6 * time.Second

@@ -67,8 +67,11 @@ func appendEnvelope(dst []byte, flags byte, version uint64, expiry time.Time, de
 	dst = append(dst, magic0, magicEnvelope, envelopeFormat, flags)
 	dst = binary.BigEndian.AppendUint64(dst, version)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(expiry.UnixMilli()))
-	ms := delta.Milliseconds()
-	if ms < 0 {
+	// Whole milliseconds, rounded up: a load faster than a millisecond
+	// still took time, and a delta of 0 would turn early refresh off for
+	// the entry whatever its beta.
+	ms := (delta + time.Millisecond - 1).Milliseconds()
+	if delta <= 0 {
 		ms = 0
 	}
 	if ms > 1<<32-1 {

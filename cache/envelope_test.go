@@ -70,3 +70,18 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// A load shorter than the envelope's millisecond resolution is not recorded
+// as free: a recorded delta of 0 would turn early refresh off for the entry
+// whatever its beta.
+func TestEnvelopeKeepsSubMillisecondLoadTime(t *testing.T) {
+	for _, d := range []time.Duration{300 * time.Microsecond, time.Millisecond + time.Nanosecond} {
+		env, ok := decodeEnvelope(appendEnvelope(nil, 0, 0, time.Now().Add(time.Hour), d, []byte("v")))
+		if !ok || env.delta < d.Truncate(time.Millisecond) || env.delta == 0 {
+			t.Errorf("delta %v recorded as %v (ok %v), want a whole millisecond count that is not 0", d, env.delta, ok)
+		}
+	}
+	if env, _ := decodeEnvelope(appendEnvelope(nil, 0, 0, time.Now().Add(time.Hour), 0, []byte("v"))); env.delta != 0 {
+		t.Errorf("no load recorded as %v", env.delta)
+	}
+}

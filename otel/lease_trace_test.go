@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/cacheguard/cacheguard/cache"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -82,7 +83,11 @@ func TestTraceOfAMissWithALeaseWait(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	<-refreshed
+	select {
+	case <-refreshed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the early refresh never ran")
+	}
 	var get tracetest.SpanStub
 	for _, s := range exp.GetSpans() {
 		if s.Name == "cacheguard.Get" {

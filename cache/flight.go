@@ -20,6 +20,16 @@ import (
 // so an invalidation that arrives during the read keeps it out for every
 // caller.
 //
+// Most reads have nobody to share with, and a flight (an allocation, a map
+// insert and delete) would be pure cost for them. So a Get that finds no
+// flight of its key and no other such read in its shard reads "solo",
+// without a flight: it marks the shard with its key and the clock, and a
+// caller of the same key that arrives meanwhile makes the flight and adopts
+// the read (the solo reader then finishes that flight, or, on a miss, leads
+// its fill). Coalescing is unchanged: still one read per key at a time. A
+// write that forgets the key also unmarks the solo read, so that nobody
+// adopts it after the write.
+//
 // The caller that starts a flight (its leader) reads on its own context, so a
 // Redis hit costs no goroutine; if that context ends before the read
 // finishes, the flight ends "gone" and every other caller joins or starts a
@@ -61,7 +71,14 @@ const flightShards = 16
 type flightShard[V any] struct {
 	mu sync.Mutex
 	m  map[string]*flight[V]
-	_  [48]byte // keeps neighbouring shards' locks off one cache line
+	// The shard's solo read, if any (see above): soloKey is "" once a
+	// write has forgotten it; soloFlight is the flight a caller made to
+	// adopt it.
+	solo       bool
+	soloKey    string
+	soloClock  localClock
+	soloFlight *flight[V]
+	_          [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
 func (fs *flights[V]) shard(rkey string) *flightShard[V] {
@@ -77,17 +94,67 @@ func (fs *flights[V]) shard(rkey string) *flightShard[V] {
 func (fs *flights[V]) join(rkey string, clock func() localClock) (f *flight[V], lead bool) {
 	sh := fs.shard(rkey)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if f = sh.m[rkey]; f != nil {
-		sh.mu.Unlock()
 		return f, false
 	}
-	f = &flight[V]{sh: sh, clock: clock()}
+	if sh.solo && sh.soloKey == rkey {
+		// The key is being read solo: make its flight and wait for the
+		// solo reader to finish it.
+		f = sh.add(rkey, sh.soloClock)
+		sh.soloFlight = f
+		return f, false
+	}
+	return sh.add(rkey, clock()), true
+}
+
+// add puts a new flight for rkey in the table; sh.mu is held.
+func (sh *flightShard[V]) add(rkey string, clock localClock) *flight[V] {
+	f := &flight[V]{sh: sh, clock: clock}
 	if sh.m == nil {
 		sh.m = make(map[string]*flight[V])
 	}
 	sh.m[rkey] = f
-	sh.mu.Unlock()
-	return f, true
+	return f
+}
+
+// startSolo marks rkey as read solo in its shard, if no flight of rkey and
+// no other solo read of the shard is under way, and returns the clock taken
+// before the read.
+func (fs *flights[V]) startSolo(rkey string, clock func() localClock) (*flightShard[V], localClock, bool) {
+	sh := fs.shard(rkey)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.solo || (len(sh.m) > 0 && sh.m[rkey] != nil) {
+		return nil, localClock{}, false
+	}
+	sh.solo, sh.soloKey, sh.soloClock = true, rkey, clock()
+	return sh, sh.soloClock, true
+}
+
+// endSolo ends the shard's solo read of rkey. f is the flight that callers
+// who arrived meanwhile wait on (nil if none did): the solo reader finishes
+// it, or on a miss leads its fill. On a miss without such a flight, endSolo
+// makes one for the fill (lead), or returns the flight a later caller
+// started (a write forgot the solo read: it is not filled from), or nil
+// when the read must start over for the same reason.
+func (sh *flightShard[V]) endSolo(rkey string, miss bool) (f *flight[V], lead bool) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	f, forgotten := sh.soloFlight, sh.soloKey != rkey
+	sh.solo, sh.soloKey, sh.soloFlight = false, "", nil
+	switch {
+	case f != nil:
+		return f, true
+	case !miss:
+		return nil, false
+	case forgotten:
+		return nil, false
+	}
+	if f = sh.m[rkey]; f != nil {
+		return f, false
+	}
+	return sh.add(rkey, sh.soloClock), true
 }
 
 // finish hands res to f's callers and takes f out of the table (unless a
@@ -114,6 +181,9 @@ func (fs *flights[V]) forget(rkey string) {
 	sh := fs.shard(rkey)
 	sh.mu.Lock()
 	delete(sh.m, rkey)
+	if sh.soloKey == rkey {
+		sh.soloKey = "" // nobody joins the solo read from now on
+	}
 	sh.mu.Unlock()
 }
 

@@ -121,11 +121,17 @@ func (c *Cache[V]) remote(ctx context.Context, key string, load Loader[V], stale
 		return zero, ErrNotFound
 	}
 	rkey := c.cfg.prefix + key
-	for {
-		f, lead := c.flights.join(rkey, c.localClock)
-		if lead {
-			c.lead(ctx, f, key, rkey, load)
-		} else {
+	f, lead, res, clock, answered := c.solo(ctx, key, rkey, load)
+	if answered {
+		return c.answer(ctx, key, load, stale, res, clock)
+	}
+	for ; ; f = nil {
+		if f == nil {
+			if f, lead = c.flights.join(rkey, c.localClock); lead {
+				c.lead(ctx, f, key, rkey, load)
+			}
+		}
+		if !lead {
 			f.joined.Add(1)
 			if c.hooks.onJoin != nil {
 				c.hooks.onJoin(key)
@@ -149,34 +155,90 @@ func (c *Cache[V]) remote(ctx context.Context, key string, load Loader[V], stale
 		} else if res.tier == TierFill && f.joined.Load() > 0 {
 			c.observedShared(ctx)
 		}
-		if res.err != nil {
-			return c.unavailable(ctx, key, load, stale, res.err)
-		}
-		c.admit(key, res.r, res.r.size, f.clock)
-		if res.r.null {
-			return zero, ErrNotFound
-		}
-		return res.r.v, nil
+		return c.answer(ctx, key, load, stale, res, f.clock)
 	}
+}
+
+// answer turns what a read found into Get's answer, admitting it to the
+// local tier if nothing invalidated it since clock.
+func (c *Cache[V]) answer(ctx context.Context, key string, load Loader[V], stale *LocalEntry[V], res flightResult[V], clock localClock) (V, error) {
+	var zero V
+	if res.gone {
+		return zero, res.err // our own context ended during the read
+	}
+	if res.err != nil {
+		return c.unavailable(ctx, key, load, stale, res.err)
+	}
+	c.admit(key, res.r, res.r.size, clock)
+	if res.r.null {
+		return zero, ErrNotFound
+	}
+	return res.r.v, nil
+}
+
+// solo reads rkey without a flight when nobody else is reading it (see
+// flight.go). answered: res is the answer, read after clock. Otherwise the
+// read became a flight: f is the one to wait on (lead: this caller started
+// its fill), or nil when there was no solo read or it must start over.
+func (c *Cache[V]) solo(ctx context.Context, key, rkey string, load Loader[V]) (f *flight[V], lead bool, res flightResult[V], clock localClock, answered bool) {
+	sh, clock, ok := c.flights.startSolo(rkey, c.localClock)
+	if !ok {
+		return nil, false, res, clock, false
+	}
+	ended := false
+	defer func() {
+		if !ended { // a panic on the way: release whoever joined, re-raise
+			if f, _ := sh.endSolo(rkey, false); f != nil {
+				c.flights.finish(rkey, f, flightResult[V]{gone: true})
+			}
+		}
+	}()
+	res, env, miss := c.read(ctx, key, rkey)
+	f, lead = sh.endSolo(rkey, miss)
+	ended = true
+	if !miss {
+		if f != nil { // callers that arrived during the read take its answer
+			c.flights.finish(rkey, f, res)
+		}
+		if res.tier == TierRedis && !res.r.null {
+			c.maybeRefresh(ctx, key, rkey, env, load)
+		}
+		return nil, false, res, clock, true
+	}
+	if lead {
+		c.leadMiss(ctx, f, key, rkey, load)
+	}
+	return f, lead, res, clock, false
 }
 
 // lead runs the read of flight f: one GET, and on a miss the fill (which
 // ends the flight when it is done). Whatever happens, f ends.
 func (c *Cache[V]) lead(ctx context.Context, f *flight[V], key, rkey string, load Loader[V]) {
 	ended := false
-	finish := func(res flightResult[V]) {
-		ended = true
-		c.flights.finish(rkey, f, res)
-	}
 	defer func() {
 		if !ended { // a panic on the way: release the callers, re-raise
 			c.flights.finish(rkey, f, flightResult[V]{gone: true})
 		}
 	}()
+	res, env, miss := c.read(ctx, key, rkey)
+	ended = true
+	if !miss {
+		c.flights.finish(rkey, f, res)
+		if res.tier == TierRedis && !res.r.null {
+			c.maybeRefresh(ctx, key, rkey, env, load)
+		}
+		return
+	}
+	c.leadMiss(ctx, f, key, rkey, load)
+}
+
+// read is the GET of a read: the breaker, the command and the decoding. On
+// a miss nothing usable is cached and a fill comes next; otherwise res is the
+// answer: a hit, an error, or gone with the error if ctx ended.
+func (c *Cache[V]) read(ctx context.Context, key, rkey string) (res flightResult[V], env envelope, miss bool) {
 	done, err := c.allow(key)
 	if err != nil {
-		finish(flightResult[V]{err: err})
-		return
+		return flightResult[V]{err: err}, env, false
 	}
 	raw, err := c.rdb.Get(ctx, rkey).Bytes()
 	err = callerErr(ctx, err)
@@ -187,30 +249,37 @@ func (c *Cache[V]) lead(ctx context.Context, f *flight[V], key, rkey string, loa
 	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		if isCtxErr(err) {
-			finish(flightResult[V]{gone: true, err: err})
-			return
+			return flightResult[V]{gone: true, err: err}, env, false
 		}
-		finish(flightResult[V]{err: c.redisError(key, "get", err)})
-		return
+		return flightResult[V]{err: c.redisError(key, "get", err)}, env, false
 	}
 	if err == nil {
 		if r, env, ok := c.decodeHit(key, raw); ok {
 			c.observed(ctx, TierRedis)
-			finish(flightResult[V]{r: r, tier: TierRedis})
-			if !r.null {
-				c.maybeRefresh(ctx, key, rkey, env, load)
-			}
-			return
+			return flightResult[V]{r: r, tier: TierRedis}, env, false
 		}
 	}
+	return res, env, true
+}
+
+// leadMiss runs the rest of flight f's read after a miss: the fill, which
+// ends f when it is done. Whatever happens, f ends.
+func (c *Cache[V]) leadMiss(ctx context.Context, f *flight[V], key, rkey string, load Loader[V]) {
+	filling := false
+	defer func() {
+		if !filling { // a panic of the filter's: release the callers, re-raise
+			c.flights.finish(rkey, f, flightResult[V]{gone: true})
+		}
+	}()
 	c.stats.misses.Add(1)
 	c.observed(ctx, TierFill)
-	if c.absent(ctx, c.cfg.missFilter, key) {
-		finish(flightResult[V]{r: result[V]{null: true, noLocal: true}, tier: TierFill})
+	absent := c.absent(ctx, c.cfg.missFilter, key)
+	filling = true
+	if absent {
+		c.flights.finish(rkey, f, flightResult[V]{r: result[V]{null: true, noLocal: true}, tier: TierFill})
 		return
 	}
-	ended = true // the fill ends the flight
-	c.sharedFill(ctx, f, key, rkey, load)
+	c.sharedFill(ctx, f, key, rkey, load) // which ends the flight
 }
 
 // countJoined counts, for a caller that joined another's flight, what the

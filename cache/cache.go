@@ -51,6 +51,8 @@ type Cache[V any] struct {
 	clockUsed atomic.Bool   // a local read happened since the last tick
 	clockWake chan struct{} // wakes a paused coarse clock
 	invalSeq  atomic.Uint64 // bumped by every invalidation
+	// admitLocks orders admissions against invalidations (local_order.go).
+	admitLocks *admitLocks
 	// subscribed is closed once the first subscription is confirmed.
 	subscribed     chan struct{}
 	subscribedOnce sync.Once
@@ -309,6 +311,7 @@ func (c *Cache[V]) startLocal() error {
 		return err
 	}
 	c.local = store
+	c.admitLocks = new(admitLocks)
 	c.epoch.Store(1) // down until the first subscription is confirmed
 	c.coarseNow.Store(time.Now().UnixNano())
 	c.clockWake = make(chan struct{}, 1)

@@ -51,10 +51,7 @@ import (
 // the message is still sent, detached from ctx.
 func (c *Cache[V]) afterWrite(ctx context.Context, keys ...string) {
 	if c.local != nil {
-		c.invalSeq.Add(1)
-		for _, k := range keys {
-			c.local.Del(k)
-		}
+		c.dropLocal(keys)
 	}
 	c.publish(ctx, keys)
 }

@@ -174,10 +174,15 @@ func (c *Cache[V]) subscriptionUp(trustUntil time.Time) {
 }
 
 // flushLocal clears the local tier when an invalidation may have been lost
-// while the subscription stayed up. Bumping invalSeq first keeps reads in
-// flight from admitting what they fetched before the flush.
+// while the subscription stayed up. It moves the epoch on by two (it stays
+// up) before clearing: reads in flight then do not admit what they fetched
+// before the flush, and an entry one of them stored anyway, around the
+// Clear, is of the old epoch and never served.
 func (c *Cache[V]) flushLocal() {
 	c.invalSeq.Add(1)
+	if e := c.epoch.Load(); e%2 == 0 {
+		c.epoch.CompareAndSwap(e, e+2) // a failed swap: it went down, which is as good
+	}
 	c.local.Clear()
 	c.stats.localFlushes.Add(1)
 }
@@ -213,10 +218,7 @@ func (c *Cache[V]) onInvalidation(payload string, seqs map[[sourceIDSize]byte]ui
 		}
 		seqs[m.src] = m.seq
 	}
-	c.invalSeq.Add(1)
-	for _, k := range m.keys {
-		c.local.Del(k)
-	}
+	c.dropLocal(m.keys)
 	c.forget(m.keys)
 	if c.hooks.onInvalidate != nil {
 		c.hooks.onInvalidate(m.keys)

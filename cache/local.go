@@ -19,8 +19,9 @@ import (
 // LocalStore is the in-process tier's storage. The default is ristretto
 // (WithLocal); another implementation can be plugged in with WithLocalStore.
 // Implementations must be safe for concurrent use; Set may drop an entry
-// (admission policies do), Get must not return an entry after Del or Clear
-// returned. Close may be called while other calls are still finishing; calls
+// (admission policies do); once Del or Clear returned, Get must not return
+// an entry Set before it was called (a store that applies Sets later, as
+// ristretto does, must apply or discard them first). Close may be called while other calls are still finishing; calls
 // after it must do nothing (Get reports a miss).
 type LocalStore[V any] interface {
 	Get(key string) (*LocalEntry[V], bool)
@@ -207,10 +208,15 @@ func (s *ristrettoStore[V]) Set(key string, e *LocalEntry[V], cost int64, _ time
 	s.mu.RUnlock()
 }
 
+// Del waits for ristretto's goroutine: ristretto stores a new key later, on
+// that goroutine, and a Del that comes first finds nothing to delete at once
+// and only queues the deletion behind the pending Set. Until the queue
+// reaches it, the deleted value would be served.
 func (s *ristrettoStore[V]) Del(key string) {
 	s.mu.RLock()
 	if !s.closed {
 		s.c.Del(key)
+		s.c.Wait()
 	}
 	s.mu.RUnlock()
 }
@@ -262,12 +268,16 @@ func (c *Cache[V]) admit(key string, r result[V], size int, before localClock) {
 	ttl := jittered(c.cfg.local.ttl, c.cfg.jitter)
 	e := &LocalEntry[V]{Value: r.v, Null: r.null, epoch: epoch,
 		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano()}
-	c.local.Set(key, e, int64(size+len(key)+64), ttl+c.cfg.local.stale)
+	// Checked again and stored under the key's lock: an invalidation
+	// either sees the entry and deletes it, or made this check fail
+	// (local_order.go).
+	mu := c.admitLocks.of(key)
+	mu.Lock()
+	defer mu.Unlock()
 	if c.localClock() != before {
-		// An invalidation landed between the check above and the Set; it
-		// may have missed the entry, so drop it ourselves.
-		c.local.Del(key)
+		return
 	}
+	c.local.Set(key, e, int64(size+len(key)+64), ttl+c.cfg.local.stale)
 }
 
 // localClock is read before going to Redis and compared before admitting what

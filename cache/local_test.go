@@ -272,3 +272,28 @@ func TestLocalOptions(t *testing.T) {
 		t.Errorf("zero local TTL: %v", err)
 	}
 }
+
+// LocalStore's contract: Get must not return an entry after Del returned.
+// ristrettoStore applies a Set of a new key later, on ristretto's goroutine;
+// a Del of the key before that deletes nothing at once and queues its
+// deletion behind the Set, so the value shows up in between.
+func TestRistrettoStoreDelHidesPendingSet(t *testing.T) {
+	s, err := newRistrettoStore[int](1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bad := 0
+	for i := 0; i < 5000 && bad == 0; i++ {
+		k := fmt.Sprint("k", i%64)
+		s.Set(k, &LocalEntry[int]{Value: i}, 8, time.Second)
+		s.Del(k) // the Del returned: from now on no Get may see i
+		for j := 0; j < 20; j++ {
+			if e, ok := s.Get(k); ok && e.Value == i {
+				bad++
+				t.Errorf("iteration %d: Get after Del returned the deleted entry", i)
+				break
+			}
+		}
+	}
+}

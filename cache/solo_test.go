@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,40 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// holdFirstGet holds the first GET of a key under prefix until release is
-// closed, and signals held when it has it.
-type holdFirstGet struct {
-	rt      *roundTrips
-	taken   atomic.Bool
-	held    chan struct{}
-	release chan struct{}
-}
-
-func newHoldFirstGet(prefix string) *holdFirstGet {
-	return &holdFirstGet{rt: &roundTrips{prefix: prefix}, held: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (h *holdFirstGet) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *holdFirstGet) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "get" && h.rt.ours(cmd) && h.taken.CompareAndSwap(false, true) {
-			close(h.held)
-			<-h.release
-		}
-		return next(ctx, cmd)
-	}
-}
-func (h *holdFirstGet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // A Get alone on its key reads without a flight; a caller that arrives
 // during that read shares it, but a caller that arrives after a write of the
 // key does not: it reads on its own and sees the write.
 func TestSoloReadSharedUntilAWrite(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		hold := newHoldFirstGet(prefixFor(t))
+		hold := newHeldGet(prefixFor(t), false)
 		rdb.AddHook(hold)
 		joined := make(chan string, 4)
 		c := newCache[string](t, rdb, withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
@@ -105,7 +79,7 @@ func (p *panicOnce) Unmarshal(b []byte, v any) error {
 func TestSoloReadPanicReleasesSharers(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		hold := newHoldFirstGet(prefixFor(t))
+		hold := newHeldGet(prefixFor(t), false)
 		rdb.AddHook(hold)
 		joined := make(chan string, 4)
 		type item struct{ N int }
@@ -138,5 +112,279 @@ func TestSoloReadPanicReleasesSharers(t *testing.T) {
 		if err := <-second; err != nil {
 			t.Fatalf("the caller that shared the panicked read: %v; want the value from a read of its own", err)
 		}
+	})
+}
+
+// heldGet holds the first GET of a key under prefix: before sending it
+// (after=false) or after its reply came back (after=true). If the caller's
+// context ended while held, the GET fails with the context's error.
+type heldGet struct {
+	rt      *roundTrips
+	after   bool
+	taken   atomic.Bool
+	held    chan struct{}
+	release chan struct{}
+}
+
+func newHeldGet(prefix string, after bool) *heldGet {
+	return &heldGet{rt: &roundTrips{prefix: prefix}, after: after, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *heldGet) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *heldGet) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() != "get" || !h.rt.ours(cmd) || !h.taken.CompareAndSwap(false, true) {
+			return next(ctx, cmd)
+		}
+		var err error
+		if h.after {
+			err = next(ctx, cmd)
+		}
+		close(h.held)
+		<-h.release
+		if h.after {
+			return err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			cmd.SetErr(cerr)
+			return cerr
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *heldGet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func recvOr[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// checkFlightsIdle checks the flight table is empty and no solo read is marked.
+func checkFlightsIdle[V any](t *testing.T, c *Cache[V]) {
+	t.Helper()
+	for i := range c.flights.shards {
+		sh := &c.flights.shards[i]
+		sh.mu.Lock()
+		n, solo, sk, sf := len(sh.m), sh.solo, sh.soloKey, sh.soloFlight
+		sh.mu.Unlock()
+		if n != 0 || solo || sk != "" || sf != nil {
+			t.Errorf("shard %d not idle: %d flights, solo=%v key=%q flight=%v", i, n, solo, sk, sf != nil)
+		}
+	}
+}
+
+func answeredCalls(s Stats) uint64 { return s.Hits + s.Misses + s.NullHits }
+
+type getAnswer struct {
+	v   string
+	err error
+}
+
+// The solo reader's context ends mid-read: it gets its context error; a Get
+// and a GetMany that adopted its read are not failed, they read again.
+func TestSoloReaderCancelledSharersRetry(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		hold := newHeldGet(prefixFor(t), false)
+		rdb.AddHook(hold)
+		joined := make(chan string, 8)
+		c := newCache[string](t, rdb, withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
+		if err := c.Set(ctx, "k", "v1"); err != nil {
+			t.Fatal(err)
+		}
+		base := answeredCalls(c.Stats())
+		noLoad := func(context.Context, string) (string, error) { return "", errors.New("loader called") }
+		actx, cancel := context.WithCancel(ctx)
+		a, b, m := make(chan getAnswer, 1), make(chan getAnswer, 1), make(chan getAnswer, 1)
+		go func() { v, err := c.Get(actx, "k", noLoad); a <- getAnswer{v, err} }()
+		recvOr(t, hold.held, "held")
+		go func() { v, err := c.Get(ctx, "k", noLoad); b <- getAnswer{v, err} }()
+		recvOr(t, joined, "join 1")
+		go func() {
+			out, err := c.GetMany(ctx, []string{"k"}, func(context.Context, []string) (map[string]string, error) {
+				return nil, errors.New("batch loader called")
+			})
+			m <- getAnswer{out["k"], err}
+		}()
+		recvOr(t, joined, "join 2")
+		cancel()
+		close(hold.release)
+		if r := recvOr(t, a, "a"); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("cancelled reader: %q, %v", r.v, r.err)
+		}
+		for name, ch := range map[string]chan getAnswer{"get": b, "getmany": m} {
+			if r := recvOr(t, ch, name); r.err != nil || r.v != "v1" {
+				t.Fatalf("%s sharer: %q, %v", name, r.v, r.err)
+			}
+		}
+		if got := answeredCalls(c.Stats()) - base; got != 2 {
+			t.Fatalf("hits+misses+nullhits = %d for 2 answered calls", got)
+		}
+		checkFlightsIdle(t, c)
+	})
+}
+
+// A solo read that misses while a write lands during it: the sharer and the
+// reader take the fill; a Get after the write reads on its own at once.
+func TestSoloMissWriteDuringRead(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		hold := newHeldGet(prefixFor(t), true)
+		rdb.AddHook(hold)
+		joined := make(chan string, 8)
+		c := newCache[string](t, rdb, withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
+		c.Delete(ctx, "k")
+		var loads atomic.Int64
+		load := func(context.Context, string) (string, error) { loads.Add(1); return "loaded", nil }
+		a, b := make(chan getAnswer, 1), make(chan getAnswer, 1)
+		go func() { v, err := c.Get(ctx, "k", load); a <- getAnswer{v, err} }()
+		recvOr(t, hold.held, "held")
+		go func() { v, err := c.Get(ctx, "k", load); b <- getAnswer{v, err} }()
+		recvOr(t, joined, "join")
+		if err := c.Set(ctx, "k", "v2"); err != nil {
+			t.Fatal(err)
+		}
+		late, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if v, err := c.Get(late, "k", load); err != nil || v != "v2" {
+			t.Fatalf("Get after write: %q, %v", v, err)
+		}
+		close(hold.release)
+		ra, rb := recvOr(t, a, "a"), recvOr(t, b, "b")
+		if ra.err != nil || rb.err != nil || ra.v != rb.v {
+			t.Fatalf("a %q %v, b %q %v", ra.v, ra.err, rb.v, rb.err)
+		}
+		if got := answeredCalls(c.Stats()); got != 3 {
+			t.Fatalf("hits+misses+nullhits = %d for 3 calls (%+v)", got, c.Stats())
+		}
+		if len(joined) != 0 {
+			t.Fatalf("extra joins")
+		}
+		checkFlightsIdle(t, c)
+	})
+}
+
+// A solo miss forgotten by a Delete, nobody sharing: the reader reads again
+// and loads once; one call counted.
+func TestSoloMissForgottenAlone(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		hold := newHeldGet(prefixFor(t), true)
+		rdb.AddHook(hold)
+		c := newCache[string](t, rdb)
+		var loads atomic.Int64
+		load := func(context.Context, string) (string, error) { loads.Add(1); return "loaded", nil }
+		c.Delete(ctx, "k")
+		a := make(chan getAnswer, 1)
+		go func() { v, err := c.Get(ctx, "k", load); a <- getAnswer{v, err} }()
+		recvOr(t, hold.held, "held")
+		if err := c.Delete(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		close(hold.release)
+		if r := recvOr(t, a, "a"); r.err != nil || r.v != "loaded" {
+			t.Fatalf("%q %v", r.v, r.err)
+		}
+		if loads.Load() != 1 {
+			t.Fatalf("%d loads", loads.Load())
+		}
+		if got := answeredCalls(c.Stats()); got != 1 {
+			t.Fatalf("hits+misses+nullhits = %d for 1 call (%+v)", got, c.Stats())
+		}
+		checkFlightsIdle(t, c)
+	})
+}
+
+// An invalidation from another instance lands while a solo read (and a
+// caller sharing it) holds the old value: neither admits it to the local
+// tier, and a Get after the invalidation does not join the old read.
+func TestSoloReadInvalidatedNotAdmitted(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		hold := newHeldGet(prefixFor(t), true)
+		got := make(chan []string, 8)
+		joined := make(chan string, 8)
+		w := localCache(t, rdb)
+		if err := w.Set(ctx, "k", "v1"); err != nil {
+			t.Fatal(err)
+		}
+		r := localCache(t, rdb, withHooks(&hooks{onInvalidate: func(k []string) { got <- k }, onJoin: func(k string) { joined <- k }}))
+		rdb.AddHook(hold)
+		a, b := make(chan getAnswer, 1), make(chan getAnswer, 1)
+		go func() { v, err := r.Get(ctx, "k", never(t)); a <- getAnswer{v, err} }()
+		recvOr(t, hold.held, "held")
+		go func() { v, err := r.Get(ctx, "k", never(t)); b <- getAnswer{v, err} }()
+		recvOr(t, joined, "join")
+		if err := w.Set(ctx, "k", "v2"); err != nil {
+			t.Fatal(err)
+		}
+		recvOr(t, got, "invalidation")
+		late, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if v, err := r.Get(late, "k", never(t)); err != nil || v != "v2" {
+			t.Fatalf("Get after invalidation: %q %v", v, err)
+		}
+		close(hold.release)
+		ra, rb := recvOr(t, a, "a"), recvOr(t, b, "b")
+		if ra.err != nil || rb.err != nil || ra.v != "v1" || rb.v != "v1" {
+			t.Fatalf("a %q %v, b %q %v", ra.v, ra.err, rb.v, rb.err)
+		}
+		settle(r)
+		for i := 0; i < 3; i++ {
+			if v, err := r.Get(ctx, "k", never(t)); err != nil || v != "v2" {
+				t.Fatalf("Get %d after all: %q %v (stale local admission?)", i, v, err)
+			}
+		}
+		checkFlightsIdle(t, r)
+	})
+}
+
+// A GetMany that adopted a solo read whose codec panics is released and
+// reads again; the panic reaches the solo reader.
+func TestSoloReadPanicGetManySharer(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		hold := newHeldGet(prefixFor(t), false)
+		rdb.AddHook(hold)
+		joined := make(chan string, 4)
+		type item struct{ N int }
+		c := newCache[item](t, rdb, WithCodec(&panicOnce{}), withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
+		if err := c.Set(ctx, "k", item{7}); err != nil {
+			t.Fatal(err)
+		}
+		noLoad := func(context.Context, string) (item, error) { return item{}, errors.New("loader called") }
+		panicked := make(chan any, 1)
+		go func() {
+			defer func() { panicked <- recover() }()
+			c.Get(ctx, "k", noLoad)
+		}()
+		recvOr(t, hold.held, "held")
+		second := make(chan error, 1)
+		go func() {
+			out, err := c.GetMany(ctx, []string{"k"}, func(context.Context, []string) (map[string]item, error) {
+				return nil, errors.New("batch loader called")
+			})
+			if err == nil && out["k"].N != 7 {
+				err = fmt.Errorf("got %v", out)
+			}
+			second <- err
+		}()
+		recvOr(t, joined, "join")
+		close(hold.release)
+		if p := recvOr(t, panicked, "panic"); p == nil {
+			t.Fatal("no panic")
+		}
+		if err := recvOr(t, second, "getmany"); err != nil {
+			t.Fatal(err)
+		}
+		checkFlightsIdle(t, c)
 	})
 }

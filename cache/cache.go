@@ -37,7 +37,7 @@ type Cache[V any] struct {
 	mu      sync.RWMutex // orders bg.Add against Close's bg.Wait
 	closed  atomic.Bool
 
-	refreshing sync.Map // rkey -> struct{}: early refreshes under way here
+	refreshing sync.Map // rkey -> header (string) of the entry being refreshed here
 	held       sync.Map // lease -> struct{}: leases taken here and not yet given up (close.go)
 
 	// The local tier (nil when off) and its invalidation state.

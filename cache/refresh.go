@@ -75,18 +75,34 @@ func (c *Cache[V]) shouldRefresh(env envelope) bool {
 }
 
 // maybeRefresh starts a background refresh of key if XFetch says so and none
-// is under way in this process.
+// of this generation of the entry is under way in this process.
+//
+// c.refreshing holds, per key, the header of the entry being refreshed. A
+// refresh of an older header does not hold a new one back: it was for an
+// entry since replaced or marked stale again (its own fill will be refused,
+// or already landed and was then marked), exactly as a write makes later
+// Gets start their own fill instead of joining an older one.
 func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envelope, load Loader[V]) {
 	if !c.shouldRefresh(env) {
 		return
 	}
-	if _, busy := c.refreshing.LoadOrStore(rkey, struct{}{}); busy {
-		return
+	gen := string(env.header)
+	for {
+		old, busy := c.refreshing.LoadOrStore(rkey, gen)
+		if !busy {
+			break
+		}
+		if old == gen {
+			return
+		}
+		if c.refreshing.CompareAndSwap(rkey, old, gen) {
+			break
+		}
 	}
-	header := append([]byte(nil), env.header...)
+	header := []byte(gen)
 	detached := context.WithoutCancel(ctx)
 	started := c.goBackground(func() {
-		defer c.refreshing.Delete(rkey)
+		defer c.refreshing.CompareAndDelete(rkey, gen)
 		rctx, cancel := context.WithCancel(detached)
 		defer cancel()
 		stop := context.AfterFunc(c.closing, cancel)
@@ -94,7 +110,7 @@ func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envel
 		c.refresh(rctx, key, rkey, header, load)
 	})
 	if !started {
-		c.refreshing.Delete(rkey)
+		c.refreshing.CompareAndDelete(rkey, gen)
 		return
 	}
 	c.observedRefresh(ctx)

@@ -85,3 +85,49 @@ func TestMarkStaleOnLeaseAndNull(t *testing.T) {
 		t.Fatalf("zero maxStale: %v", err)
 	}
 }
+
+// A refresh still finishing (its value landed, its goroutine not yet done)
+// does not keep the entry from being refreshed again after a later
+// MarkStale: that refresh was for an older generation of the entry.
+func TestRefreshAfterMarkStaleWhileTheLastOneFinishes(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := newCache[int](t, rdb)
+		var loads atomic.Int64
+		load := func(context.Context, string) (int, error) { return int(loads.Add(1)), nil }
+		if v, err := c.Get(ctx, "k", load); err != nil || v != 1 {
+			t.Fatalf("warm-up: %d, %v", v, err)
+		}
+		landed := make(chan struct{})
+		finish := make(chan struct{})
+		refreshed := make(chan struct{}, 2)
+		var fills atomic.Int32
+		c.hooks.onRefresh = func(string) { refreshed <- struct{}{} }
+		c.hooks.onFill = func(string, bool) {
+			if fills.Add(1) == 1 {
+				close(landed)
+				<-finish // the first refresh stays unfinished
+			}
+		}
+		defer close(finish)
+		if err := c.MarkStale(ctx, time.Minute, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := c.Get(ctx, "k", load); err != nil || v != 1 {
+			t.Fatalf("stale read: %d, %v; want 1", v, err)
+		}
+		<-landed
+		<-refreshed
+		if err := c.MarkStale(ctx, time.Minute, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := c.Get(ctx, "k", load); err != nil || v != 2 {
+			t.Fatalf("read after the second MarkStale: %d, %v; want the refreshed 2, stale", v, err)
+		}
+		select {
+		case <-refreshed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no refresh after the second MarkStale: the first, still finishing, kept it out")
+		}
+	})
+}

@@ -75,44 +75,57 @@ func (p *panicOnce) Unmarshal(b []byte, v any) error {
 }
 
 // A panic in a solo read (here the codec's) is the panicking caller's; a
-// caller that shared the read is released and reads again.
+// Get or a GetMany that shared the read is released and reads again.
 func TestSoloReadPanicReleasesSharers(t *testing.T) {
-	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx := context.Background()
-		hold := newHeldGet(prefixFor(t), false)
-		rdb.AddHook(hold)
-		joined := make(chan string, 4)
-		type item struct{ N int }
-		c := newCache[item](t, rdb, WithCodec(&panicOnce{}), withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
-		if err := c.Set(ctx, "k", item{7}); err != nil {
-			t.Fatal(err)
-		}
-		noLoad := func(context.Context, string) (item, error) { return item{}, errors.New("loader called on a hit") }
-		panicked := make(chan any, 1)
-		go func() {
-			defer func() { panicked <- recover() }()
-			c.Get(ctx, "k", noLoad)
-		}()
-		<-hold.held
-		second := make(chan error, 1)
-		go func() {
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			v, err := c.Get(wctx, "k", noLoad)
-			if err == nil && v.N != 7 {
-				err = errors.New("wrong value")
-			}
-			second <- err
-		}()
-		<-joined
-		close(hold.release)
-		if p := <-panicked; p == nil {
-			t.Fatal("the codec's panic did not reach the caller whose read it was")
-		}
-		if err := <-second; err != nil {
-			t.Fatalf("the caller that shared the panicked read: %v; want the value from a read of its own", err)
-		}
-	})
+	type item struct{ N int }
+	sharers := map[string]func(ctx context.Context, c *Cache[item]) (item, error){
+		"get": func(ctx context.Context, c *Cache[item]) (item, error) {
+			return c.Get(ctx, "k", func(context.Context, string) (item, error) { return item{}, errors.New("loader called on a hit") })
+		},
+		"getmany": func(ctx context.Context, c *Cache[item]) (item, error) {
+			out, err := c.GetMany(ctx, []string{"k"}, func(context.Context, []string) (map[string]item, error) {
+				return nil, errors.New("batch loader called on a hit")
+			})
+			return out["k"], err
+		},
+	}
+	for name, share := range sharers {
+		t.Run(name, func(t *testing.T) {
+			onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+				ctx := context.Background()
+				hold := newHeldGet(prefixFor(t), false)
+				rdb.AddHook(hold)
+				joined := make(chan string, 4)
+				c := newCache[item](t, rdb, WithCodec(&panicOnce{}), withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
+				if err := c.Set(ctx, "k", item{7}); err != nil {
+					t.Fatal(err)
+				}
+				panicked := make(chan any, 1)
+				go func() {
+					defer func() { panicked <- recover() }()
+					c.Get(ctx, "k", func(context.Context, string) (item, error) { return item{}, errors.New("loader called on a hit") })
+				}()
+				recvOr(t, hold.held, "the solo read")
+				second := make(chan error, 1)
+				go func() {
+					v, err := share(ctx, c)
+					if err == nil && v.N != 7 {
+						err = fmt.Errorf("got %+v", v)
+					}
+					second <- err
+				}()
+				recvOr(t, joined, "the sharer joining")
+				close(hold.release)
+				if p := recvOr(t, panicked, "the panic"); p == nil {
+					t.Fatal("the codec's panic did not reach the caller whose read it was")
+				}
+				if err := recvOr(t, second, "the sharer"); err != nil {
+					t.Fatalf("the caller that shared the panicked read: %v; want the value from a read of its own", err)
+				}
+				checkFlightsIdle(t, c)
+			})
+		})
+	}
 }
 
 // heldGet holds the first GET of a key under prefix: before sending it
@@ -344,47 +357,5 @@ func TestSoloReadInvalidatedNotAdmitted(t *testing.T) {
 			}
 		}
 		checkFlightsIdle(t, r)
-	})
-}
-
-// A GetMany that adopted a solo read whose codec panics is released and
-// reads again; the panic reaches the solo reader.
-func TestSoloReadPanicGetManySharer(t *testing.T) {
-	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx := context.Background()
-		hold := newHeldGet(prefixFor(t), false)
-		rdb.AddHook(hold)
-		joined := make(chan string, 4)
-		type item struct{ N int }
-		c := newCache[item](t, rdb, WithCodec(&panicOnce{}), withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
-		if err := c.Set(ctx, "k", item{7}); err != nil {
-			t.Fatal(err)
-		}
-		noLoad := func(context.Context, string) (item, error) { return item{}, errors.New("loader called") }
-		panicked := make(chan any, 1)
-		go func() {
-			defer func() { panicked <- recover() }()
-			c.Get(ctx, "k", noLoad)
-		}()
-		recvOr(t, hold.held, "held")
-		second := make(chan error, 1)
-		go func() {
-			out, err := c.GetMany(ctx, []string{"k"}, func(context.Context, []string) (map[string]item, error) {
-				return nil, errors.New("batch loader called")
-			})
-			if err == nil && out["k"].N != 7 {
-				err = fmt.Errorf("got %v", out)
-			}
-			second <- err
-		}()
-		recvOr(t, joined, "join")
-		close(hold.release)
-		if p := recvOr(t, panicked, "panic"); p == nil {
-			t.Fatal("no panic")
-		}
-		if err := recvOr(t, second, "getmany"); err != nil {
-			t.Fatal(err)
-		}
-		checkFlightsIdle(t, c)
 	})
 }

@@ -82,11 +82,16 @@ type flightShard[V any] struct {
 }
 
 func (fs *flights[V]) shard(rkey string) *flightShard[V] {
-	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(rkey); i++ {
-		h = (h ^ uint32(rkey[i])) * 16777619
+	return &fs.shards[fnv1a(rkey)%flightShards]
+}
+
+// fnv1a hashes s (FNV-1a, 32 bits) to spread keys over lock stripes.
+func fnv1a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
 	}
-	return &fs.shards[h%flightShards]
+	return h
 }
 
 // join returns the flight for rkey, starting one (lead is then true) if none
@@ -146,9 +151,7 @@ func (sh *flightShard[V]) endSolo(rkey string, miss bool) (f *flight[V], lead bo
 	switch {
 	case f != nil:
 		return f, true
-	case !miss:
-		return nil, false
-	case forgotten:
+	case !miss || forgotten:
 		return nil, false
 	}
 	if f = sh.m[rkey]; f != nil {

@@ -200,9 +200,7 @@ func (c *Cache[V]) solo(ctx context.Context, key, rkey string, load Loader[V]) (
 		if f != nil { // callers that arrived during the read take its answer
 			c.flights.finish(rkey, f, res)
 		}
-		if res.tier == TierRedis && !res.r.null {
-			c.maybeRefresh(ctx, key, rkey, env, load)
-		}
+		c.refreshAfterHit(ctx, key, rkey, res, env, load)
 		return nil, false, res, clock, true
 	}
 	if lead {
@@ -224,12 +222,18 @@ func (c *Cache[V]) lead(ctx context.Context, f *flight[V], key, rkey string, loa
 	ended = true
 	if !miss {
 		c.flights.finish(rkey, f, res)
-		if res.tier == TierRedis && !res.r.null {
-			c.maybeRefresh(ctx, key, rkey, env, load)
-		}
+		c.refreshAfterHit(ctx, key, rkey, res, env, load)
 		return
 	}
 	c.leadMiss(ctx, f, key, rkey, load)
+}
+
+// refreshAfterHit starts an early refresh of a value just read from Redis,
+// if it is due (after the read's callers have their answer).
+func (c *Cache[V]) refreshAfterHit(ctx context.Context, key, rkey string, res flightResult[V], env envelope, load Loader[V]) {
+	if res.tier == TierRedis && !res.r.null {
+		c.maybeRefresh(ctx, key, rkey, env, load)
+	}
 }
 
 // read is the GET of a read: the breaker, the command and the decoding. On

@@ -21,8 +21,9 @@ import (
 // Implementations must be safe for concurrent use; Set may drop an entry
 // (admission policies do); once Del or Clear returned, Get must not return
 // an entry Set before it was called (a store that applies Sets later, as
-// ristretto does, must apply or discard them first). Close may be called while other calls are still finishing; calls
-// after it must do nothing (Get reports a miss).
+// ristretto does, must apply or discard them first). Close may be called
+// while other calls are still finishing; calls after it must do nothing
+// (Get reports a miss).
 type LocalStore[V any] interface {
 	Get(key string) (*LocalEntry[V], bool)
 	// Set stores e with a cost in bytes, for at most ttl.

@@ -27,11 +27,7 @@ type admitLocks struct {
 const admitStripes = 64
 
 func (l *admitLocks) of(key string) *sync.Mutex {
-	h := uint32(2166136261) // FNV-1a
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
-	}
-	return &l.stripes[h%admitStripes].Mutex
+	return &l.stripes[fnv1a(key)%admitStripes].Mutex
 }
 
 // dropLocal removes keys from the local tier after a write or an

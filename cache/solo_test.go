@@ -26,15 +26,11 @@ func TestSoloReadSharedUntilAWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		noLoad := func(context.Context, string) (string, error) { return "", errors.New("loader called on a hit") }
-		type answer struct {
-			v   string
-			err error
-		}
-		get := func(out chan<- answer) {
+		get := func(out chan<- getAnswer) {
 			v, err := c.Get(ctx, "k", noLoad)
-			out <- answer{v, err}
+			out <- getAnswer{v, err}
 		}
-		first, second := make(chan answer, 1), make(chan answer, 1)
+		first, second := make(chan getAnswer, 1), make(chan getAnswer, 1)
 		go get(first)
 		<-hold.held // the first Get's read is under way, alone
 		go get(second)

@@ -22,7 +22,7 @@ const hitBlock = 16
 // of one row; a library's figure is its median time per Get over its turns.
 func BenchmarkRedisHitSerial(b *testing.B) {
 	ctx := context.Background()
-	const key = "42"
+	key := hitKey
 	db := newSimDB(zipfKeys, 0, 0)
 
 	var names []string

@@ -58,7 +58,7 @@ func pairedLoop(b *testing.B, block int, a, c func(), aName, cName string) {
 // the local hit against a raw ristretto Get.
 func BenchmarkPaired(b *testing.B) {
 	ctx := context.Background()
-	const key = "42"
+	key := hitKey
 	db := newSimDB(zipfKeys, 0, 0)
 	load := func(ctx context.Context, key string) (row, error) { return db.load(ctx, key) }
 

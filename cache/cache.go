@@ -86,6 +86,7 @@ type hooks struct {
 	onFill       func(key string, ok bool)
 	onExtend     func(key string, ok bool, err error) // a lease extension ran (err: no answer, retrying)
 	onSubscribed func()                               // the invalidation subscription is (back) up
+	onNotMaster  func()                               // the subscription's node answered ROLE with another role
 	onInvalidate func(keys []string)                  // another instance's invalidation was applied
 	onLoadWait   func()                               // a load waits for a slot under WithMaxLoads
 	onJoin       func(key string)                     // a call joined another's read of key (flight.go)

@@ -48,8 +48,12 @@
 //     serving the old value within min(T, H) even if its subscriber's
 //     connection died silently: the tier is served only while the last
 //     health PING, sent at most H ago, has been answered, and that reply
-//     proves every earlier message arrived. Normally it takes one pub/sub
-//     delivery (well under a millisecond on a LAN).
+//     proves every earlier message arrived. On a cluster that reply counts
+//     only from the channel's master (where writers publish), so the
+//     subscriber asks its node's ROLE with every PING and subscribes again,
+//     on the master, if the node is a replica (after a failover, or for a
+//     ReadOnly client). Normally it takes one pub/sub delivery (well under
+//     a millisecond on a LAN).
 //   - While Redis fails for this instance, an entry past T may still answer
 //     for up to WithLocalStale more (10 s by default; 0 turns it off), counted
 //     in Stats.StaleServed: availability traded knowingly for staleness.

@@ -104,10 +104,6 @@ type faultRun struct {
 	deletes  atomic.Int64
 	staleMu  sync.Mutex
 	stale    []staleRead // every read that returned a replaced value
-	// healedAt (unix ns), if set, is when the fault ended for the
-	// invalidation path: a value replaced before it counts as stale only
-	// from then (TestFaultClusterFailover).
-	healedAt atomic.Int64
 }
 
 // staleRead is a read that started at start and returned a value replaced
@@ -118,28 +114,18 @@ type staleRead struct {
 	d     time.Duration
 }
 
-// violation returns the first stale read beyond the bound, counting a
-// value replaced before healedAt as stale only from healedAt; the worst
-// staleness so counted; and the worst counted from the Delete alone.
-func (r *faultRun) violation() (msg string, worst, fromDelete time.Duration) {
+// violation returns the first stale read beyond the bound and the worst
+// staleness seen.
+func (r *faultRun) violation() (msg string, worst time.Duration) {
 	r.staleMu.Lock()
 	defer r.staleMu.Unlock()
-	healed := time.Time{}
-	if ns := r.healedAt.Load(); ns != 0 {
-		healed = time.Unix(0, ns)
-	}
 	for _, s := range r.stale {
-		d := s.d
-		fromDelete = max(fromDelete, d)
-		if replaced := s.start.Add(-s.d); !healed.IsZero() && replaced.Before(healed) {
-			d = max(0, s.start.Sub(healed))
-		}
-		worst = max(worst, d)
-		if d > r.bound+staleSlack && msg == "" {
-			msg = fmt.Sprintf("read %q %v after it was replaced (bound %v)", s.v, d, r.bound)
+		worst = max(worst, s.d)
+		if s.d > r.bound+staleSlack && msg == "" {
+			msg = fmt.Sprintf("read %q %v after it was replaced (bound %v)", s.v, s.d, r.bound)
 		}
 	}
-	return msg, worst, fromDelete
+	return msg, worst
 }
 
 func newFaultRun(t *testing.T, readerRDB, writerRDB redis.UniversalClient, raw func() redis.UniversalClient, bound time.Duration, opts ...Option) *faultRun {
@@ -249,12 +235,9 @@ func (r *faultRun) finish() {
 	t.Helper()
 	close(r.stop)
 	r.wg.Wait()
-	violation, worst, fromDelete := r.violation()
+	violation, worst := r.violation()
 	if violation != "" {
 		t.Error(violation)
-	}
-	if fromDelete != worst {
-		t.Logf("worst staleness %v counted from when the replaced value was deleted", fromDelete)
 	}
 	st := r.reader.Stats()
 	loads := r.db.loads.Load()
@@ -468,20 +451,18 @@ func TestFaultClusterMasterKilled(t *testing.T) {
 	}
 }
 
-// A manual failover (CLUSTER FAILOVER) of the channel's master: no outage, so
-// the health check's bound holds throughout, plus (the likeliest cause of
-// the overshoot seen, not proven) the cluster bus: while the
-// roles swap, an invalidation published on one node reaches the subscriber's
-// node over the bus, and the subscriber's PINGs, answered all along, do not
-// cover that delay (measured up to 6 ms over bound + slack on a loaded
-// 2-core machine).
-//
-// Until the promoted master knows the demoted one as its replica, shard
-// messages it publishes (sent to the nodes of its shard over the cluster
-// bus) do not reach a subscriber still on the demoted node, which keeps
-// answering its health PINGs: the bound runs from when the promoted master
-// lists it (a later message's sequence gap, or the subscription moving,
-// then clears the tier). The local TTL bounds that window in any case.
+// A manual failover (CLUSTER FAILOVER) of the channel's master, with the
+// workload running throughout: no outage, so the health check's bound holds
+// from start to end, plus the cluster bus (the demoted master learns that
+// it no longer is one over the bus, and answers ROLE with "master" until
+// then). The subscriber was sunsubscribed by the demoted node and, with a
+// slot map not yet updated, subscribed on it again: a replica, which the
+// promoted master did not send its messages to until it listed it (for up
+// to 450 ms here), while it answered every PING. Before the subscriber
+// checked the role of its node (invalidate_subscribe.go) this test counted
+// staleness only from that listing; without that exception, reads came
+// 407 and 444 ms after their Delete (bound 350 ms, plus 100 ms slack) in
+// 2 of 25 runs on a loaded machine, against under 30 ms in the others.
 func TestFaultClusterFailover(t *testing.T) {
 	r, rc, owner := clusterRun(t, testHealthBound()+clusterBusDelay)
 	r.start()
@@ -490,7 +471,6 @@ func TestFaultClusterFailover(t *testing.T) {
 	rc.Failover(owner)
 	promoted := time.Now()
 	rc.WaitDemotedListed(owner)
-	r.healedAt.Store(time.Now().UnixNano())
 	t.Logf("failover: promoted after %v, demoted master listed as its replica %v later",
 		promoted.Sub(began), time.Since(promoted))
 	r.phase(time.Second)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,6 +17,19 @@ import (
 // down, and after a backoff a new session starts. A session never reuses the
 // previous one's connection: after a slot move the old node would answer
 // MOVED to every SSUBSCRIBE, and a half-open connection never answers at all.
+//
+// On a cluster the session must be on the channel's master, and keep
+// checking that it is: writers publish on the master, and a PING answered
+// by any other node proves nothing about what the master published. A
+// replica accepts SSUBSCRIBE and answers PINGs, but gets the master's
+// messages later over the cluster bus, and none at all from a promoted
+// master that does not list it yet (for hundreds of milliseconds of a manual
+// failover). go-redis sends the SSUBSCRIBE of a ReadOnly client to a
+// replica, and that of a client whose slot map predates a failover to the
+// demoted master. So the session subscribes through the node its client
+// takes for the master, and asks that node its ROLE when the subscription is
+// confirmed and after every health PING: the tier comes up, and its trust is
+// extended, only while the answer is "master".
 
 const (
 	subscribeRetryMin = 50 * time.Millisecond
@@ -25,7 +39,10 @@ const (
 	maxTrackedSources = 4096
 )
 
-var errNoHealthReply = errors.New("no reply to the health check in time")
+var (
+	errNoHealthReply = errors.New("no reply to the health check in time")
+	errNotMaster     = errors.New("the subscription's node is not the channel's master")
+)
 
 // subscribe runs until Close, keeping the invalidation subscription and the
 // epoch in step.
@@ -61,11 +78,9 @@ func (c *Cache[V]) subscribe() {
 func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 	interval, timeout := c.cfg.local.healthInterval, c.cfg.local.healthTimeout
 	start := time.Now()
-	var ps *redis.PubSub
-	if c.sharded() {
-		ps = c.rdb.SSubscribe(ctx, c.channel)
-	} else {
-		ps = c.rdb.Subscribe(ctx, c.channel)
+	ps, node, err := c.openSubscription(ctx)
+	if err != nil {
+		return false, err
 	}
 	defer ps.Close()
 	// A blocked receive does not watch ctx (go-redis reads with its own
@@ -98,6 +113,12 @@ func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 			if err := ps.Ping(ctx, token); err != nil {
 				return up, err
 			}
+			// Asked after the PING was sent: its reply vouches for what
+			// was published before then only if this node was the
+			// master then.
+			if err := c.checkMaster(ctx, &node, timeout); err != nil {
+				return up, err
+			}
 			pingSent = now
 			deadline = now.Add(timeout)
 		}
@@ -120,6 +141,9 @@ func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
 				if !up {
+					if err := c.checkMaster(ctx, &node, timeout); err != nil {
+						return false, err
+					}
 					up = true
 					// Everything published after the SUBSCRIBE was sent
 					// arrives from here on; what came before is flushed.
@@ -143,6 +167,62 @@ func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 			c.onInvalidation(m.Payload, seqs)
 		}
 	}
+}
+
+// openSubscription opens a session's PubSub. On a cluster it subscribes
+// through the node the client takes for the channel's master and returns
+// that node, for checkMaster; elsewhere node is nil.
+func (c *Cache[V]) openSubscription(ctx context.Context) (ps *redis.PubSub, node *redis.Client, err error) {
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	if !ok {
+		return c.rdb.Subscribe(ctx, c.channel), nil, nil
+	}
+	node, err = cc.MasterForKey(ctx, c.channel)
+	if err != nil {
+		return nil, nil, err
+	}
+	return node.SSubscribe(ctx, c.channel), node, nil
+}
+
+// checkMaster asks *node (a session's, on a cluster; nil elsewhere) whether
+// it is a master, and fails with errNotMaster if it is not. A server that
+// refuses ROLE (renamed away, or not allowed by the user's ACL) cannot be
+// checked: that is reported, and the session goes on unchecked, as before
+// this check existed (*node is set to nil).
+func (c *Cache[V]) checkMaster(ctx context.Context, node **redis.Client, timeout time.Duration) error {
+	n := *node
+	if n == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	reply, err := n.Do(ctx, "ROLE").Slice()
+	if roleRefused(err) {
+		*node = nil
+		c.report(logSubscription, "", fmt.Errorf("cacheguard: the invalidation subscriber cannot check that its node is the channel's master: %w", err))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(reply) == 0 || reply[0] != "master" {
+		if c.hooks.onNotMaster != nil {
+			c.hooks.onNotMaster()
+		}
+		return fmt.Errorf("%w (%s answers ROLE with %v)", errNotMaster, n.Options().Addr, reply)
+	}
+	return nil
+}
+
+// roleRefused tells a server that will never answer ROLE from one that
+// failed to this time.
+func roleRefused(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	msg := reply.Error()
+	return strings.HasPrefix(msg, "ERR unknown command") || strings.HasPrefix(msg, "NOPERM")
 }
 
 func (c *Cache[V]) subscriptionDown(err error) {

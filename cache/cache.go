@@ -41,16 +41,22 @@ type Cache[V any] struct {
 	held       sync.Map // lease -> struct{}: leases taken here and not yet given up (close.go)
 
 	// The local tier (nil when off) and its invalidation state.
-	local     LocalStore[V]
-	hot       HotKeys
-	source    [sourceIDSize]byte
-	channel   string
-	epoch     atomic.Uint64 // odd while the invalidation subscription is down
-	coarseNow atomic.Int64  // unix nanos, advanced every coarseTick (local.go)
-	clockIdle atomic.Bool   // the coarse clock is paused until the next local read
-	clockUsed atomic.Bool   // a local read happened since the last tick
-	clockWake chan struct{} // wakes a paused coarse clock
-	invalSeq  atomic.Uint64 // bumped by every invalidation
+	local   LocalStore[V]
+	hot     HotKeys
+	source  [sourceIDSize]byte
+	channel string
+	epoch   atomic.Uint64 // odd while the invalidation subscription is down
+	// localFloor is the epoch of the last clear of the local tier (a
+	// flush, or the subscription coming back). An entry of an older epoch
+	// was stored around that Clear and is never served, not even stale
+	// while Redis fails (get.go, unavailable). Only the subscriber writes
+	// it, so it only grows.
+	localFloor atomic.Uint64
+	coarseNow  atomic.Int64  // unix nanos, advanced every coarseTick (local.go)
+	clockIdle  atomic.Bool   // the coarse clock is paused until the next local read
+	clockUsed  atomic.Bool   // a local read happened since the last tick
+	clockWake  chan struct{} // wakes a paused coarse clock
+	invalSeq   atomic.Uint64 // bumped by every invalidation
 	// admitLocks orders admissions against invalidations (local_order.go).
 	admitLocks *admitLocks
 	// subscribed is closed once the first subscription is confirmed.
@@ -78,18 +84,19 @@ type Cache[V any] struct {
 
 // hooks are interleaving points for tests; nil in production.
 type hooks struct {
-	afterLoad    func(key string) // the loader returned, before the fill
-	onLeaseWait  func(key string) // another holder's placeholder was seen
-	onRefresh    func(key string) // an early refresh started
-	now          func() time.Time // clock for expiry decisions
-	rand         func() float64   // early-refresh dice
-	onFill       func(key string, ok bool)
-	onExtend     func(key string, ok bool, err error) // a lease extension ran (err: no answer, retrying)
-	onSubscribed func()                               // the invalidation subscription is (back) up
-	onNotMaster  func()                               // the subscription's node answered ROLE with another role
-	onInvalidate func(keys []string)                  // another instance's invalidation was applied
-	onLoadWait   func()                               // a load waits for a slot under WithMaxLoads
-	onJoin       func(key string)                     // a call joined another's read of key (flight.go)
+	afterLoad      func(key string) // the loader returned, before the fill
+	onLeaseWait    func(key string) // another holder's placeholder was seen
+	onRefresh      func(key string) // an early refresh started
+	now            func() time.Time // clock for expiry decisions
+	rand           func() float64   // early-refresh dice
+	onFill         func(key string, ok bool)
+	onExtend       func(key string, ok bool, err error) // a lease extension ran (err: no answer, retrying)
+	onSubscribed   func()                               // the invalidation subscription is (back) up
+	onNotMaster    func()                               // the subscription's node answered ROLE with another role
+	onInvalidate   func(keys []string)                  // another instance's invalidation was applied
+	beforeLocalSet func(key string)                     // an admission passed its check, holding key's stripe lock
+	onLoadWait     func()                               // a load waits for a slot under WithMaxLoads
+	onJoin         func(key string)                     // a call joined another's read of key (flight.go)
 
 	// Fill notifications (notify.go).
 	onWake       func(key string, notified bool) // a lease waiter woke: by a fill message, or to poll

@@ -306,14 +306,15 @@ func (c *Cache[V]) countJoined(ctx context.Context, res flightResult[V]) {
 
 // unavailable answers a Get when Redis failed: with the local tier's expired
 // entry if it is within the stale bound (hot keys keep being served from
-// memory rather than hitting the database), else with a capped fallback load
-// if configured, else with err.
+// memory rather than hitting the database) and was admitted since the tier
+// was last cleared, else with a capped fallback load if configured, else
+// with err.
 func (c *Cache[V]) unavailable(ctx context.Context, key string, load Loader[V], e *LocalEntry[V], err error) (V, error) {
 	var zero V
 	if !errors.Is(err, ErrRedis) {
 		return zero, err // the caller's context ended: nothing failed
 	}
-	if e == nil || c.coarseNow.Load() >= e.stale {
+	if e == nil || c.coarseNow.Load() >= e.stale || e.epoch < c.localFloor.Load() {
 		return c.fallbackLoad(ctx, key, load, err)
 	}
 	c.stats.staleServed.Add(1)

@@ -241,8 +241,9 @@ func (c *Cache[V]) subscriptionUp(trustUntil time.Time) {
 	if e%2 == 0 {
 		// Already up: a resubscription we did not see fail. Go through
 		// down first so nothing admitted before is trusted.
-		c.epoch.Add(1)
+		e = c.epoch.Add(1)
 	}
+	c.localFloor.Store(e + 1) // the epoch it comes up in
 	c.local.Clear()
 	c.stats.localFlushes.Add(1)
 	c.trustUntil.Store(trustUntil.UnixNano())
@@ -255,14 +256,16 @@ func (c *Cache[V]) subscriptionUp(trustUntil time.Time) {
 
 // flushLocal clears the local tier when an invalidation may have been lost
 // while the subscription stayed up. It moves the epoch on by two (it stays
-// up) before clearing: reads in flight then do not admit what they fetched
-// before the flush, and an entry one of them stored anyway, around the
-// Clear, is of the old epoch and never served.
+// up) and the floor with it before clearing: reads in flight then do not
+// admit what they fetched before the flush, and an entry one of them stored
+// anyway, around the Clear, is of an epoch below the floor and never served,
+// not even stale while Redis fails.
 func (c *Cache[V]) flushLocal() {
 	c.invalSeq.Add(1)
 	if e := c.epoch.Load(); e%2 == 0 {
 		c.epoch.CompareAndSwap(e, e+2) // a failed swap: it went down, which is as good
 	}
+	c.localFloor.Store(c.epoch.Load())
 	c.local.Clear()
 	c.stats.localFlushes.Add(1)
 }

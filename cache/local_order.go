@@ -14,7 +14,9 @@ import "sync"
 // invalidation comes first and the admission sees the new clock.
 //
 // Clears (a lost message, a resubscription) do not take the locks: they
-// change the epoch, and entries of another epoch are never served.
+// change the epoch, and entries of another epoch are never served as fresh;
+// entries of an epoch before the last clear (localFloor) are not served
+// even stale, while Redis fails.
 
 // admitLocks is a small set of mutexes striped by key.
 type admitLocks struct {

@@ -2,6 +2,7 @@ package hotkey
 
 import (
 	"fmt"
+	"hash/maphash"
 	"testing"
 	"time"
 )
@@ -184,5 +185,36 @@ func TestEarlyKeyVisibleThroughTick(t *testing.T) {
 	d.Tick() // the next tick takes it over
 	if !d.IsHot("late") || !d.IsHot("k") {
 		t.Fatal("keys lost at the next tick")
+	}
+}
+
+// A key's first access counts even when the sketch gives it no bucket: both
+// of its buckets are held by heavier keys, which a newcomer decays only with
+// a small probability (HeavyKeeper), so its estimate is 0. Admitted as a
+// candidate with that 0, it was neither promoted by the access that should
+// have promoted it nor kept at the next tick (a candidate with a count of 0
+// is dropped), which is how TestEarlyPromotionNoFlicker failed about once in
+// a few thousand runs.
+func TestFirstAccessCountsWithoutABucket(t *testing.T) {
+	d, clk := newManual(t, WithMinCount(1), WithWindow(time.Hour), WithTick(time.Minute))
+	const key = "crowded"
+	h := maphash.String(d.seed, key)
+	s := &d.shards[d.shardOfHash(h)]
+	for row := uint64(0); row < sketchDepth; row++ {
+		b := &s.sk.buckets[s.sk.index(h, row)]
+		b.fp, b.count = fingerprint(h)+1, 200 // another key's, decayed with odds 1.08^-200
+	}
+	s.sk.live = true
+	d.Record(key)
+	if !d.IsHot(key) {
+		t.Fatal("not hot after its first access")
+	}
+	clk.Advance(time.Minute)
+	d.Tick()
+	if !d.IsHot(key) {
+		t.Fatal("dropped at the next tick")
+	}
+	if top := d.Top(0); len(top) != 1 || top[0].Key != key || top[0].Count != 1 {
+		t.Fatalf("top %v, want %s counted once", top, key)
 	}
 }

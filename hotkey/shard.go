@@ -81,7 +81,10 @@ func (s *shard) record(key string, h uint64, track bool, thr uint64) {
 		s.mu.Unlock()
 		return
 	}
-	est := uint64(s.sk.add(h))
+	// The sketch's estimate is 0 for a key whose buckets are all held by
+	// heavier keys (a newcomer only decays them, with small odds); this
+	// access still happened, and a candidate is counted exactly from here.
+	est := max(uint64(s.sk.add(h)), 1)
 	i := -1
 	switch {
 	case s.n < len(s.keys):

@@ -93,6 +93,7 @@ type hooks struct {
 	onExtend       func(key string, ok bool, err error) // a lease extension ran (err: no answer, retrying)
 	onSubscribed   func()                               // the invalidation subscription is (back) up
 	onNotMaster    func()                               // the subscription's node answered ROLE with another role
+	beforeRole     func()                               // the subscriber is about to ask its node's ROLE
 	onInvalidate   func(keys []string)                  // another instance's invalidation was applied
 	beforeLocalSet func(key string)                     // an admission passed its check, holding key's stripe lock
 	onLoadWait     func()                               // a load waits for a slot under WithMaxLoads

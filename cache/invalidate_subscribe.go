@@ -78,14 +78,23 @@ func (c *Cache[V]) subscribe() {
 func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 	interval, timeout := c.cfg.local.healthInterval, c.cfg.local.healthTimeout
 	start := time.Now()
-	ps, node, err := c.openSubscription(ctx)
+	ps, node, err := c.openSubscription(ctx, timeout)
 	if err != nil {
 		return false, err
 	}
 	defer ps.Close()
+	if node != nil {
+		defer node.Close()
+	}
 	// A blocked receive does not watch ctx (go-redis reads with its own
-	// timeouts); closing the PubSub on Close unblocks it.
-	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	// timeouts); closing the PubSub (and the ROLE client) on Close
+	// unblocks it.
+	stop := context.AfterFunc(ctx, func() {
+		ps.Close()
+		if node != nil {
+			node.Close()
+		}
+	})
 	defer stop()
 
 	seqs := map[[sourceIDSize]byte]uint64{}
@@ -170,18 +179,32 @@ func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 }
 
 // openSubscription opens a session's PubSub. On a cluster it subscribes
-// through the node the client takes for the channel's master and returns
-// that node, for checkMaster; elsewhere node is nil.
-func (c *Cache[V]) openSubscription(ctx context.Context) (ps *redis.PubSub, node *redis.Client, err error) {
+// through the node the client takes for the channel's master, and returns a
+// client of that node's own for checkMaster (closed with the session);
+// elsewhere role is nil.
+//
+// The ROLE client is not the node's pool: go-redis reads a reply within the
+// client's read timeout whatever the context says (unless the client was
+// built with ContextTimeoutEnabled), so a ROLE sent to a frozen node through
+// the user's client would hold the session, and Close, for that timeout and
+// its retries. This one has the health timeout as its timeouts, honours the
+// context, does not retry, and is closed by Close: one more connection per
+// Cache on a cluster.
+func (c *Cache[V]) openSubscription(ctx context.Context, timeout time.Duration) (ps *redis.PubSub, role *redis.Client, err error) {
 	cc, ok := c.rdb.(*redis.ClusterClient)
 	if !ok {
 		return c.rdb.Subscribe(ctx, c.channel), nil, nil
 	}
-	node, err = cc.MasterForKey(ctx, c.channel)
+	node, err := cc.MasterForKey(ctx, c.channel)
 	if err != nil {
 		return nil, nil, err
 	}
-	return node.SSubscribe(ctx, c.channel), node, nil
+	o := *node.Options()
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
+	o.ContextTimeoutEnabled = true
+	o.MaxRetries = -1
+	o.PoolSize, o.MinIdleConns, o.MaxIdleConns = 1, 0, 1
+	return node.SSubscribe(ctx, c.channel), redis.NewClient(&o), nil
 }
 
 // checkMaster asks *node (a session's, on a cluster; nil elsewhere) whether
@@ -196,6 +219,9 @@ func (c *Cache[V]) checkMaster(ctx context.Context, node **redis.Client, timeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if c.hooks.beforeRole != nil {
+		c.hooks.beforeRole()
+	}
 	reply, err := n.Do(ctx, "ROLE").Slice()
 	if roleRefused(err) {
 		*node = nil

@@ -148,3 +148,45 @@ func TestSubscriberWithoutRole(t *testing.T) {
 		t.Fatal("the refused ROLE was not reported")
 	}
 }
+
+// The ROLE check does not hold Close, nor outlive it, when the node stops
+// answering: go-redis reads a reply within the client's read timeout
+// whatever the context says, so a ROLE sent through the user's client to a
+// frozen node held Close for 5 s (its time limit) and left the subscriber
+// running after it.
+func TestCloseWhileRoleHangs(t *testing.T) {
+	for _, readTimeout := range []time.Duration{0, 10 * time.Second} {
+		t.Run("read timeout "+readTimeout.String(), func(t *testing.T) {
+			cl, _ := redistest.StartCluster(t)
+			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ReadTimeout: readTimeout})
+			t.Cleanup(func() { rdb.Close() })
+			channel := "cacheguard:invalidate:" + prefixFor(t)
+			slot, err := rdb.ClusterKeySlot(context.Background(), channel).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			owner, _ := slotOwner(t, cl.Masters, slot)
+			asking := make(chan struct{}, 1)
+			c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLocal(1<<20), WithLocalAdmitAll(), testHealth,
+				withHooks(&hooks{beforeRole: func() {
+					select {
+					case asking <- struct{}{}:
+					default:
+					}
+				}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			awaitSubscribed(t, c)
+			<-asking // the confirmation's check
+			cl.Masters[owner].Freeze()
+			t.Cleanup(cl.Masters[owner].Thaw)
+			waitSignal(t, asking, "asked ROLE of the frozen node")
+			start := time.Now()
+			err = c.Close()
+			if took := time.Since(start); took > time.Second || err != nil {
+				t.Fatalf("Close took %v (%v) with the ROLE check waiting on a frozen node", took, err)
+			}
+		})
+	}
+}

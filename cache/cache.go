@@ -57,6 +57,11 @@ type Cache[V any] struct {
 	clockUsed  atomic.Bool   // a local read happened since the last tick
 	clockWake  chan struct{} // wakes a paused coarse clock
 	invalSeq   atomic.Uint64 // bumped by every invalidation
+	// replicaReads: the client may send reads to replicas (a cluster
+	// client with ReadOnly, RouteByLatency or RouteRandomly). What a GET
+	// or MGET returns may then lag the master, where invalidations are
+	// published, and is not admitted to the local tier (decodeHit).
+	replicaReads bool
 	// admitLocks orders admissions against invalidations (local_order.go).
 	admitLocks *admitLocks
 	// subscribed is closed once the first subscription is confirmed.
@@ -142,6 +147,10 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		return nil, err
 	}
 	c.channel = cfg.local.channel
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		o := cc.Options()
+		c.replicaReads = o.ReadOnly || o.RouteByLatency || o.RouteRandomly
+	}
 	if c.channel == "" {
 		c.channel = "cacheguard:invalidate:" + cfg.prefix
 	}

@@ -53,7 +53,10 @@
 //     subscriber asks its node's ROLE with every PING and subscribes again,
 //     on the master, if the node is a replica (after a failover, or for a
 //     ReadOnly client). Normally it takes one pub/sub delivery (well under
-//     a millisecond on a LAN).
+//     a millisecond on a LAN). A cluster client that reads replicas
+//     (ReadOnly, RouteByLatency, RouteRandomly) may read a value a replica
+//     has not yet seen replaced, so with one the tier admits only values
+//     this instance loaded, not values read from Redis.
 //   - While Redis fails for this instance, an entry past T may still answer
 //     for up to WithLocalStale more (10 s by default; 0 turns it off), counted
 //     in Stats.StaleServed: availability traded knowingly for staleness.

@@ -332,6 +332,13 @@ func (c *Cache[V]) decodeHit(key string, raw []byte) (result[V], envelope, bool)
 		return result[V]{}, envelope{}, false // a miss, not corrupt data
 	}
 	r, env, ok := c.decodeEntry(key, raw)
+	if c.replicaReads {
+		// Possibly read from a replica that has not caught up with a
+		// write whose invalidation already arrived: an admission's clock
+		// check cannot see that, and the tier would keep the old value
+		// for its whole TTL after the replica caught up.
+		r.noLocal = true
+	}
 	switch {
 	case !ok:
 		c.stats.corrupt.Add(1)

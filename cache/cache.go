@@ -50,7 +50,7 @@ type Cache[V any] struct {
 	// flush, or the subscription coming back). An entry of an older epoch
 	// was stored around that Clear and is never served, not even stale
 	// while Redis fails (get.go, unavailable). Only the subscriber writes
-	// it, so it only grows.
+	// it, always with the current epoch, which only grows.
 	localFloor atomic.Uint64
 	coarseNow  atomic.Int64  // unix nanos, advanced every coarseTick (local.go)
 	clockIdle  atomic.Bool   // the coarse clock is paused until the next local read
@@ -60,7 +60,8 @@ type Cache[V any] struct {
 	// replicaReads: the client may send reads to replicas (a cluster
 	// client with ReadOnly, RouteByLatency or RouteRandomly). What a GET
 	// or MGET returns may then lag the master, where invalidations are
-	// published, and is not admitted to the local tier (decodeHit).
+	// published, and is not admitted to the local tier (decodeHit); what
+	// a fill loaded, or found on the master, still is.
 	replicaReads bool
 	// admitLocks orders admissions against invalidations (local_order.go).
 	admitLocks *admitLocks

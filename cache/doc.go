@@ -48,18 +48,26 @@
 //     serving the old value within min(T, H) even if its subscriber's
 //     connection died silently: the tier is served only while the last
 //     health PING, sent at most H ago, has been answered, and that reply
-//     proves every earlier message arrived. On a cluster that reply counts
-//     only from the channel's master (where writers publish), so the
-//     subscriber asks its node's ROLE with every PING and subscribes again,
-//     on the master, if the node is a replica (after a failover, or for a
-//     ReadOnly client). Normally it takes one pub/sub delivery (well under
-//     a millisecond on a LAN). A cluster client that reads replicas
-//     (ReadOnly, RouteByLatency, RouteRandomly) may read a value a replica
-//     has not yet seen replaced, so with one the tier admits only values
-//     this instance loaded, not values read from Redis.
+//     proves every earlier message arrived. Normally it takes one pub/sub
+//     delivery (well under a millisecond on a LAN).
+//   - On a cluster a PING's reply counts only from the channel's master,
+//     where writers publish: the subscriber subscribes through the node its
+//     client takes for the master and asks that node's ROLE when the
+//     subscription is confirmed and after every PING; a replica (after a
+//     failover, say) ends the session, and it subscribes again. The Redis
+//     user needs +role; if ROLE is refused the session goes on unchecked
+//     (reported). An old master cut off from its cluster still answers
+//     "master" until its node timeout: T covers that case.
+//   - A cluster client that reads replicas (ReadOnly, RouteByLatency,
+//     RouteRandomly) may read a value that a replica has not yet seen
+//     replaced, so with one the tier admits nothing a GET or MGET returned,
+//     only what a fill loaded or found on the master. A Sentinel client
+//     reading replicas (ReplicaOnly) is not recognised: give the Cache a
+//     client of the master.
 //   - While Redis fails for this instance, an entry past T may still answer
 //     for up to WithLocalStale more (10 s by default; 0 turns it off), counted
 //     in Stats.StaleServed: availability traded knowingly for staleness.
+//     An entry admitted before the tier's last clear is never served.
 //
 // Every reconnection of the subscriber, every gap in a publisher's sequence
 // numbers and every undecodable message clears the local tier; Stats reports

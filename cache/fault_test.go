@@ -458,11 +458,13 @@ func TestFaultClusterMasterKilled(t *testing.T) {
 // then). The subscriber was sunsubscribed by the demoted node and, with a
 // slot map not yet updated, subscribed on it again: a replica, which the
 // promoted master did not send its messages to until it listed it (for up
-// to 450 ms here), while it answered every PING. Before the subscriber
-// checked the role of its node (invalidate_subscribe.go) this test counted
+// to 0.46 s here), while it answered every PING. Before the subscriber
+// checked the role of its node (subscribe_role.go) this test counted
 // staleness only from that listing; without that exception, reads came
-// 407 and 444 ms after their Delete (bound 350 ms, plus 100 ms slack) in
-// 2 of 25 runs on a loaded machine, against under 30 ms in the others.
+// 407 and 444 ms after their Delete in 2 of 25 runs on a loaded machine
+// (within this test's allowance of 350 ms plus 100 ms slack, so this test
+// alone would not catch it: TestSubscriberTrustsOnlyTheChannelMaster does),
+// against under 30 ms in the others.
 func TestFaultClusterFailover(t *testing.T) {
 	r, rc, owner := clusterRun(t, testHealthBound()+clusterBusDelay)
 	r.start()

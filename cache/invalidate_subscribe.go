@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,7 +28,7 @@ import (
 // demoted master. So the session subscribes through the node its client
 // takes for the master, and asks that node its ROLE when the subscription is
 // confirmed and after every health PING: the tier comes up, and its trust is
-// extended, only while the answer is "master".
+// extended, only while the answer is "master" (subscribe_role.go).
 
 const (
 	subscribeRetryMin = 50 * time.Millisecond
@@ -78,22 +77,18 @@ func (c *Cache[V]) subscribe() {
 func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 	interval, timeout := c.cfg.local.healthInterval, c.cfg.local.healthTimeout
 	start := time.Now()
-	ps, node, err := c.openSubscription(ctx, timeout)
+	ps, role, err := c.openSubscription(ctx, timeout)
 	if err != nil {
 		return false, err
 	}
 	defer ps.Close()
-	if node != nil {
-		defer node.Close()
-	}
+	defer role.close()
 	// A blocked receive does not watch ctx (go-redis reads with its own
 	// timeouts); closing the PubSub (and the ROLE client) on Close
 	// unblocks it.
 	stop := context.AfterFunc(ctx, func() {
 		ps.Close()
-		if node != nil {
-			node.Close()
-		}
+		role.close()
 	})
 	defer stop()
 
@@ -125,7 +120,7 @@ func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 			// Asked after the PING was sent: its reply vouches for what
 			// was published before then only if this node was the
 			// master then.
-			if err := c.checkMaster(ctx, &node, timeout); err != nil {
+			if err := c.checkRole(ctx, role, timeout); err != nil {
 				return up, err
 			}
 			pingSent = now
@@ -150,7 +145,7 @@ func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
 				if !up {
-					if err := c.checkMaster(ctx, &node, timeout); err != nil {
+					if err := c.checkRole(ctx, role, timeout); err != nil {
 						return false, err
 					}
 					up = true
@@ -176,79 +171,6 @@ func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 			c.onInvalidation(m.Payload, seqs)
 		}
 	}
-}
-
-// openSubscription opens a session's PubSub. On a cluster it subscribes
-// through the node the client takes for the channel's master, and returns a
-// client of that node's own for checkMaster (closed with the session);
-// elsewhere role is nil.
-//
-// The ROLE client is not the node's pool: go-redis reads a reply within the
-// client's read timeout whatever the context says (unless the client was
-// built with ContextTimeoutEnabled), so a ROLE sent to a frozen node through
-// the user's client would hold the session, and Close, for that timeout and
-// its retries. This one has the health timeout as its timeouts, honours the
-// context, does not retry, and is closed by Close: one more connection per
-// Cache on a cluster.
-func (c *Cache[V]) openSubscription(ctx context.Context, timeout time.Duration) (ps *redis.PubSub, role *redis.Client, err error) {
-	cc, ok := c.rdb.(*redis.ClusterClient)
-	if !ok {
-		return c.rdb.Subscribe(ctx, c.channel), nil, nil
-	}
-	node, err := cc.MasterForKey(ctx, c.channel)
-	if err != nil {
-		return nil, nil, err
-	}
-	o := *node.Options()
-	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
-	o.ContextTimeoutEnabled = true
-	o.MaxRetries = -1
-	o.PoolSize, o.MinIdleConns, o.MaxIdleConns = 1, 0, 1
-	return node.SSubscribe(ctx, c.channel), redis.NewClient(&o), nil
-}
-
-// checkMaster asks *node (a session's, on a cluster; nil elsewhere) whether
-// it is a master, and fails with errNotMaster if it is not. A server that
-// refuses ROLE (renamed away, or not allowed by the user's ACL) cannot be
-// checked: that is reported, and the session goes on unchecked, as before
-// this check existed (*node is set to nil).
-func (c *Cache[V]) checkMaster(ctx context.Context, node **redis.Client, timeout time.Duration) error {
-	n := *node
-	if n == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if c.hooks.beforeRole != nil {
-		c.hooks.beforeRole()
-	}
-	reply, err := n.Do(ctx, "ROLE").Slice()
-	if roleRefused(err) {
-		*node = nil
-		c.report(logSubscription, "", fmt.Errorf("cacheguard: the invalidation subscriber cannot check that its node is the channel's master: %w", err))
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if len(reply) == 0 || reply[0] != "master" {
-		if c.hooks.onNotMaster != nil {
-			c.hooks.onNotMaster()
-		}
-		return fmt.Errorf("%w (%s answers ROLE with %v)", errNotMaster, n.Options().Addr, reply)
-	}
-	return nil
-}
-
-// roleRefused tells a server that will never answer ROLE from one that
-// failed to this time.
-func roleRefused(err error) bool {
-	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return false
-	}
-	msg := reply.Error()
-	return strings.HasPrefix(msg, "ERR unknown command") || strings.HasPrefix(msg, "NOPERM")
 }
 
 func (c *Cache[V]) subscriptionDown(err error) {

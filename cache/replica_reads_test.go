@@ -63,7 +63,7 @@ func TestReplicaReadsNotAdmitted(t *testing.T) {
 	}
 	// The replica stops applying the master's stream while the key is
 	// deleted.
-	if err := direct.Do(ctx, "CLIENT", "PAUSE", 3000, "WRITE").Err(); err != nil {
+	if err := direct.Do(ctx, "CLIENT", "PAUSE", 20000, "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := wcache.Delete(ctx, key); err != nil {

@@ -148,12 +148,12 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		return nil, err
 	}
 	c.channel = cfg.local.channel
+	if c.channel == "" {
+		c.channel = "cacheguard:invalidate:" + cfg.prefix
+	}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		o := cc.Options()
 		c.replicaReads = o.ReadOnly || o.RouteByLatency || o.RouteRandomly
-	}
-	if c.channel == "" {
-		c.channel = "cacheguard:invalidate:" + cfg.prefix
 	}
 	if cfg.breakerFailures > 0 {
 		c.breaker = newBreaker(cfg.prefix, cfg.breakerFailures, cfg.breakerCooldown, func(from, to gobreaker.State) {

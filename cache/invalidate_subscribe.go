@@ -120,7 +120,7 @@ func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 			// Asked after the PING was sent: its reply vouches for what
 			// was published before then only if this node was the
 			// master then.
-			if err := c.checkRole(ctx, role, timeout); err != nil {
+			if err := c.checkRole(ctx, role); err != nil {
 				return up, err
 			}
 			pingSent = now
@@ -145,7 +145,7 @@ func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
 				if !up {
-					if err := c.checkRole(ctx, role, timeout); err != nil {
+					if err := c.checkRole(ctx, role); err != nil {
 						return false, err
 					}
 					up = true

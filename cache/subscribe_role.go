@@ -2,9 +2,7 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +29,8 @@ type roleCheck struct {
 	// the context, does not retry, and is closed with the session or by
 	// Close: one more connection per Cache on a cluster.
 	client *redis.Client
+	// timeout bounds each ROLE: the health check's.
+	timeout time.Duration
 	// refused: the server will not answer ROLE (renamed away, or denied by
 	// the user's ACL; ROLE is in the @admin and @dangerous categories). The
 	// session goes on unchecked. Only the session's goroutine touches it.
@@ -54,7 +54,7 @@ func (c *Cache[V]) openSubscription(ctx context.Context, timeout time.Duration) 
 	o.ContextTimeoutEnabled = true
 	o.MaxRetries = -1
 	o.PoolSize, o.MinIdleConns, o.MaxIdleConns = 1, 0, 1
-	return master.SSubscribe(ctx, c.channel), &roleCheck{client: redis.NewClient(&o)}, nil
+	return master.SSubscribe(ctx, c.channel), &roleCheck{client: redis.NewClient(&o), timeout: timeout}, nil
 }
 
 // close closes the role check's client; it may be called more than once.
@@ -67,11 +67,11 @@ func (r *roleCheck) close() {
 // checkRole asks the session's node whether it is a master and fails with
 // errNotMaster if it is not. A refused ROLE is reported once and turns the
 // check off for the session.
-func (c *Cache[V]) checkRole(ctx context.Context, r *roleCheck, timeout time.Duration) error {
+func (c *Cache[V]) checkRole(ctx context.Context, r *roleCheck) error {
 	if r.client == nil || r.refused {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	if c.hooks.beforeRole != nil {
 		c.hooks.beforeRole()
@@ -97,10 +97,5 @@ func (c *Cache[V]) checkRole(ctx context.Context, r *roleCheck, timeout time.Dur
 // roleRefused tells a server that will never answer ROLE from one that
 // failed to this time.
 func roleRefused(err error) bool {
-	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return false
-	}
-	msg := reply.Error()
-	return strings.HasPrefix(msg, "ERR unknown command") || strings.HasPrefix(msg, "NOPERM")
+	return redis.HasErrorPrefix(err, "unknown command") || redis.HasErrorPrefix(err, "NOPERM")
 }

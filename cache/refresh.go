@@ -69,9 +69,11 @@ func (c *Cache[V]) shouldRefresh(env envelope) bool {
 	if c.hooks.rand != nil {
 		u = c.hooks.rand()
 	}
+	// Compared in floating point: the gap can exceed what a Duration holds
+	// (a large beta, a slow load), and converted it would wrap negative.
 	delta := max(env.delta, time.Millisecond)
-	gap := time.Duration(float64(delta) * beta * -math.Log(u))
-	return !c.now().Add(gap).Before(env.expiry)
+	gap := float64(delta) * beta * -math.Log(u)
+	return gap >= float64(env.expiry.Sub(c.now()))
 }
 
 // maybeRefresh starts a background refresh of key if XFetch says so and none

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -108,4 +109,20 @@ func TestRefreshIsMarkedAcrossInstances(t *testing.T) {
 			t.Fatal("refresh refused")
 		}
 	})
+}
+
+// XFetch's gap (load time × beta × -ln u) can exceed what a time.Duration
+// holds (292 years) with a large beta: converted to a Duration it wrapped to
+// a large negative gap and the refresh never fired, the more surely the
+// slower the load (the otel trace test failed so under -race, where its load
+// took tens of milliseconds).
+func TestEarlyRefreshWithAHugeGap(t *testing.T) {
+	_, rdb := newSingle(t)
+	for _, beta := range []float64{1e12, math.Inf(1)} {
+		c := newCache[string](t, rdb, WithEarlyRefresh(beta), withHooks(&hooks{rand: func() float64 { return 0.5 }}))
+		env := envelope{delta: 50 * time.Millisecond, expiry: time.Now().Add(10 * time.Minute)}
+		if !c.shouldRefresh(env) {
+			t.Errorf("beta %v, load 50ms, 10 minutes left: no refresh", beta)
+		}
+	}
 }

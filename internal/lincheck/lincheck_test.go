@@ -1,0 +1,91 @@
+package lincheck
+
+import (
+	"context"
+	"flag"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	longFlag = flag.Bool("lincheck.long", false, "run long histories (also CACHEGUARD_LINCHECK=long)")
+	seedFlag = flag.Uint64("lincheck.seed", 0, "seed of the operations' choices (0: from the clock)")
+)
+
+// strictEnv set to 1 fails a case listed in knownDefects instead of skipping it.
+const strictEnv = "CACHEGUARD_LINCHECK_STRICT"
+
+// knownDefects names the cases that fail on the current read engine, and
+// why. Such a case still runs and logs its report; it is skipped when it
+// fails, and must pass otherwise.
+var knownDefects = map[string]string{
+	"cross-instance": "a Get or GetMany that starts after another instance's write returned can join " +
+		"its own instance's read or load that began before the write (a refused fill handed to every " +
+		"waiter, a GetMany's shared read held open by its slowest key) and return the old row",
+}
+
+func TestMain(m *testing.M) {
+	// Killed connections make go-redis log every failed read and dial.
+	redis.SetLogger(quiet{})
+	redistest.Main(m)
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func long() bool { return *longFlag || os.Getenv("CACHEGUARD_LINCHECK") == "long" }
+
+// TestLinearizable records random concurrent histories on a single node and
+// on a three-master cluster, with connections killed mid-run, and checks
+// them: each key a register without a local tier (one instance, then
+// three), bounded staleness with one.
+func TestLinearizable(t *testing.T) {
+	dur, checkTimeout := 1500*time.Millisecond, 30*time.Second
+	if long() {
+		dur, checkTimeout = 30*time.Second, 10*time.Minute
+	}
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	cases := []workload{
+		{name: "one-instance", instances: 1, workers: 6},
+		{name: "cross-instance", instances: 3, workers: 3},
+		{name: "local-tier", instances: 3, workers: 3, local: 100 * time.Millisecond},
+	}
+	for _, top := range []struct {
+		name  string
+		start func(*testing.T) servers
+	}{{"single", single}, {"cluster", cluster}} {
+		t.Run(top.name, func(t *testing.T) {
+			srv := top.start(t)
+			for _, w := range cases {
+				w.kills, w.duration, w.seed = true, dur, seed
+				t.Run(w.name, func(t *testing.T) {
+					t.Logf("seed %d (-lincheck.seed=%d replays the choices)", seed, seed)
+					h := run(t, srv, w)
+					var report string
+					if w.local > 0 {
+						report = checkBound(h, w.bound())
+					} else {
+						report = checkRegister(h, t.Name(), checkTimeout)
+					}
+					if report == "" {
+						t.Logf("ok: %s", h.summary())
+						return
+					}
+					if why, known := knownDefects[w.name]; known && os.Getenv(strictEnv) != "1" {
+						t.Log(report)
+						t.Skipf("known defect (%s=1 fails instead): %s", strictEnv, why)
+					}
+					t.Error(report)
+				})
+			}
+		})
+	}
+}

@@ -57,14 +57,17 @@ func checkRegister(h *history, name string, timeout time.Duration) string {
 }
 
 // checkBound reports the reads that started more than bound after a newer
-// write returned, or "" when there are none.
-func checkBound(h *history, bound time.Duration) string {
-	var stales []stale
+// write returned, or "" when there are none; within is a line on the stale
+// reads inside the bound.
+func checkBound(h *history, bound time.Duration) (report, within string) {
+	var all, stales []stale
 	for _, ops := range h.byKey() {
+		all = append(all, staleReads(ops, 0)...)
 		stales = append(stales, staleReads(ops, bound)...)
 	}
+	within = staleFigures(all)
 	if len(stales) == 0 {
-		return ""
+		return "", within
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "reads staler than the local-tier bound %v: %s\n", bound, h.summary())
@@ -72,7 +75,7 @@ func checkBound(h *history, bound time.Duration) string {
 	s := stales[0]
 	fmt.Fprintf(&b, "\noperations of key %s around the worst one:\n", s.read.key)
 	listAround(&b, h.byKey()[s.read.key], s.write.call-int64(20*time.Millisecond), s.read.ret)
-	return b.String()
+	return b.String(), within
 }
 
 func visualize(name string, info porcupine.LinearizationInfo) (string, error) {

@@ -163,16 +163,29 @@ func staleReads(ops []op, bound time.Duration) []stale {
 
 // summary describes a history's size and faults in one line.
 func (h *history) summary() string {
-	reads, writes := 0, 0
+	reads, writes, last := 0, 0, int64(0)
 	for _, o := range h.ops {
 		if o.write {
 			writes++
 		} else {
 			reads++
 		}
+		if o.ret != never {
+			last = max(last, o.ret)
+		}
 	}
 	return fmt.Sprintf("%d reads, %d writes over %v; %d reads failed (no constraint), %d writes never reached Redis, %d connections killed",
-		reads, writes, time.Since(h.start).Round(time.Millisecond), h.dropped, h.gaveUp, h.kills)
+		reads, writes, time.Duration(last).Round(time.Millisecond), h.dropped, h.gaveUp, h.kills)
+}
+
+// staleFigures sums up stale reads in one line.
+func staleFigures(all []stale) string {
+	if len(all) == 0 {
+		return "no stale read"
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].lag > all[j].lag })
+	return fmt.Sprintf("%d stale reads, lag from the newer write's return to the read's start: max %.1fms, median %.1fms",
+		len(all), ms(all[0].lag), ms(all[len(all)/2].lag))
 }
 
 // describeStale reports the stale reads found, with the worst ones in full.
@@ -180,10 +193,8 @@ func describeStale(all []stale) string {
 	if len(all) == 0 {
 		return "no read started after a newer write had returned"
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].lag > all[j].lag })
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d stale reads, lag from the newer write's return to the read's start: max %.1fms, median %.1fms",
-		len(all), ms(all[0].lag), ms(all[len(all)/2].lag))
+	b.WriteString(staleFigures(all))
 	for i, s := range all {
 		if i == 3 {
 			break

@@ -3,6 +3,7 @@ package lincheck
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -69,14 +70,15 @@ func TestLinearizable(t *testing.T) {
 				t.Run(w.name, func(t *testing.T) {
 					t.Logf("seed %d (-lincheck.seed=%d replays the choices)", seed, seed)
 					h := run(t, srv, w)
-					var report string
+					report, within := "", ""
 					if w.local > 0 {
-						report = checkBound(h, w.bound())
+						report, within = checkBound(h, w.bound())
+						within = fmt.Sprintf("; within the bound of %v: %s", w.bound(), within)
 					} else {
 						report = checkRegister(h, t.Name(), checkTimeout)
 					}
 					if report == "" {
-						t.Logf("ok: %s", h.summary())
+						t.Logf("ok: %s%s", h.summary(), within)
 						return
 					}
 					if why, known := knownDefects[w.name]; known && os.Getenv(strictEnv) != "1" {

@@ -40,8 +40,8 @@ func TestRegisterRejectsAReadAfterTheWrite(t *testing.T) {
 	}
 }
 
-// visualisation returns the path of the HTML file a report names, removed
-// when the test ends.
+// visualisation returns the path of the HTML file a report names, and
+// removes the file when the test ends.
 func visualisation(t *testing.T, report string) string {
 	_, after, _ := strings.Cut(report, "visualisation: ")
 	path, _, _ := strings.Cut(after, "\n")

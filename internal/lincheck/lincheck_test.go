@@ -79,9 +79,13 @@ func TestLinearizable(t *testing.T) {
 					}
 					if report == "" {
 						t.Logf("ok: %s%s", h.summary(), within)
+						if _, known := knownDefects[w.name]; known {
+							t.Logf("listed in knownDefects, yet passed: drop it from the list once the read engine is fixed")
+						}
 						return
 					}
 					if why, known := knownDefects[w.name]; known && os.Getenv(strictEnv) != "1" {
+						visualisation(t, report) // removed at the end: strict runs keep it
 						t.Log(report)
 						t.Skipf("known defect (%s=1 fails instead): %s", strictEnv, why)
 					}

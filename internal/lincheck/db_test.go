@@ -29,16 +29,21 @@ func (k writeKind) String() string {
 	return [...]string{"Delete", "DeleteKeepingVersion", "SetVersioned", "Set"}[k]
 }
 
-// class is the set of writes that may overlap on one row: deletes of either
-// sort among themselves, versioned sets among themselves; a plain Set alone.
-func (k writeKind) class() int {
-	switch k {
+// mayFollow reports whether a write of kind k may begin (and take the next,
+// higher version) while a write of kind earlier is still making its cache
+// call. A delete removes whatever it finds, so anything may follow it; a
+// versioned set may follow a versioned set (the higher version wins either
+// way). Anything else may let the earlier call land last and leave its older
+// row cached, by the API's contract: a Set, or a SetVersioned after a plain
+// or version-keeping delete that carries no version of its own.
+func (k writeKind) mayFollow(earlier writeKind) bool {
+	switch earlier {
 	case wDelete, wDeleteKeepingVersion:
-		return 1
+		return true
 	case wSetVersioned:
-		return 2
+		return k == wSetVersioned
 	}
-	return 3
+	return false
 }
 
 // dbRow is a row of the database. Version 0 is the initial state: present
@@ -47,8 +52,8 @@ type dbRow struct {
 	ver        uint64
 	present    bool
 	initAbsent bool
-	// Writers of the row: the class holding it and how many.
-	class, writers int
+	// writers counts the writes of each kind making their cache call.
+	writers [wSet + 1]int
 	// next is closed when the next write of the row returns (gated loads
 	// wait on it).
 	next chan struct{}
@@ -84,23 +89,32 @@ func (d *db) begin(key string, kind writeKind, now func() int64) (uint64, int64)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	r := d.rows[key]
-	for r.writers > 0 && (r.class != kind.class() || kind == wSet) {
+	for !r.mayBegin(kind) {
 		d.cond.Wait()
 	}
-	r.class = kind.class()
-	r.writers++
+	r.writers[kind]++
 	call := now()
 	r.ver++
 	r.present = true
 	return r.ver, call
 }
 
+// mayBegin reports whether a write of kind may follow every write in flight.
+func (r *dbRow) mayBegin(kind writeKind) bool {
+	for earlier, n := range r.writers {
+		if n > 0 && !kind.mayFollow(writeKind(earlier)) {
+			return false
+		}
+	}
+	return true
+}
+
 // end marks the end of a write of key (its cache call returned, or gave up):
 // gated loads of key go on and other writers may start.
-func (d *db) end(key string) {
+func (d *db) end(key string, kind writeKind) {
 	d.mu.Lock()
 	r := d.rows[key]
-	r.writers--
+	r.writers[kind]--
 	close(r.next)
 	r.next = make(chan struct{})
 	d.mu.Unlock()

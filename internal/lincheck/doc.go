@@ -3,7 +3,7 @@
 // (github.com/anishathalye/porcupine).
 //
 // The model. A database (an in-process map of rows, each with a version that
-// every write raises) is the source of truth. Two or three Cache instances,
+// every write raises) is the source of truth. One Cache instance, or three,
 // each on its own go-redis client, run random Get, GetMany, Set, Delete,
 // SetVersioned and DeleteKeepingVersion calls against one Redis (a single
 // node, or a three-master cluster) while connections are killed on the
@@ -11,12 +11,11 @@
 // key's next write before returning what they read.
 //
 // A write is one operation from the database update to the return of its
-// cache call (retried until Redis takes it, as a caller would). Writes of one
-// row are ordered as under a row lock held across the cache call, except
-// that writes of one kind that are safe to overlap (deletes of either sort;
-// versioned sets) may overlap: a plain Set of two overlapping writers, or a
-// late SetVersioned after a plain Delete, may leave an older row cached by
-// the API's own contract, so the histories never contain them.
+// cache call (retried until Redis takes it, as a caller would). A write of a
+// row begins only when the API promises that no write still in flight can
+// leave an older row cached by landing last: after a delete anything may
+// begin, after a SetVersioned another SetVersioned; otherwise the writer
+// waits, as under a row lock held across the cache call.
 //
 // The contracts checked:
 //

@@ -196,7 +196,7 @@ func (w *worker) getMany(keys []string) {
 // Redis takes it (or giveUp passes).
 func (w *worker) write(key string, kind writeKind) {
 	ver, call := w.d.begin(key, kind, w.h.now)
-	defer w.d.end(key)
+	defer w.d.end(key, kind)
 	o := op{key: key, worker: w.id, inst: w.inst, kind: kind.String(), write: true, ver: int64(ver), call: call, ret: never}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -47,8 +47,11 @@ func long() bool { return *longFlag || os.Getenv("CACHEGUARD_LINCHECK") == "long
 // three), bounded staleness with one.
 func TestLinearizable(t *testing.T) {
 	dur, checkTimeout := 1500*time.Millisecond, 30*time.Second
-	if long() {
+	switch {
+	case long():
 		dur, checkTimeout = 30*time.Second, 10*time.Minute
+	case testing.Short():
+		dur = 500 * time.Millisecond
 	}
 	seed := *seedFlag
 	if seed == 0 {

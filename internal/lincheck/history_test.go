@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/cacheguard/cacheguard/cache"
 )
 
 // never is the return time of a write whose cache call never succeeded: it
@@ -56,6 +57,8 @@ type history struct {
 	dropped int // reads that returned an error (no constraint)
 	gaveUp  int // writes whose cache call never succeeded
 	kills   int // connections killed on the servers
+
+	stats cache.Stats // summed over the instances, for the summary
 }
 
 func newHistory() *history { return &history{start: time.Now()} }
@@ -174,8 +177,11 @@ func (h *history) summary() string {
 			last = max(last, o.ret)
 		}
 	}
-	return fmt.Sprintf("%d reads, %d writes over %v; %d reads failed (no constraint), %d writes never reached Redis, %d connections killed",
-		reads, writes, time.Duration(last).Round(time.Millisecond), h.dropped, h.gaveUp, h.kills)
+	s := h.stats
+	return fmt.Sprintf("%d reads, %d writes over %v; %d reads failed (no constraint), %d writes never reached Redis, %d connections killed; "+
+		"cache: %d hits (%d local), %d loads, %d fills refused, %d lease waits, %d Redis errors, %d subscription downs",
+		reads, writes, time.Duration(last).Round(time.Millisecond), h.dropped, h.gaveUp, h.kills,
+		s.Hits, s.LocalHits, s.Loads, s.RejectedFills, s.LeaseWaits, s.RedisErrors, s.SubscriptionDowns)
 }
 
 // staleFigures sums up stale reads in one line.

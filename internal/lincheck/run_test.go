@@ -113,6 +113,16 @@ func run(t *testing.T, srv servers, w workload) *history {
 	wg.Wait()
 	close(stop)
 	kw.Wait()
+	for _, c := range caches {
+		s := c.Stats()
+		h.stats.Hits += s.Hits
+		h.stats.LocalHits += s.LocalHits
+		h.stats.Loads += s.Loads
+		h.stats.RejectedFills += s.RejectedFills
+		h.stats.LeaseWaits += s.LeaseWaits
+		h.stats.RedisErrors += s.RedisErrors
+		h.stats.SubscriptionDowns += s.SubscriptionDowns
+	}
 	return h
 }
 

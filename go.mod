@@ -7,8 +7,8 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/dgraph-io/ristretto/v2 v2.4.2
-	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/klauspost/compress v1.20.3
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sony/gobreaker/v2 v2.4.0
 	golang.org/x/sync v0.24.0

@@ -1,7 +1,7 @@
 package hotkey
 
 import (
-	"cmp"
+	"context"
 	"hash/maphash"
 	"math"
 	"math/bits"
@@ -58,6 +58,14 @@ type Detector struct {
 
 	nPromoted, nDemoted atomic.Uint64 // see Stats (stats.go)
 
+	// The fleet view (fleet.go), written under tickMu.
+	fleetWin                      int64   // window of the last exchange
+	fleetView                     []Entry // keys hot across the fleet, largest first
+	nFleetExchanges, nFleetErrors atomic.Uint64
+	nFleetHot                     atomic.Int64
+	ctx                           context.Context // ends at Close: bounds exchanges
+	cancel                        context.CancelFunc
+
 	stop      chan struct{}
 	done      chan struct{}
 	wake      chan struct{} // Record wakes a paused ticking goroutine (idle.go)
@@ -68,6 +76,7 @@ type Detector struct {
 type snapshot struct {
 	byKey map[string]struct{}
 	top   []Entry // hot keys, largest count first
+	local int     // of top, the keys hot by this instance's counts
 	// early counts the keys promoted between ticks while this snapshot
 	// was current, against the room it leaves under k.
 	early atomic.Int64
@@ -111,6 +120,7 @@ func New(opts ...Option) (*Detector, error) {
 		filtered:   !cfg.rules.empty(),
 		start:      cfg.now(),
 	}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
 	for i := range d.shards {
 		d.shards[i].init(slots, capacity, width, rand.Uint64())
 		d.shards[i].det = d
@@ -175,10 +185,15 @@ func (d *Detector) loop() {
 // Close stops the ticking goroutine, if any, and waits for it. The detector
 // keeps answering with the last hot set. Close is idempotent and returns nil.
 func (d *Detector) Close() error {
-	if d == nil || d.stop == nil {
+	if d == nil {
+		return nil
+	}
+	if d.stop == nil {
+		d.cancel()
 		return nil
 	}
 	d.closeOnce.Do(func() {
+		d.cancel()
 		close(d.stop)
 		<-d.done
 	})
@@ -277,15 +292,18 @@ func (d *Detector) Tick() {
 			ranked = append(ranked, e)
 		}
 	}
-	slices.SortFunc(ranked, func(a, b Entry) int {
-		if c := cmp.Compare(b.Count, a.Count); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Key, b.Key)
-	})
-	next := &snapshot{byKey: make(map[string]struct{}, min(len(ranked), d.cfg.k))}
-	for _, e := range ranked[:min(len(ranked), d.cfg.k)] {
-		e.Count *= uint64(d.cfg.sampling)
+	sortEntries(ranked)
+	keep := min(len(ranked), d.cfg.k)
+	clear(ranked[keep:])
+	ranked = ranked[:keep]
+	for i := range ranked {
+		ranked[i].Count *= uint64(d.cfg.sampling)
+	}
+	local := len(ranked)
+	d.fleetTick(now, entries, total)
+	ranked = d.withFleetView(ranked)
+	next := &snapshot{byKey: make(map[string]struct{}, len(ranked)), local: local}
+	for _, e := range ranked {
 		next.top = append(next.top, e)
 		next.byKey[e.Key] = struct{}{}
 	}

@@ -5,6 +5,11 @@ type Stats struct {
 	Promoted uint64 // keys that became hot (at a tick, or early between ticks)
 	Demoted  uint64 // keys that stopped being hot
 	Hot      int    // keys hot at the last tick
+
+	// With WithFleet (fleet.go):
+	FleetExchanges uint64 // exchanges with the group's counts in Redis
+	FleetErrors    uint64 // of those, failed ones (each reported to WithErrorHandler)
+	FleetHot       int    // keys hot across the fleet at the last exchange
 }
 
 // Stats returns the counters. A nil *Detector has none.
@@ -12,7 +17,8 @@ func (d *Detector) Stats() Stats {
 	if d == nil {
 		return Stats{}
 	}
-	return Stats{Promoted: d.nPromoted.Load(), Demoted: d.nDemoted.Load(), Hot: len(d.hot.Load().top)}
+	return Stats{Promoted: d.nPromoted.Load(), Demoted: d.nDemoted.Load(), Hot: len(d.hot.Load().top),
+		FleetExchanges: d.nFleetExchanges.Load(), FleetErrors: d.nFleetErrors.Load(), FleetHot: int(d.nFleetHot.Load())}
 }
 
 // changed counts ev and reports it to the WithOnChange callback, if any.

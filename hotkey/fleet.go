@@ -97,9 +97,11 @@ func fleetKeys(group string, window int64) (set, total string) {
 // slack for clocks that disagree.
 const fleetWindows = 3
 
-// fleetTimeout bounds an exchange, which runs on the ticking goroutine.
+// fleetTimeout bounds an exchange, which runs on the ticking goroutine once
+// per window: half a window, at least 100 ms, at most a second. A slow
+// exchange delays that window's first tick, never Record.
 func (d *Detector) fleetTimeout() time.Duration {
-	return min(max(d.cfg.tick, 50*time.Millisecond), time.Second)
+	return min(max(d.cfg.window/2, 100*time.Millisecond), time.Second)
 }
 
 // fleetTick runs an exchange if now is in a window the detector has not

@@ -241,7 +241,8 @@ func (d *Detector) IsHot(key string) bool {
 
 // Top returns at most n of the hot keys with their counts, largest first, as
 // of the last tick (keys promoted since are not in it). n <= 0 returns them
-// all.
+// all. With WithFleet the keys hot across the fleet are among them, with the
+// fleet's count.
 func (d *Detector) Top(n int) []Entry {
 	if d == nil {
 		return nil

@@ -117,6 +117,9 @@ func (d *Detector) fleetTick(now time.Time, entries []Entry, total uint64) {
 	}
 	d.fleetWin = win
 	view, err := d.exchange(win-1, entries, total)
+	if d.ctx.Err() != nil {
+		return // closing: not a failure of Redis
+	}
 	d.nFleetExchanges.Add(1)
 	if err != nil {
 		d.nFleetErrors.Add(1)

@@ -342,60 +342,6 @@ func (d *Detector) step(name string) {
 	}
 }
 
-// notify reports the difference between two hot sets, and the keys promoted
-// early (with their promotion times) that the tick did not keep. entries are
-// this tick's candidates, for the count of a demoted key that is still
-// tracked. Its cost is one pass over entries, and that only when keys were
-// demoted, plus a map lookup per hot key: a tick that demotes every key costs
-// about as much as one that demotes one.
-func (d *Detector) notify(prev, next *snapshot, entries []Entry, early map[string]time.Time, now time.Time) {
-	at := func(key string) time.Time {
-		if t, ok := early[key]; ok {
-			return t
-		}
-		return now
-	}
-	for _, e := range next.top {
-		if _, was := prev.byKey[e.Key]; !was {
-			d.changed(Event{Key: e.Key, Hot: true, Count: e.Count, At: at(e.Key)})
-		}
-	}
-	demoted := d.demoted[:0]
-	for _, e := range prev.top {
-		if _, is := next.byKey[e.Key]; !is {
-			demoted = append(demoted, Entry{Key: e.Key})
-		}
-	}
-	// A key promoted early that this tick did not keep was hot for a while:
-	// both changes are reported.
-	for key, t := range early {
-		_, is := next.byKey[key]
-		_, was := prev.byKey[key]
-		if !is && !was {
-			// Promoted at the threshold in force until this tick.
-			d.changed(Event{Key: key, Hot: true, Count: d.earlyThr.Load() * uint64(d.cfg.sampling), At: t})
-			demoted = append(demoted, Entry{Key: key})
-		}
-	}
-	if len(demoted) > 0 {
-		// A demoted key that is still a candidate reports its count.
-		idx := make(map[string]int, len(demoted))
-		for i, e := range demoted {
-			idx[e.Key] = i
-		}
-		for _, c := range entries {
-			if i, ok := idx[c.Key]; ok {
-				demoted[i].Count = c.Count * uint64(d.cfg.sampling)
-			}
-		}
-		for _, e := range demoted {
-			d.changed(Event{Key: e.Key, Hot: false, Count: e.Count, At: now})
-		}
-	}
-	clear(demoted)
-	d.demoted = demoted[:0]
-}
-
 // hotEnough applies the thresholds to a candidate's count (in sampled units)
 // against the window's total.
 func (d *Detector) hotEnough(count, total uint64) bool {

@@ -41,15 +41,6 @@ const (
 	tick     = 100 * time.Millisecond
 )
 
-func TestMain(m *testing.M) {
-	redis.SetLogger(quiet{})
-	redistest.Main(m)
-}
-
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
-
 // node is one server of the cluster, looked at directly.
 type node struct {
 	role string
@@ -134,7 +125,7 @@ func run(t *testing.T, rc *redistest.ReplicatedCluster, nodes []node, n int, dur
 			t.Fatal(err)
 		}
 		c, err := cache.New[string](rdb, cache.WithPrefix(group+":"), cache.WithLogger(quietLog),
-			cache.WithLocal(8<<20), cache.WithHotKeys(det))
+			cache.WithLocal(1<<20), cache.WithHotKeys(det))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -115,6 +115,11 @@ func (d *Detector) fleetTick(now time.Time, entries []Entry, total uint64) {
 	if win == d.fleetWin {
 		return
 	}
+	if d.fleetWin == 0 {
+		// The first exchange only reads: what this detector counted so far
+		// does not cover the window that just ended.
+		entries, total = nil, 0
+	}
 	d.fleetWin = win
 	view, err := d.exchange(win-1, entries, total)
 	if d.ctx.Err() != nil {
@@ -160,9 +165,11 @@ func (d *Detector) exchange(win int64, entries []Entry, total uint64) ([]Entry, 
 				p.ZIncrBy(ctx, set, float64(e.Count*s), e.Key)
 			}
 		}
-		p.IncrBy(ctx, tot, int64(total*s))
-		p.PExpire(ctx, set, ttl)
-		p.PExpire(ctx, tot, ttl)
+		if len(mine) > 0 || total > 0 {
+			p.IncrBy(ctx, tot, int64(total*s))
+			p.PExpire(ctx, set, ttl)
+			p.PExpire(ctx, tot, ttl)
+		}
 		sets[0], sets[1] = read(p, set), read(p, prevSet)
 		tots[0], tots[1] = p.Get(ctx, tot), p.Get(ctx, prevTot)
 		return nil

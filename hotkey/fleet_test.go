@@ -207,3 +207,36 @@ func TestWithFleetRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// An instance that joins a busy fleet holds its hot keys from its first
+// tick: its first exchange reads the windows the others filled (and adds
+// nothing of its own, which would not cover them).
+func TestFleetJoinerSeesTheFleetAtOnce(t *testing.T) {
+	_, rdb := redistest.Single(t)
+	r := newFleetRig(t, 10, func(int) redis.UniversalClient { return rdb })
+	for range 3 * int(fleetWindow/fleetTick) {
+		r.tick("warm")
+	}
+	if r.hotOn("warm") != 10 {
+		t.Fatalf("hot on %d of 10 instances", r.hotOn("warm"))
+	}
+	set, _ := fleetKeys("svc", r.clk.Now().UnixNano()/int64(fleetWindow)-1)
+	before, err := rdb.ZScore(context.Background(), set, "warm").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	joiner, err := New(WithClock(r.clk.Now), withShards(8), WithWindow(fleetWindow), WithTick(fleetTick),
+		WithMinCount(fleetMinCount), WithFleet(rdb, "svc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer joiner.Close()
+	joiner.Record("warm")
+	joiner.Tick()
+	if !joiner.IsHot("warm") {
+		t.Fatalf("the joiner does not hold the fleet's hot key; stats %+v", joiner.Stats())
+	}
+	if after, _ := rdb.ZScore(context.Background(), set, "warm").Result(); after != before {
+		t.Fatalf("the joiner's first exchange added to a window it did not cover: %v -> %v", before, after)
+	}
+}

@@ -18,7 +18,8 @@ import (
 //
 // With a hot-key detector (WithHotKeys) only the keys it says are hot are
 // limited, so the limiter costs nothing on the rest of the traffic; without
-// one every key is. The ratelimit module provides a limiter shared by every
+// one every key is. GetMany is not limited: its batch reads (MGET) and batch
+// loads do not ask the limiter. The ratelimit module provides a limiter shared by every
 // instance through Redis (GCRA) that falls back to each instance's share
 // when Redis fails.
 

@@ -8,6 +8,6 @@
 //
 //	go test ./internal/fleetsim -run TestFleet -v -fleet.n=1,10,100
 //
-// Without -fleet.n the test runs a small form (5 instances, 4 s) that CI
+// Without -fleet.n the test runs a small form (5 instances, 5 s, a threshold of 50 reads per window) that CI
 // can afford.
 package fleetsim

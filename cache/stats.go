@@ -28,7 +28,7 @@ type Stats struct {
 	FallbackLoads    uint64 // direct loads while Redis was unavailable (WithFallbackLoads)
 	FallbackRejected uint64 // callers refused because the fallback cap was reached
 	ObserverPanics   uint64 // panics of the Observer, recovered (see Observer)
-	RateLimited      uint64 // Redis reads and loads the key rate limit refused (ratelimit.go)
+	RateLimited      uint64 // Redis reads and loads the key rate limit refused (ratelimit.go); a refused fill's load also counts in LoadErrors
 	RateLimitedLocal uint64 // of the Gets they belonged to, answered from the local tier instead
 
 	// Breaker is the circuit breaker's state now (BreakerClosed without

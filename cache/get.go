@@ -240,6 +240,9 @@ func (c *Cache[V]) refreshAfterHit(ctx context.Context, key, rkey string, res fl
 // a miss nothing usable is cached and a fill comes next; otherwise res is the
 // answer: a hit, an error, or gone with the error if ctx ended.
 func (c *Cache[V]) read(ctx context.Context, key, rkey string) (res flightResult[V], env envelope, miss bool) {
+	if res, limited := c.limitRead(ctx, key); limited {
+		return res, env, false
+	}
 	done, err := c.allow(key)
 	if err != nil {
 		return flightResult[V]{err: err}, env, false
@@ -311,10 +314,13 @@ func (c *Cache[V]) countJoined(ctx context.Context, res flightResult[V]) {
 // with err.
 func (c *Cache[V]) unavailable(ctx context.Context, key string, load Loader[V], e *LocalEntry[V], err error) (V, error) {
 	var zero V
+	if errors.Is(err, ErrRateLimited) {
+		return c.rateLimited(e, err)
+	}
 	if !errors.Is(err, ErrRedis) {
 		return zero, err // the caller's context ended: nothing failed
 	}
-	if e == nil || c.coarseNow.Load() >= e.stale || e.epoch < c.localFloor.Load() {
+	if !c.servableStale(e) {
 		return c.fallbackLoad(ctx, key, load, err)
 	}
 	c.stats.staleServed.Add(1)
@@ -621,6 +627,9 @@ func (c *Cache[V]) loadDirect(ctx context.Context, key string, load Loader[V]) (
 
 // callLoader runs load through runLoad.
 func (c *Cache[V]) callLoader(ctx context.Context, key string, load Loader[V]) (v V, err error) {
+	if err := c.limit(ctx, LimitLoad, key); err != nil {
+		return v, err
+	}
 	err = c.runLoad(ctx, fmt.Sprintf("loader for %q", key), func(ctx context.Context) (err error) {
 		v, err = load(ctx, key)
 		return err

@@ -37,6 +37,7 @@ const (
 	logSubscription    logKind = "invalidation subscription"
 	logInvalidationBad logKind = "invalidation message unusable"
 	logObserverPanic   logKind = "observer panicked"
+	logRateLimiter     logKind = "rate limiter decided without its store"
 )
 
 // defaultLogInterval is WithLogInterval's default.

@@ -39,6 +39,7 @@ type config struct {
 	maxLoads        int
 	closeTimeout    time.Duration
 	observer        Observer          // WithObserver (observe.go)
+	limiter         KeyLimiter        // WithKeyRateLimit (ratelimit.go)
 	sizes           ValueSizeObserver // observer, if it implements it
 
 	hooks *hooks // tests only: installed before any goroutine starts

@@ -28,6 +28,8 @@ type Stats struct {
 	FallbackLoads    uint64 // direct loads while Redis was unavailable (WithFallbackLoads)
 	FallbackRejected uint64 // callers refused because the fallback cap was reached
 	ObserverPanics   uint64 // panics of the Observer, recovered (see Observer)
+	RateLimited      uint64 // Redis reads and loads the key rate limit refused (ratelimit.go); a refused fill's load also counts in LoadErrors
+	RateLimitedLocal uint64 // of the Gets they belonged to, answered from the local tier instead
 
 	// Breaker is the circuit breaker's state now (BreakerClosed without
 	// WithCircuitBreaker).
@@ -52,7 +54,7 @@ type counters struct {
 	loads, loadErrors, leaseWaits, waitTimeouts, rejectedFills,
 	earlyRefresh, corrupt, tooLarge, redisErrors,
 	staleServed, localFlushes, fallbackLoads, fallbackRejected,
-	breakerRejects, observerPanics atomic.Uint64
+	breakerRejects, observerPanics, rateLimited, rateLimitedLocal atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -78,5 +80,7 @@ func (c *counters) snapshot() Stats {
 		FallbackLoads:    c.fallbackLoads.Load(),
 		FallbackRejected: c.fallbackRejected.Load(),
 		ObserverPanics:   c.observerPanics.Load(),
+		RateLimited:      c.rateLimited.Load(),
+		RateLimitedLocal: c.rateLimitedLocal.Load(),
 	}
 }

@@ -1,7 +1,7 @@
 package hotkey
 
 import (
-	"cmp"
+	"context"
 	"hash/maphash"
 	"math"
 	"math/bits"
@@ -58,6 +58,14 @@ type Detector struct {
 
 	nPromoted, nDemoted atomic.Uint64 // see Stats (stats.go)
 
+	// The fleet view (fleet.go), written under tickMu.
+	fleetWin                      int64   // window of the last exchange
+	fleetView                     []Entry // keys hot across the fleet, largest first
+	nFleetExchanges, nFleetErrors atomic.Uint64
+	nFleetHot                     atomic.Int64
+	ctx                           context.Context // ends at Close: bounds exchanges
+	cancel                        context.CancelFunc
+
 	stop      chan struct{}
 	done      chan struct{}
 	wake      chan struct{} // Record wakes a paused ticking goroutine (idle.go)
@@ -68,6 +76,7 @@ type Detector struct {
 type snapshot struct {
 	byKey map[string]struct{}
 	top   []Entry // hot keys, largest count first
+	local int     // of top, the keys hot by this instance's counts
 	// early counts the keys promoted between ticks while this snapshot
 	// was current, against the room it leaves under k.
 	early atomic.Int64
@@ -111,6 +120,7 @@ func New(opts ...Option) (*Detector, error) {
 		filtered:   !cfg.rules.empty(),
 		start:      cfg.now(),
 	}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
 	for i := range d.shards {
 		d.shards[i].init(slots, capacity, width, rand.Uint64())
 		d.shards[i].det = d
@@ -175,10 +185,15 @@ func (d *Detector) loop() {
 // Close stops the ticking goroutine, if any, and waits for it. The detector
 // keeps answering with the last hot set. Close is idempotent and returns nil.
 func (d *Detector) Close() error {
-	if d == nil || d.stop == nil {
+	if d == nil {
+		return nil
+	}
+	if d.stop == nil {
+		d.cancel()
 		return nil
 	}
 	d.closeOnce.Do(func() {
+		d.cancel()
 		close(d.stop)
 		<-d.done
 	})
@@ -226,7 +241,8 @@ func (d *Detector) IsHot(key string) bool {
 
 // Top returns at most n of the hot keys with their counts, largest first, as
 // of the last tick (keys promoted since are not in it). n <= 0 returns them
-// all.
+// all. With WithFleet the keys hot across the fleet are among them, with the
+// fleet's count.
 func (d *Detector) Top(n int) []Entry {
 	if d == nil {
 		return nil
@@ -277,15 +293,18 @@ func (d *Detector) Tick() {
 			ranked = append(ranked, e)
 		}
 	}
-	slices.SortFunc(ranked, func(a, b Entry) int {
-		if c := cmp.Compare(b.Count, a.Count); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Key, b.Key)
-	})
-	next := &snapshot{byKey: make(map[string]struct{}, min(len(ranked), d.cfg.k))}
-	for _, e := range ranked[:min(len(ranked), d.cfg.k)] {
-		e.Count *= uint64(d.cfg.sampling)
+	sortEntries(ranked)
+	keep := min(len(ranked), d.cfg.k)
+	clear(ranked[keep:])
+	ranked = ranked[:keep]
+	for i := range ranked {
+		ranked[i].Count *= uint64(d.cfg.sampling)
+	}
+	local := len(ranked)
+	d.fleetTick(now, entries, total)
+	ranked = d.withFleetView(ranked)
+	next := &snapshot{byKey: make(map[string]struct{}, len(ranked)), local: local}
+	for _, e := range ranked {
 		next.top = append(next.top, e)
 		next.byKey[e.Key] = struct{}{}
 	}
@@ -321,60 +340,6 @@ func (d *Detector) step(name string) {
 	if d.cfg.tickStep != nil {
 		d.cfg.tickStep(name)
 	}
-}
-
-// notify reports the difference between two hot sets, and the keys promoted
-// early (with their promotion times) that the tick did not keep. entries are
-// this tick's candidates, for the count of a demoted key that is still
-// tracked. Its cost is one pass over entries, and that only when keys were
-// demoted, plus a map lookup per hot key: a tick that demotes every key costs
-// about as much as one that demotes one.
-func (d *Detector) notify(prev, next *snapshot, entries []Entry, early map[string]time.Time, now time.Time) {
-	at := func(key string) time.Time {
-		if t, ok := early[key]; ok {
-			return t
-		}
-		return now
-	}
-	for _, e := range next.top {
-		if _, was := prev.byKey[e.Key]; !was {
-			d.changed(Event{Key: e.Key, Hot: true, Count: e.Count, At: at(e.Key)})
-		}
-	}
-	demoted := d.demoted[:0]
-	for _, e := range prev.top {
-		if _, is := next.byKey[e.Key]; !is {
-			demoted = append(demoted, Entry{Key: e.Key})
-		}
-	}
-	// A key promoted early that this tick did not keep was hot for a while:
-	// both changes are reported.
-	for key, t := range early {
-		_, is := next.byKey[key]
-		_, was := prev.byKey[key]
-		if !is && !was {
-			// Promoted at the threshold in force until this tick.
-			d.changed(Event{Key: key, Hot: true, Count: d.earlyThr.Load() * uint64(d.cfg.sampling), At: t})
-			demoted = append(demoted, Entry{Key: key})
-		}
-	}
-	if len(demoted) > 0 {
-		// A demoted key that is still a candidate reports its count.
-		idx := make(map[string]int, len(demoted))
-		for i, e := range demoted {
-			idx[e.Key] = i
-		}
-		for _, c := range entries {
-			if i, ok := idx[c.Key]; ok {
-				demoted[i].Count = c.Count * uint64(d.cfg.sampling)
-			}
-		}
-		for _, e := range demoted {
-			d.changed(Event{Key: e.Key, Hot: false, Count: e.Count, At: now})
-		}
-	}
-	clear(demoted)
-	d.demoted = demoted[:0]
 }
 
 // hotEnough applies the thresholds to a candidate's count (in sampled units)

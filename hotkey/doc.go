@@ -53,4 +53,10 @@
 // caller calls Tick, which retires as many ticks as the clock says have passed.
 // Tests use this to drive a detector through minutes of traffic without
 // sleeping.
+//
+// # Fleet
+//
+// With WithFleet, detectors of one group add their counts up in Redis once
+// per window and each promotes the keys hot across the group as well as its
+// own (fleet.go).
 package hotkey

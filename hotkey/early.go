@@ -57,7 +57,7 @@ func (d *Detector) promoteEarly(s *shard, key string) {
 	if _, ok := snap.byKey[key]; ok {
 		return
 	}
-	if int64(len(snap.top))+snap.early.Load() >= int64(d.cfg.k) {
+	if int64(snap.local)+snap.early.Load() >= int64(d.cfg.k) {
 		return
 	}
 	set := s.early.Load()

@@ -31,6 +31,8 @@ type config struct {
 	tickSrc   <-chan time.Time  // test hook: replaces the time.Ticker
 	tickStep  func(step string) // test hook: called between the steps of a tick
 	manualClk bool              // WithClock was given
+	fleet     *fleetConfig      // WithFleet (fleet.go)
+	onError   func(error)       // WithErrorHandler
 }
 
 const (

@@ -1,0 +1,110 @@
+package ratelimit
+
+import (
+	"fmt"
+	"time"
+)
+
+// Option configures a Limiter.
+type Option func(*config)
+
+type config struct {
+	reads, loads Limit
+	prefix       string
+	instances    int
+	timeout      time.Duration
+	retryAfter   time.Duration
+	maxKeys      int
+	err          error
+}
+
+func defaultConfig() config {
+	return config{prefix: "cacheguard:rl:", instances: 1, timeout: 100 * time.Millisecond,
+		retryAfter: time.Second, maxKeys: 100_000}
+}
+
+func (c *config) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+	}
+}
+
+// WithReads limits the Redis reads of each key (default: no limit).
+func WithReads(l Limit) Option {
+	return func(c *config) {
+		if err := l.check("read"); err != nil && c.err == nil {
+			c.err = err
+		}
+		c.reads = l
+	}
+}
+
+// WithLoads limits the loads (database reads) of each key (default: no limit).
+func WithLoads(l Limit) Option {
+	return func(c *config) {
+		if err := l.check("load"); err != nil && c.err == nil {
+			c.err = err
+		}
+		c.loads = l
+	}
+}
+
+// WithInstances says how many instances share the budgets, so that each
+// takes 1/n of them while Redis fails (default 1). Without a Redis client it
+// is ignored: each instance has the whole budget.
+func WithInstances(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.fail("instances %d must be at least 1", n)
+			return
+		}
+		c.instances = n
+	}
+}
+
+// WithPrefix sets the prefix of the limiter's Redis keys (default
+// "cacheguard:rl:"); the key is prefix + "read:" or "load:" + the cache key.
+func WithPrefix(p string) Option {
+	return func(c *config) {
+		if p == "" {
+			c.fail("empty prefix")
+			return
+		}
+		c.prefix = p
+	}
+}
+
+// WithTimeout bounds each Redis call (default 100 ms); past it the local
+// share decides.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.fail("timeout %v must be positive", d)
+			return
+		}
+		c.timeout = d
+	}
+}
+
+// WithRetryAfter sets how long after a failed Redis call the local shares
+// decide alone before Redis is asked again (default 1 s).
+func WithRetryAfter(d time.Duration) Option {
+	return func(c *config) {
+		if d < 0 {
+			c.fail("retry delay %v must not be negative", d)
+			return
+		}
+		c.retryAfter = d
+	}
+}
+
+// WithMaxKeys bounds the number of local buckets (default 100,000).
+func WithMaxKeys(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.fail("max keys %d must be at least 1", n)
+			return
+		}
+		c.maxKeys = n
+	}
+}

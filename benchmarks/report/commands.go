@@ -38,6 +38,7 @@ var otherMeasurements = []measurement{
 	{"local-tier staleness with the subscriber's connection blackholed", ".", "go test -count=1 -run TestHalfOpenSubscriberIsDetected -v ./cache/"},
 	{"local-tier staleness under network faults and failovers", ".", "go test -race -count=1 -run TestFault -v ./cache/"},
 	{"wake-up of a lease waiter in another process", ".", "CACHEGUARD_WAKE_LATENCY=200 go test -count=1 -run TestWakeLatency -v ./cache/"},
+	{"the storm demo: naive cache-aside against cacheguard under five storms, with a chart naming the machine and its load", ".", "go run ./examples/storm -plot storm.svg"},
 	{"binlog catch-up", "consistency/binlog", "go test -count=2 -run '^$' -bench CatchUp -benchtime 1x ."},
 }
 

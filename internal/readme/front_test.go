@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -81,23 +82,11 @@ func goSources(t *testing.T) map[string][]string {
 
 func containsRun(hay, needle []string) bool {
 	for i := 0; i+len(needle) <= len(hay); i++ {
-		if slicesEqual(hay[i:i+len(needle)], needle) {
+		if slices.Equal(hay[i:i+len(needle)], needle) {
 			return true
 		}
 	}
 	return false
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Every Go block of the README is code that compiles and runs: its lines

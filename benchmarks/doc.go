@@ -9,5 +9,5 @@
 // rows with and without a local tier, a stampede on one expiring key (in one
 // process and across three re-executed processes), penetration by absent
 // rows, mass expiry, and the invalidation race. run.sh runs them, summarises
-// them with benchstat and regenerates the results in README.md.
+// them with benchstat and writes RESULTS.md; README.md gives the method.
 package benchmarks

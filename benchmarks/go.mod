@@ -7,6 +7,7 @@ replace github.com/cacheguard/cacheguard => ../
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/cacheguard/cacheguard v0.0.0-00010101000000-000000000000
+	github.com/cacheguard/cacheguard/stock v0.0.0-00010101000000-000000000000
 	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/dtm-labs/rockscache v0.1.1
 	github.com/eko/gocache/lib/v4 v4.2.0
@@ -82,3 +83,5 @@ require (
 )
 
 replace github.com/cacheguard/cacheguard/codec/msgpack => ../codec/msgpack
+
+replace github.com/cacheguard/cacheguard/stock => ../stock

@@ -28,9 +28,7 @@ import (
 // CACHEGUARD_IDLE_CPUPROFILE=file writes a CPU profile of the idle stretch
 // alone (the profiler's own cost is then in the figure).
 func TestIdleCPU(t *testing.T) {
-	if testing.Short() {
-		t.Skip("idle measurement takes seconds")
-	}
+	measurement(t)
 	idle := 10 * time.Second
 	if s := os.Getenv("CACHEGUARD_IDLE_SECONDS"); s != "" {
 		n, err := strconv.Atoi(s)

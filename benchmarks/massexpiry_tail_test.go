@@ -22,9 +22,7 @@ import (
 //
 //	go test -run TestMassExpiryTail -v .
 func TestMassExpiryTail(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a mass-expiry cycle takes seconds")
-	}
+	measurement(t)
 	ctx := context.Background()
 	db := newSimDB(zipfKeys, 0, massConns)
 	rdb, _ := countedClient(t)

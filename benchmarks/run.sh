@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Runs the benchmark suite, summarises it with benchstat and regenerates the
-# results part of README.md (between its two marker lines).
+# Runs the benchmark suite, summarises it with benchstat and writes
+# RESULTS.md (the method is in README.md).
 #
 #   ./run.sh                        # 6 passes, -benchtime 500ms, the benchmarks of the tables below
 #   COUNT=10 BENCHTIME=1s ./run.sh  # more samples, longer runs
 #   BENCH='Zipfian|Stampede' ./run.sh
 #   BENCH=. ./run.sh                # also the lock, stock, codec, compression,
 #                                   # Bloom and promotion benchmarks, which the
-#                                   # generated tables do not show (their
-#                                   # figures are in the hand-written sections)
-#   COUNT=3 BENCHTIME=1x BENCH='Stampede|MassExpiry' README=/tmp/README.md OUT=/tmp/results ./run.sh
+#                                   # generated tables do not show (RESULTS.md
+#                                   # lists the commands for their figures)
+#   COUNT=3 BENCHTIME=1x BENCH='Stampede|MassExpiry' RESULTS=/tmp/RESULTS.md OUT=/tmp/results ./run.sh
 #                                   # a check of the whole pipeline that leaves
-#                                   # README.md and results/ alone
+#                                   # RESULTS.md and results/ alone
 #
 # The suite runs COUNT times in a row (-count 1 each time) rather than once
 # with -count COUNT: each sample of a benchmark then comes from a different
@@ -34,7 +34,7 @@ COUNT=${COUNT:-6}
 BENCHTIME=${BENCHTIME:-500ms}
 # The benchmarks the report turns into tables (report/main.go, tables).
 BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LocalHit|LocalHitRatio|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace)$'}
-README=${README:-README.md}
+RESULTS=${RESULTS:-RESULTS.md}
 out=${OUT:-results}
 # benchstat, pinned (golang.org/x/perf has no tagged releases).
 BENCHSTAT=${BENCHSTAT:-golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da}
@@ -85,6 +85,5 @@ echo "duration: $(($(date +%s) - start)) s" >>"$out/machine.txt"
 go run "$BENCHSTAT" -confidence 0.9 "$out/raw.txt" >"$out/benchstat.txt"
 go run "$BENCHSTAT" -confidence 0.9 -format csv "$out/raw.txt" >"$out/benchstat.csv" 2>/dev/null
 
-[ -e "$README" ] || cp README.md "$README"
-go run ./report -csv "$out/benchstat.csv" -machine "$out/machine.txt" -command "$cmd" -readme "$README"
-echo "$README updated; benchstat's summary is in $out/benchstat.txt" >&2
+go run ./report -csv "$out/benchstat.csv" -machine "$out/machine.txt" -command "$cmd" -out "$RESULTS"
+echo "$RESULTS written; benchstat's summary is in $out/benchstat.txt" >&2

@@ -1,60 +1,36 @@
 package benchmarks
 
 import (
-	"context"
-	"net"
+	"flag"
 	"os"
-	"os/exec"
-	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
 )
 
-// The benchmarks run against one real redis-server per test binary, spawned on
-// a free loopback port (internal/redistest cannot be imported across modules).
-
-var server struct {
-	once sync.Once
-	addr string
-	cmd  *exec.Cmd
-	dir  string
-	err  error
-}
+// The benchmarks run against one real redis-server per test binary, started by
+// internal/redistest on a free loopback port (run.sh starts one for all its
+// passes and hands it over in childRedisEnv).
 
 // TestMain stops the shared server at the end.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if server.cmd != nil {
-		server.cmd.Process.Kill()
-		server.cmd.Wait()
-		os.RemoveAll(server.dir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
-// childRedisEnv names the variable through which a parent benchmark hands
-// its server's address to the processes it starts.
+// childRedisEnv names the variable through which run.sh, or a parent
+// benchmark, hands its server's address to the processes it starts.
 const childRedisEnv = "CACHEGUARD_BENCH_REDIS"
 
 // redisAddr returns the address of the shared redis-server, starting it on
-// first use. It fails the benchmark when redis-server is missing.
+// first use. Without redis-server the benchmark is skipped (it fails under
+// CACHEGUARD_REQUIRE_REDIS=1): its figures mean nothing on miniredis.
 func redisAddr(tb testing.TB) string {
 	tb.Helper()
-	server.once.Do(func() {
-		// A child process (see stampede_test.go) uses its parent's server.
-		if addr := os.Getenv(childRedisEnv); addr != "" {
-			server.addr = addr
-			return
-		}
-		server.addr, server.cmd, server.dir, server.err = spawnRedis()
-	})
-	if server.err != nil {
-		tb.Fatalf("redis-server: %v", server.err)
+	if addr := os.Getenv(childRedisEnv); addr != "" {
+		return addr
 	}
-	return server.addr
+	redistest.NeedServer(tb)
+	return redistest.SharedSingle(tb).(*redis.Client).Options().Addr
 }
 
 // newClient returns a client for the shared server; FLUSHALL is the caller's
@@ -65,40 +41,15 @@ func newClient(tb testing.TB) *redis.Client {
 	return c
 }
 
-func spawnRedis() (string, *exec.Cmd, string, error) {
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", nil, "", err
+// measurement skips a test that measures rather than checks unless -run
+// names it: its figures depend on the machine and it takes seconds, so
+// `go test ./...` leaves it out (go test -run TestIdleCPU -v . runs it).
+func measurement(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a measurement; -short skips it")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, "", err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir, err := os.MkdirTemp("", "bench-redis")
-	if err != nil {
-		return "", nil, "", err
-	}
-	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--loglevel", "warning")
-	if err := cmd.Start(); err != nil {
-		return "", nil, "", err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return addr, cmd, dir, nil
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			return "", nil, "", err
-		}
-		time.Sleep(20 * time.Millisecond)
+	if f := flag.Lookup("test.run"); f == nil || f.Value.String() == "" {
+		t.Skip("a measurement: run it by name with -run " + t.Name())
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-	_ "modernc.org/sqlite"
 
 	"github.com/cacheguard/cacheguard/lock"
 )
@@ -27,14 +27,8 @@ func Example_fencing() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		panic(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1) // one in-memory database
-	db.Exec(`CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT, fence INTEGER NOT NULL DEFAULT 0)`)
-	db.Exec(`INSERT INTO orders (id, status) VALUES (42, 'new')`)
+	// db stands for a *sql.DB holding the row (42, 'new', fence 0).
+	db := &ordersTable{status: map[int]string{42: "new"}, fence: map[int]int64{}}
 
 	c, err := lock.New(rdb, lock.WithLease(time.Second))
 	if err != nil {
@@ -66,9 +60,7 @@ func Example_fencing() {
 	err = lock.SetFenced(ctx, rdb, "orders:{42}:status", slow.Token(), "cancelled", 0)
 	fmt.Println("slow, Redis refused:", errors.Is(err, lock.ErrFenced))
 
-	var status string
-	db.QueryRow(`SELECT status FROM orders WHERE id = 42`).Scan(&status)
-	fmt.Println("row:", status, "value:", rdb.HGet(ctx, "orders:{42}:status", "value").Val())
+	fmt.Println("row:", db.statusOf(42), "value:", rdb.HGet(ctx, "orders:{42}:status", "value").Val())
 	// Output:
 	// fast, SQL: <nil>
 	// fast, Redis: <nil>
@@ -76,3 +68,40 @@ func Example_fencing() {
 	// slow, Redis refused: true
 	// row: paid value: paid
 }
+
+// ordersTable is an in-memory table of orders with the one statement the
+// example runs, "UPDATE orders SET status = ?, fence = ? WHERE id = ? AND
+// fence < ?", so that the example needs no database driver. Any lock.Execer
+// (a *sql.DB, *sql.Tx or *sql.Conn) is used the same way.
+type ordersTable struct {
+	mu     sync.Mutex
+	status map[int]string
+	fence  map[int]int64
+}
+
+func (t *ordersTable) ExecContext(_ context.Context, _ string, args ...any) (sql.Result, error) {
+	if len(args) != 4 {
+		return nil, fmt.Errorf("orders: want 4 arguments, got %d", len(args))
+	}
+	status, _ := args[0].(string)
+	token, _ := args[1].(int64)
+	id, _ := args[2].(int)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.status[id]; !ok || t.fence[id] >= token {
+		return rowsAffected(0), nil
+	}
+	t.status[id], t.fence[id] = status, token
+	return rowsAffected(1), nil
+}
+
+func (t *ordersTable) statusOf(id int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status[id]
+}
+
+type rowsAffected int64
+
+func (n rowsAffected) LastInsertId() (int64, error) { return 0, errors.New("orders: no insert id") }
+func (n rowsAffected) RowsAffected() (int64, error) { return int64(n), nil }

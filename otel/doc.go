@@ -2,6 +2,15 @@
 // OpenTelemetry metrics and traces. It lives in its own module so that the
 // core module does not depend on OpenTelemetry.
 //
+// Wiring, for a cache, a durable invalidation queue and a flash sale:
+//
+//	obs, _ := otel.NewObserver("users", tracerProvider, meterProvider)
+//	users, _ := cache.New[User](rdb, cache.WithPrefix("user:"), cache.WithObserver(obs))
+//	reg, _ := otel.RegisterCache(meterProvider.Meter(otel.ScopeName), "users", users)
+//	defer reg.Unregister()
+//	qreg, _ := otel.RegisterQueue(meterProvider.Meter(otel.ScopeName), "orders", queue)
+//	sreg, _ := otel.RegisterStock(meterProvider.Meter(otel.ScopeName), "sku", consumer, admission)
+//
 // Metrics are asynchronous: RegisterCache and RegisterQueue read the Stats
 // snapshots (atomic counters the packages keep anyway) when the SDK collects,
 // so the read path pays nothing for them. Traces and latency histograms come
@@ -27,5 +36,13 @@
 //
 // Metric names are stable; the Prometheus exporter renders them with dots as
 // underscores and counters suffixed _total (cacheguard.cache.hits becomes
-// cacheguard_cache_hits_total). See names.go for the list.
+// cacheguard_cache_hits_total). See names.go for the list. RegisterCache
+// adds the gauge cacheguard.cache.breaker.state (0 closed, 1 half-open,
+// 2 open); the Observer records the histograms cacheguard.cache.get.duration,
+// cacheguard.cache.load.duration, cacheguard.cache.lease.wait.duration
+// (seconds) and cacheguard.cache.value.size (bytes, op read or write).
+//
+// grafana-dashboard.json in this module is a Grafana dashboard whose queries
+// a test checks against what the Prometheus exporter really serves;
+// Example_prometheus shows the wiring.
 package otel

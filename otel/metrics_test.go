@@ -146,7 +146,7 @@ func TestCacheMetricsAfterWorkload(t *testing.T) {
 	}
 
 	// An outage: Redis goes away, a read fails over to one fallback load.
-	srv.stop()
+	srv.Kill()
 	if v, err := c.Get(ctx, "during", func(context.Context, string) (string, error) { return "db", nil }); err != nil || v != "db" {
 		t.Fatalf("Get during the outage = %q, %v; want the fallback load", v, err)
 	}

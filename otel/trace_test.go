@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/redistest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -34,7 +35,7 @@ func tracing(t *testing.T, opts ...sdkmetric.Option) (*tracetest.InMemoryExporte
 
 // tracedCache returns a Cache on srv observed by an Observer named name,
 // closed when the test ends.
-func tracedCache(t *testing.T, srv server, tp *sdktrace.TracerProvider, mp *sdkmetric.MeterProvider, name string, opts ...cache.Option) *cache.Cache[string] {
+func tracedCache(t *testing.T, srv *redistest.Server, tp *sdktrace.TracerProvider, mp *sdkmetric.MeterProvider, name string, opts ...cache.Option) *cache.Cache[string] {
 	obs, err := NewObserver(name, tp, mp)
 	if err != nil {
 		t.Fatal(err)

@@ -265,7 +265,7 @@ func TestMetricsOfAScriptedWorkload(t *testing.T) {
 	// reads are answered by fallback loads. (The shared filter's gauge
 	// would fail the collection: it needs Redis.)
 	sharedReg.Unregister()
-	srv.stop()
+	srv.Kill()
 	for i := range 3 {
 		if v, err := a.Get(ctx, fmt.Sprint("down", i), load); err != nil || v != "value" {
 			t.Fatalf("Get during the outage = %q, %v; want a fallback load", v, err)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -114,4 +116,34 @@ Stampede/procs=1-2,` + cacheguard + `
 ,slowest-read-ms@jetcache,CI
 Stampede/procs=1-2,` + jetcache + `
 `
+}
+
+// RESULTS.md is what the report writes from the summary kept in results/:
+// nobody edited it by hand since run.sh wrote it.
+func TestResultsFileIsGenerated(t *testing.T) {
+	want, err := os.ReadFile("../RESULTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("Command \\(in `benchmarks/`\\):\n\n```sh\n(.*)\n```").FindSubmatch(want)
+	if m == nil {
+		t.Fatal("RESULTS.md names no command")
+	}
+	data, err := os.ReadFile("../results/benchstat.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := parseCSV(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine, err := os.ReadFile("../results/machine.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	writeFile(&got, res, strings.TrimSpace(string(machine)), string(m[1]))
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Error("RESULTS.md differs from what go run ./report writes from results/: regenerate it with run.sh, do not edit it")
+	}
 }

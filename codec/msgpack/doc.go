@@ -4,8 +4,9 @@
 // It is a module of its own so that cacheguard's core module does not depend
 // on a MessagePack library. On a typical repository row it decodes in about a
 // third of the time encoding/json takes, with fewer allocations and 10 to
-// 15 % fewer bytes (see benchmarks/README.md, "Codec"); the price is values
-// that redis-cli no longer shows as text.
+// 15 % fewer bytes (the codec benchmark listed under "Other measurements" in
+// benchmarks/RESULTS.md); the price is values that redis-cli no longer shows
+// as text.
 //
 //	c, err := cache.New[User](rdb, cache.WithCodec(msgpack.Codec{}))
 //

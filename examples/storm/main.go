@@ -141,12 +141,15 @@ func run(ctx context.Context, cfg config, addr, plotFile, only string, fit bool,
 	fmt.Fprintf(out, "cacheguard: local Bloom filter, TTL jitter ±%.0f%%, null caching, leases, local tier for hot keys\n", guardJitter*100)
 	fmt.Fprintf(out, "%s: cacheguard as above without the local tier\n\n", modeNoLocal)
 
+	m := newMachine()
 	results, err := runAll(ctx, e, picked, func(r scenarioResult) { printScenario(out, r) })
+	m.finish()
+	fmt.Fprintf(out, "machine: %s\n", m)
 	if plotFile != "" && len(results) > 0 {
-		if perr := savePlot(plotFile, results, cfg); perr != nil {
+		if perr := savePlot(plotFile, results, cfg, m); perr != nil {
 			err = errors.Join(err, perr)
 		} else {
-			fmt.Fprintf(out, "chart: %s\n", plotFile)
+			fmt.Fprintf(out, "chart written to %s\n", absPath(plotFile))
 		}
 	}
 	return err
@@ -167,12 +170,20 @@ func runAll(ctx context.Context, e *env, picked []scenario, done func(scenarioRe
 	return results, nil
 }
 
-func savePlot(name string, results []scenarioResult, cfg config) error {
+// absPath is name made absolute, or name where that fails.
+func absPath(name string) string {
+	if abs, err := filepath.Abs(name); err == nil {
+		return abs
+	}
+	return name
+}
+
+func savePlot(name string, results []scenarioResult, cfg config, m *machine) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return err
 	}
-	if err := writePlot(f, results, cfg); err != nil {
+	if err := writePlot(f, results, cfg, m); err != nil {
 		f.Close()
 		return err
 	}

@@ -23,8 +23,8 @@ const (
 	plotWidth = 960
 	plotLeft  = 78 // room for the y labels
 	plotRight = 24
-	headerH   = 92 // the chart's title, notes and legend
-	titleH    = 44 // a panel's title and totals above its chart
+	headerH   = 110 // the chart's title, notes, machine and legend
+	titleH    = 44  // a panel's title and totals above its chart
 	mainH     = 130
 	stripH    = 46
 	gapH      = 10
@@ -38,8 +38,8 @@ var modeColour = map[string]string{modeNaive: "#d62728", modeGuard: "#1f77b4", m
 func modeClass(mode string) string { return strings.ReplaceAll(mode, " ", "-") }
 
 // writePlot draws every scenario's panel, naive against cacheguard with and
-// without its local tier.
-func writePlot(w io.Writer, results []scenarioResult, cfg config) error {
+// without its local tier, under a header that names the machine and its load.
+func writePlot(w io.Writer, results []scenarioResult, cfg config, m *machine) error {
 	var b bytes.Buffer
 	height := headerH + panelH*len(results) + 10
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n",
@@ -51,7 +51,8 @@ func writePlot(w io.Writer, results []scenarioResult, cfg config) error {
 			cfg.DBConns, cfg.DBLatency, cfg.DBWait))
 	text(&b, plotLeft, 60, "start", 12, "normal", "#555",
 		fmt.Sprintf("log scales; shaded: queries the database refused; strips: failed requests and p99 latency of the requests due in each %v", bucket))
-	legend(&b, plotLeft, 80)
+	text(&b, plotLeft, 78, "start", 12, "normal", "#555", "machine: "+m.String())
+	legend(&b, plotLeft, 98)
 	for i, r := range results {
 		panel(&b, r, headerH+i*panelH)
 	}

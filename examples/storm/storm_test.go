@@ -188,10 +188,13 @@ func TestStorms(t *testing.T) {
 
 	// The chart has one panel per scenario, each with both lines.
 	var svg bytes.Buffer
-	if err := writePlot(&svg, results, e.cfg); err != nil {
+	if err := writePlot(&svg, results, e.cfg, newMachine()); err != nil {
 		t.Fatal(err)
 	}
 	checkPlot(t, svg.Bytes(), results)
+	if !bytes.Contains(svg.Bytes(), []byte("load average")) {
+		t.Error("the chart does not say how loaded the machine was")
+	}
 
 	// Every goroutine the runs started has ended by now.
 	if leaked := leftovers(); leaked != "" {

@@ -25,11 +25,14 @@ type option struct {
 	generic bool
 	params  []string // parameter names; a variadic one ends in "..."
 	file    string
+	doc     string
+	typed   bool // returns one of the package's option types
 }
 
-// packageOptions parses the non-test Go files of every package directory
-// (nested modules included) and returns, by directory, the option functions
-// each declares.
+// packageOptions parses the non-test Go files of every library package
+// directory (nested modules included) and returns, by directory, its option
+// functions: the exported functions named With... and those that return one
+// of the package's option types (a type whose name ends in "Option").
 func packageOptions(t *testing.T) map[string][]option {
 	t.Helper()
 	out := map[string][]option{}
@@ -46,21 +49,20 @@ func packageOptions(t *testing.T) map[string][]option {
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			return err
 		}
 		dir, _ := filepath.Rel(root, filepath.Dir(path))
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
-			if !ok || fn.Recv != nil || !fn.Name.IsExported() || fn.Type.Results == nil || len(fn.Type.Results.List) != 1 {
+			if !ok || fn.Recv != nil || !fn.Name.IsExported() {
 				continue
 			}
-			res, ok := fn.Type.Results.List[0].Type.(*ast.Ident) // a type of this package
-			if !ok || !strings.HasSuffix(res.Name, "Option") {
+			if !strings.HasPrefix(fn.Name.Name, "With") && !returnsOption(fn) {
 				continue
 			}
-			o := option{name: fn.Name.Name, generic: fn.Type.TypeParams != nil, file: path}
+			o := option{name: fn.Name.Name, generic: fn.Type.TypeParams != nil, file: path, doc: fn.Doc.Text(), typed: returnsOption(fn)}
 			for _, p := range fn.Type.Params.List {
 				dots := ""
 				if _, ok := p.Type.(*ast.Ellipsis); ok {
@@ -83,11 +85,45 @@ func packageOptions(t *testing.T) map[string][]option {
 	return out
 }
 
-func readmeOf(dir string) string {
-	if dir == "cache" {
-		return filepath.Join(root, "README.md")
+// returnsOption reports whether fn returns one value of a type of its own
+// package whose name ends in "Option".
+func returnsOption(fn *ast.FuncDecl) bool {
+	if fn.Type.Results == nil || len(fn.Type.Results.List) != 1 {
+		return false
 	}
-	return filepath.Join(root, dir, "README.md")
+	res, ok := fn.Type.Results.List[0].Type.(*ast.Ident)
+	return ok && strings.HasSuffix(res.Name, "Option")
+}
+
+func sortedDirs(pkgs map[string][]option) []string {
+	dirs := make([]string, 0, len(pkgs))
+	for d := range pkgs {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	return dirs
+}
+
+// Options are documented in godoc, once: every option function has a doc
+// comment that begins with its name and says more than that.
+func TestOptionsHaveDocComments(t *testing.T) {
+	pkgs := packageOptions(t)
+	if len(pkgs["cache"]) == 0 {
+		t.Fatal("found no options in package cache: is the walk broken?")
+	}
+	for _, dir := range sortedDirs(pkgs) {
+		for _, o := range pkgs[dir] {
+			words := strings.Fields(o.doc)
+			switch {
+			case len(words) == 0:
+				t.Errorf("%s: option %s (%s) has no doc comment", dir, o.name, o.file)
+			case words[0] != o.name:
+				t.Errorf("%s: the doc comment of %s (%s) does not begin with its name", dir, o.name, o.file)
+			case len(words) < 4:
+				t.Errorf("%s: the doc comment of %s (%s) says too little: %q", dir, o.name, o.file, o.doc)
+			}
+		}
+	}
 }
 
 // row entries: `Name(a, b)` or `Name[V](a)` inside backticks of a table row.
@@ -123,27 +159,29 @@ func tableCalls(text string) map[string][]documented {
 	return out
 }
 
-func TestREADMEOptionTablesMatchTheCode(t *testing.T) {
+// A package README.md that lists options in a table lists them all, with
+// the parameter names of their declarations, and no option the package
+// does not declare. (The repository's README lists none: cache's options
+// are in its godoc.)
+func TestPackageREADMETablesMatchTheCode(t *testing.T) {
 	pkgs := packageOptions(t)
-	if len(pkgs["cache"]) == 0 {
-		t.Fatal("found no options in package cache: is the walk broken?")
-	}
-	dirs := make([]string, 0, len(pkgs))
-	for d := range pkgs {
-		dirs = append(dirs, d)
-	}
-	sort.Strings(dirs)
-	for _, dir := range dirs {
+	for _, dir := range sortedDirs(pkgs) {
+		path := filepath.Join(root, dir, "README.md")
+		text, err := os.ReadFile(path)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Run(dir, func(t *testing.T) {
-			path := readmeOf(dir)
-			text, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("package %s has options but no README table: %v", dir, err)
-			}
 			docs := tableCalls(string(text))
 			declared := map[string]bool{}
 			for _, o := range pkgs[dir] {
 				declared[o.name] = true
+				if !o.typed {
+					continue
+				}
 				ds, ok := docs[o.name]
 				if !ok {
 					t.Errorf("%s: option %s (%s) has no row in a table of %s", dir, o.name, o.file, path)

@@ -2,10 +2,14 @@ module github.com/cacheguard/cacheguard/stock/mariadbtest
 
 go 1.26.0
 
-replace github.com/cacheguard/cacheguard => ../..
+replace (
+	github.com/cacheguard/cacheguard => ../..
+	github.com/cacheguard/cacheguard/stock => ../
+)
 
 require (
 	github.com/cacheguard/cacheguard v0.0.0-00010101000000-000000000000
+	github.com/cacheguard/cacheguard/stock v0.0.0-00010101000000-000000000000
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/redis/go-redis/v9 v9.23.0
 )

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -105,7 +106,9 @@ func (c *Cache[V]) DeleteVersioned(ctx context.Context, key string, version uint
 
 func (c *Cache[V]) runVersioned(ctx context.Context, key string, version uint64, env []byte, ttlMS int64) (bool, error) {
 	ver := binary.BigEndian.AppendUint64(nil, version)
-	n, err := versionedSetScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, ver, env, ttlMS).Int()
+	n, err := call.Do(c.calls, ctx, 0, func(ctx context.Context) (int, error) {
+		return versionedSetScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, ver, env, ttlMS).Int()
+	}, nil)
 	if err = callerErr(ctx, err); err != nil {
 		return false, c.redisError(key, "versioned write", err)
 	}

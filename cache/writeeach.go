@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,7 +31,7 @@ func (c *Cache[V]) writeKeys(ctx context.Context, op string, keys []string, send
 	if err != nil {
 		return err
 	}
-	err = callerErr(ctx, send(ctx))
+	err = callerErr(ctx, call.Err(c.calls, ctx, 0, send))
 	done(err)
 	if err != nil {
 		return c.redisError(keys[0], op, err)

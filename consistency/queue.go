@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -165,9 +164,7 @@ func (q *Queue) snapshot() []*Target {
 // backoff is the pause before attempt n+1 after n failed attempts: doubling
 // from the minimum, capped, jittered down by up to half.
 func (q *Queue) backoff(n int) time.Duration {
-	d := float64(q.cfg.minBackoff) * math.Pow(2, float64(n-1))
-	d = min(d, float64(q.cfg.maxBackoff))
-	return time.Duration(d * (0.5 + 0.5*randFloat()))
+	return call.Jitter(call.Step(q.cfg.minBackoff, q.cfg.maxBackoff, n))
 }
 
 // redisError counts err and wraps it in cache.ErrRedis; context errors are

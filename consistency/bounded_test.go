@@ -4,7 +4,6 @@ package consistency
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,16 +34,7 @@ func TestCallsBoundedOnDefaultClient(t *testing.T) {
 	const budget, margin = 300 * time.Millisecond, 500 * time.Millisecond
 	check := func(what string, call func(ctx context.Context) error) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), budget)
-		defer cancel()
-		start := time.Now()
-		err := call(ctx)
-		if el := time.Since(start); el > budget+margin {
-			t.Errorf("%s took %v against a frozen server, budget %v", what, el, budget)
-		}
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%s: err = %v, want it to match context.DeadlineExceeded", what, err)
-		}
+		redistest.CheckBounded(t, what+" against a frozen server", budget, margin, call, context.DeadlineExceeded)
 	}
 	var wrote atomic.Int64
 	check("Update", func(ctx context.Context) error {

@@ -209,9 +209,10 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 		return err
 	}
 	// The key's version stays (versionkeep.go).
-	err = callerErr(ctx, call.Err(c.calls, ctx, 0, func(ctx context.Context) error {
-		return setKeepingVersionScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, env, ttl.Milliseconds()).Err()
-	}))
+	_, err = boundedWrite(c, ctx, []string{key}, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, setKeepingVersionScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, env, ttl.Milliseconds()).Err()
+	}, nil)
+	err = callerErr(ctx, err)
 	done(err)
 	if err != nil {
 		return c.redisError(key, "set", err)

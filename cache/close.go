@@ -23,7 +23,8 @@ const releaseTimeout = time.Second
 
 // Close stops background work (shared fills, detached loads, early refreshes,
 // the invalidation subscriber) and GetMany calls in flight, releases the fill
-// leases this Cache holds, and waits for its goroutines, for at most the
+// leases this Cache holds, and waits for its goroutines (Redis calls left
+// running at a caller's deadline included), for at most the
 // close timeout (WithCloseTimeout, default 5 s). If a loader ignores its
 // cancellation past that, Close releases its lease anyway and returns an
 // error wrapping context.DeadlineExceeded. It does not close the Redis
@@ -38,6 +39,7 @@ func (c *Cache[V]) Close() error {
 	c.closed.Store(true)
 	c.mu.Unlock()
 	c.close()
+	deadline := time.Now().Add(c.cfg.closeTimeout)
 	finished := make(chan struct{})
 	go func() {
 		c.bg.Wait()
@@ -54,7 +56,7 @@ func (c *Cache[V]) Close() error {
 	c.releaseHeld()
 	// Calls left running at their deadline end by the client's own
 	// timeouts; none of their goroutines outlives Close.
-	if !c.flight.Wait(c.cfg.closeTimeout) && err == nil {
+	if !c.flight.Wait(time.Until(deadline)) && err == nil {
 		err = fmt.Errorf("cacheguard: close: Redis calls still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
 	}
 	if c.local != nil {

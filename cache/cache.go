@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/sync/singleflight"
@@ -36,6 +37,11 @@ type Cache[V any] struct {
 	bg      sync.WaitGroup
 	mu      sync.RWMutex // orders bg.Add against Close's bg.Wait
 	closed  atomic.Bool
+	// calls bounds the Redis calls that must end by the caller's context
+	// or a timeout of their own on any client (internal/call); flight
+	// counts those left running at their deadline, for Close.
+	calls  call.Bound
+	flight call.Flight
 
 	refreshing sync.Map // rkey -> header (string) of the entry being refreshed here
 	held       sync.Map // lease -> struct{}: leases taken here and not yet given up (close.go)
@@ -136,6 +142,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	}
 	var err error
 	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger, hot: cfg.local.hot}
+	c.calls = call.For(rdb).Counting(&c.flight)
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -202,7 +209,10 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 		return err
 	}
 	// The key's version stays (versionkeep.go).
-	err = callerErr(ctx, setKeepingVersionScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, env, ttl.Milliseconds()).Err())
+	_, err = boundedWrite(c, ctx, []string{key}, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, setKeepingVersionScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, env, ttl.Milliseconds()).Err()
+	}, nil)
+	err = callerErr(ctx, err)
 	done(err)
 	if err != nil {
 		return c.redisError(key, "set", err)

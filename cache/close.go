@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/call"
 )
 
 // Shutting down. A process that stops while it holds fill leases (a rolling
@@ -21,7 +23,8 @@ const releaseTimeout = time.Second
 
 // Close stops background work (shared fills, detached loads, early refreshes,
 // the invalidation subscriber) and GetMany calls in flight, releases the fill
-// leases this Cache holds, and waits for its goroutines, for at most the
+// leases this Cache holds, and waits for its goroutines (Redis calls left
+// running at a caller's deadline included), for at most the
 // close timeout (WithCloseTimeout, default 5 s). If a loader ignores its
 // cancellation past that, Close releases its lease anyway and returns an
 // error wrapping context.DeadlineExceeded. It does not close the Redis
@@ -36,6 +39,7 @@ func (c *Cache[V]) Close() error {
 	c.closed.Store(true)
 	c.mu.Unlock()
 	c.close()
+	deadline := time.Now().Add(c.cfg.closeTimeout)
 	finished := make(chan struct{})
 	go func() {
 		c.bg.Wait()
@@ -50,6 +54,11 @@ func (c *Cache[V]) Close() error {
 		err = fmt.Errorf("cacheguard: close: loads still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
 	}
 	c.releaseHeld()
+	// Calls left running at their deadline end by the client's own
+	// timeouts; none of their goroutines outlives Close.
+	if !c.flight.Wait(time.Until(deadline)) && err == nil {
+		err = fmt.Errorf("cacheguard: close: Redis calls still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
+	}
 	if c.local != nil {
 		c.local.Close()
 	}
@@ -122,18 +131,17 @@ func (c *Cache[V]) releaseLeases(ctx context.Context, ls []lease) {
 	if len(ls) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	var err error
-	if len(ls) == 1 {
-		err = ls[0].release(ctx, c.rdb)
-	} else {
+	err := call.Err(c.calls.Strict(), context.WithoutCancel(ctx), releaseTimeout, func(ctx context.Context) error {
+		if len(ls) == 1 {
+			return ls[0].release(ctx, c.rdb)
+		}
 		calls := make([]scriptCall, len(ls))
 		for i, l := range ls {
 			calls[i] = scriptCall{releaseScript, []string{l.key}, l.releaseArgs()}
 		}
-		_, err = runScripts(ctx, c.rdb, calls)
-	}
+		_, err := runScripts(ctx, c.rdb, calls)
+		return err
+	})
 	if err != nil {
 		c.report(logLeaseRelease, ls[0].key, c.redisError(ls[0].key, "release lease", err))
 	}

@@ -87,8 +87,12 @@
 // When Redis fails, Get returns an error wrapping ErrRedis and does not call
 // the loader, so an outage of Redis is not turned into an unbounded load on
 // the database. Every Redis call is bounded by the caller's context and by the
-// client's own read and write timeouts; set ContextTimeoutEnabled on the
-// go-redis client so that context deadlines also bound its socket reads.
+// client's own read and write timeouts. Writes (Set, Delete, MarkStale,
+// DeleteKeepingVersion, the versioned writes) and lease extensions and
+// releases return by their deadline on any client, a call that outlives it
+// finishing on a goroutine of its own that Close waits for; set
+// ContextTimeoutEnabled on the go-redis client so that context deadlines
+// also bound the socket reads of every other call.
 //
 // The client may be a *redis.Client, a *redis.ClusterClient, a failover client
 // or a ring: every script touches one key, and batch calls are pipelined per

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -218,10 +219,15 @@ func (c *Cache[V]) whileLeased(ctx context.Context, leases []lease, fn func()) {
 // timeout (3 s by default, longer than a lease) or for the next period would
 // let a transient fault expire the lease under a live loader, and another
 // process would load too. The attempt's deadline bounds a silent connection
-// only on a client with ContextTimeoutEnabled (see the package doc).
+// on any client: on one without ContextTimeoutEnabled the attempt is left
+// to finish on a goroutine of its own (internal/call) and the next one goes
+// out on another connection.
 func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan struct{}) {
 	period := c.cfg.lease / 3
 	retry := max(period/8, time.Millisecond)
+	// The period bounds each attempt even where the client's own timeouts
+	// would end it later (Strict).
+	bound := c.calls.Strict()
 	t := time.NewTimer(period)
 	defer t.Stop()
 	leases = slices.Clone(leases)
@@ -237,16 +243,20 @@ func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan st
 		for i, l := range leases {
 			calls[i] = scriptCall{extendScript, []string{l.key}, []any{l.ph, c.cfg.lease.Milliseconds()}}
 		}
-		actx, cancel := context.WithTimeout(ctx, period)
-		cmds, err := runScripts(actx, c.rdb, calls)
-		cancel()
+		cmds, err := call.Do(bound, ctx, period, func(ctx context.Context) ([]*redis.Cmd, error) {
+			return runScripts(ctx, c.rdb, calls)
+		}, nil)
 		if err != nil && ctx.Err() == nil {
 			c.report(logLeaseExtend, leases[0].key, c.redisError(leases[0].key, "extend lease", fmt.Errorf("%w (retrying)", err)))
 		}
 		held, failed := leases[:0], false
 		for i, l := range leases {
-			n, err := cmds[i].Int()
-			ok := err == nil && n == 1
+			ok, err := false, err // abandoned (no cmds): every outcome unknown
+			if cmds != nil {
+				var n int
+				n, err = cmds[i].Int()
+				ok = err == nil && n == 1
+			}
 			if c.hooks.onExtend != nil {
 				c.hooks.onExtend(l.key, ok, err)
 			}

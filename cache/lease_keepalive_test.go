@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,16 +18,25 @@ import (
 // time and tries again, so while its slow loader runs no other process
 // takes the lease over and loads too. Before, the extension waited for the
 // client's read timeout (3 s, longer than the lease), the lease lapsed, and
-// the waiting process loaded a second time.
+// the waiting process loaded a second time. It holds with the recommended
+// client settings (context deadlines bound socket reads) and with go-redis's
+// defaults, where only giving up on the call bounds the attempt.
 func TestKeepAliveSurvivesAFailedExtension(t *testing.T) {
+	for _, ctxTimeout := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeout), func(t *testing.T) {
+			testKeepAliveSurvivesAFailedExtension(t, ctxTimeout)
+		})
+	}
+}
+
+func testKeepAliveSurvivesAFailedExtension(t *testing.T, ctxTimeout bool) {
 	srv, direct := redistest.RealSingle(t)
 	p, err := faultproxy.New(srv.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	// The recommended client settings: context deadlines bound socket reads.
-	viaProxy := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	viaProxy := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ContextTimeoutEnabled: ctxTimeout})
 	t.Cleanup(func() { viaProxy.Close() })
 
 	const lease = 1500 * time.Millisecond

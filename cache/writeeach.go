@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,7 +31,10 @@ func (c *Cache[V]) writeKeys(ctx context.Context, op string, keys []string, send
 	if err != nil {
 		return err
 	}
-	err = callerErr(ctx, send(ctx))
+	_, err = boundedWrite(c, ctx, keys, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, send(ctx)
+	}, nil)
+	err = callerErr(ctx, err)
 	done(err)
 	if err != nil {
 		return c.redisError(keys[0], op, err)
@@ -38,6 +42,20 @@ func (c *Cache[V]) writeKeys(ctx context.Context, op string, keys []string, send
 	c.forget(keys)
 	c.afterWrite(ctx, keys...)
 	return nil
+}
+
+// boundedWrite runs send, a write of keys, bounded by ctx on any client
+// (internal/call). A write given up on at the deadline may still land: if
+// it does (no error, and landed(v) when landed is not nil), the keys are
+// invalidated then, here and in the other instances, as if it had returned
+// in time.
+func boundedWrite[V, T any](c *Cache[V], ctx context.Context, keys []string, send func(context.Context) (T, error), landed func(T) bool) (T, error) {
+	return call.Do(c.calls, ctx, 0, send, func(v T, err error) {
+		if err == nil && (landed == nil || landed(v)) {
+			c.forget(keys)
+			c.afterWrite(ctx, keys...)
+		}
+	})
 }
 
 // writeEach is writeKeys running script once per key (prefixed), with args,

@@ -77,7 +77,7 @@ func (q *Queue) claim(ctx context.Context, shard int, targets []*Target, token s
 		keys = append(keys, l.due(t.name))
 	}
 	keys = append(keys, l.data, l.claims)
-	res, err := claimScript.Run(ctx, q.rdb, keys,
+	res, err := q.script(ctx, claimScript, keys,
 		q.nowArg(), q.cfg.visibility.Milliseconds(), q.cfg.batch, token).Slice()
 	if err != nil {
 		return nil, now, next, q.redisError("claim", err)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,7 +20,9 @@ func (q *Queue) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 	}
 	var out []DeadLetter
 	for _, l := range q.shards {
-		raw, err := q.rdb.LRange(ctx, l.dead, 0, int64(n-1)).Result()
+		raw, err := call.Do(q.calls, ctx, 0, func(ctx context.Context) ([]string, error) {
+			return q.rdb.LRange(ctx, l.dead, 0, int64(n-1)).Result()
+		}, nil)
 		if err != nil {
 			return nil, q.redisError("dead letters", err)
 		}
@@ -47,7 +50,9 @@ func (q *Queue) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 func (q *Queue) DeadLetterCount(ctx context.Context, target string) (int64, error) {
 	var total int64
 	for _, l := range q.shards {
-		s, err := q.rdb.HGet(ctx, l.deadCount, target).Result()
+		s, err := call.Do(q.calls, ctx, 0, func(ctx context.Context) (string, error) {
+			return q.rdb.HGet(ctx, l.deadCount, target).Result()
+		}, nil)
 		if errors.Is(err, redis.Nil) {
 			continue
 		}

@@ -103,5 +103,3 @@ func newID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
-
-func randFloat() float64 { return randv2.Float64() }

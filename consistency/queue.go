@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,6 +42,8 @@ type Queue struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	calls  call.Bound  // how Redis calls are bounded (bounded.go)
+	flight call.Flight // calls left running at their deadline
 }
 
 // hooks are interleaving points for tests; nil in production.
@@ -81,6 +83,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 	for i := range cfg.shards {
 		q.shards = append(q.shards, newLayout(cfg.namespace, i))
 	}
+	q.calls = call.For(rdb).Counting(&q.flight)
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	if cfg.worker {
 		q.wg.Add(1)
@@ -89,10 +92,11 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 	return q, nil
 }
 
-// Close stops the worker and waits for it. Deletes it interrupts are put
+// Close stops the worker and waits for it, and for Redis calls left running
+// at their deadline (up to the op timeout). Deletes it interrupts are put
 // back, due at once, for another instance; if even that fails, they are
-// claimed again after the visibility timeout. Nothing is lost. Close does not close the Redis client. Calls
-// after Close return ErrClosed.
+// claimed again after the visibility timeout. Nothing is lost. Close does
+// not close the Redis client. Calls after Close return ErrClosed.
 func (q *Queue) Close() error {
 	q.mu.Lock()
 	if q.closed {
@@ -103,6 +107,9 @@ func (q *Queue) Close() error {
 	q.mu.Unlock()
 	q.cancel()
 	q.wg.Wait()
+	if !q.flight.Wait(q.cfg.opTimeout) {
+		q.log.Warn("cacheguard consistency: close: Redis calls still running", "waited", q.cfg.opTimeout)
+	}
 	return nil
 }
 
@@ -122,7 +129,7 @@ func (q *Queue) Pending(ctx context.Context) (int64, error) {
 	if len(ts) == 0 {
 		return 0, nil
 	}
-	cmds, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := q.pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, t := range ts {
 			for _, l := range q.shards {
 				p.ZCard(ctx, l.due(t.name))
@@ -157,9 +164,7 @@ func (q *Queue) snapshot() []*Target {
 // backoff is the pause before attempt n+1 after n failed attempts: doubling
 // from the minimum, capped, jittered down by up to half.
 func (q *Queue) backoff(n int) time.Duration {
-	d := float64(q.cfg.minBackoff) * math.Pow(2, float64(n-1))
-	d = min(d, float64(q.cfg.maxBackoff))
-	return time.Duration(d * (0.5 + 0.5*randFloat()))
+	return call.Jitter(call.Step(q.cfg.minBackoff, q.cfg.maxBackoff, n))
 }
 
 // redisError counts err and wraps it in cache.ErrRedis; context errors are

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,9 +23,33 @@ return 1
 `)
 
 // record writes (or moves) entry id of target t, due delay from the Redis
-// server's now. It is the one write that makes a delete durable: from then
-// on some instance runs it.
+// server's now, bounded by ctx. It is the one write that makes a delete
+// durable: from then on some instance runs it.
 func (q *Queue) record(ctx context.Context, t *Target, id string, e entry, delay time.Duration) error {
+	return call.Err(q.calls, ctx, 0, func(ctx context.Context) error {
+		return q.put(ctx, t, id, e, delay)
+	})
+}
+
+// recordDetached is record for a caller that may give up, or has given up,
+// while the delete must still be recorded: it runs detached from ctx,
+// bounded by the op timeout, and the caller waits for it while ctx allows.
+// Past that it goes on in the background: the error then matches
+// call.ErrAbandoned and ctx's error, and a failure that comes later goes to
+// late.
+func (q *Queue) recordDetached(ctx context.Context, t *Target, id string, e entry, delay time.Duration, late func(error)) error {
+	_, err := call.Do(q.calls, call.Detached(ctx, ctx.Err() != nil), q.cfg.opTimeout, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, q.put(ctx, t, id, e, delay)
+	}, func(_ struct{}, err error) {
+		if err != nil {
+			late(err)
+		}
+	})
+	return err
+}
+
+// put is record's write, unbounded.
+func (q *Queue) put(ctx context.Context, t *Target, id string, e entry, delay time.Duration) error {
 	l := q.shards[shardOf(id, len(q.shards))]
 	err := putScript.Run(ctx, q.rdb, []string{l.due(t.name), l.data, l.claims},
 		q.nowArg(), delay.Milliseconds(), id, e.encode()).Err()

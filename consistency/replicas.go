@@ -45,7 +45,7 @@ func WaitReplicas(n int, timeout time.Duration) TargetOption {
 // pipeline uses one) until n replicas acknowledged it, or timeout.
 func (q *Queue) waitReplicas(ctx context.Context, n int, timeout time.Duration) error {
 	var wait *redis.Cmd
-	_, err := q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := q.pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Incr(ctx, q.shards[0].prefix+"wait")
 		wait = p.Do(ctx, "WAIT", n, timeout.Milliseconds())
 		return nil

@@ -133,7 +133,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 		}
 	}
 	if len(ack) > 1 {
-		n, err := ackScript.Run(sctx, q.rdb, sk, ack...).Int()
+		n, err := q.script(sctx, ackScript, sk, ack...).Int()
 		if err != nil {
 			// The entries run again after the visibility timeout, which is
 			// harmless: a delete can be repeated.
@@ -144,7 +144,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 		}
 	}
 	if len(release) > 2 {
-		if err := retryScript.Run(sctx, q.rdb, sk, release...).Err(); err != nil {
+		if err := q.script(sctx, retryScript, sk, release...).Err(); err != nil {
 			q.report(t.name, nil, q.redisError("release", err))
 		}
 	}
@@ -152,7 +152,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 		q.report(t.name, failedKeys, fmt.Errorf("delete failed, will retry: %w", lastErr))
 	}
 	if len(retry) > 2 {
-		n, err := retryScript.Run(sctx, q.rdb, sk, retry...).Int()
+		n, err := q.script(sctx, retryScript, sk, retry...).Int()
 		if err != nil {
 			q.report(t.name, failedKeys, q.redisError("retry", err))
 		} else {
@@ -162,7 +162,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 	}
 	if len(dead) > 3 {
 		dk := []string{l.due(t.name), l.data, l.claims, l.dead, l.deadCount}
-		n, err := deadScript.Run(sctx, q.rdb, dk, dead...).Int()
+		n, err := q.script(sctx, deadScript, dk, dead...).Int()
 		if err != nil {
 			q.report(t.name, deadKeys, q.redisError("dead letter", err))
 			return retryAt

@@ -152,7 +152,9 @@ func (t *Target) Delete(ctx context.Context, keys ...string) error {
 // the retry budget runs out; the error returned then wraps ErrQueued and the
 // delete's error, telling the caller that the keys may stay stale for a
 // while. Without ErrQueued, nothing was recorded either (Redis is likely
-// down for both).
+// down for both), or ctx ended first: the recording then goes on in the
+// background, bounded by the op timeout, and the error also matches
+// ctx's error.
 func (t *Target) Invalidate(ctx context.Context, keys ...string) error {
 	if err := t.check(keys); err != nil {
 		return err
@@ -161,14 +163,14 @@ func (t *Target) Invalidate(ctx context.Context, keys ...string) error {
 	if derr == nil {
 		return nil
 	}
-	if errors.Is(derr, context.Canceled) || errors.Is(derr, context.DeadlineExceeded) {
-		// The caller gave up; still record the retry, on our own deadline.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), t.q.cfg.opTimeout)
-		defer cancel()
-	}
+	// Recorded even if the caller gave up (the delete may have failed for
+	// that very reason), on the queue's own deadline; Invalidate returns by
+	// ctx all the same.
 	e := entry{Keys: keys, Attempts: 1, Err: derr.Error()}
-	if err := t.q.record(ctx, t, newID(), e, t.q.backoff(1)); err != nil {
+	late := func(err error) {
+		t.q.report(t.name, keys, fmt.Errorf("failed delete not recorded for a retry: %w", err))
+	}
+	if err := t.q.recordDetached(ctx, t, newID(), e, t.q.backoff(1), late); err != nil {
 		return errors.Join(derr, err)
 	}
 	t.q.stats.recorded.Add(1)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/cacheguard/cacheguard/internal/call"
 )
 
 // Update runs write, the database write that changes the rows behind keys,
@@ -49,11 +51,13 @@ func (t *Target) Update(ctx context.Context, keys []string, write func(ctx conte
 	}
 	werr := write(ctx)
 	// Move the second delete to delay after the write. The caller may have
-	// given up by now; the write may have committed all the same.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.opTimeout)
-	defer cancel()
-	if err := q.record(rctx, t, id, e, q.cfg.delay); err != nil {
+	// given up by now; the write may have committed all the same. Update
+	// returns by ctx; the move goes on in the background if need be.
+	late := func(err error) {
 		q.report(t.name, keys, fmt.Errorf("second delete stays at its provisional due time: %w", err))
+	}
+	if err := q.recordDetached(ctx, t, id, e, q.cfg.delay, late); err != nil && !errors.Is(err, call.ErrAbandoned) {
+		late(err)
 	}
 	return werr
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,16 +33,7 @@ func TestBoundedOnFrozenServer(t *testing.T) {
 	const budget, margin = 300 * time.Millisecond, time.Second
 	check := func(what string, want error, call func(ctx context.Context) error) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), budget)
-		defer cancel()
-		start := time.Now()
-		err := call(ctx)
-		if el := time.Since(start); el > budget+margin {
-			t.Errorf("%s took %v against a frozen server, budget %v", what, el, budget)
-		}
-		if !errors.Is(err, want) {
-			t.Errorf("%s: err = %v, want %v", what, err, want)
-		}
+		redistest.CheckBounded(t, what+" against a frozen server", budget, margin, call, want)
 	}
 	check("TryLock", context.DeadlineExceeded, func(ctx context.Context) error {
 		_, err := c.Mutex("frozen-try").TryLock(ctx)

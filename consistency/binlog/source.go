@@ -60,8 +60,9 @@ func WithOnCommit(fn func(pos Position, keys []string)) Option {
 }
 
 // WithRetryBackoff sets the pause between tries of a failed delete (default
-// 100 ms doubling to 5 s). While a delete fails, tailing stops: the position
-// does not move past a change whose keys were not invalidated.
+// 100 ms doubling to 5 s, each pause jittered down by up to half). While a
+// delete fails, tailing stops: the position does not move past a change
+// whose keys were not invalidated.
 func WithRetryBackoff(min, max time.Duration) Option {
 	return func(o *options) { o.minBackoff, o.maxBackoff = min, max }
 }

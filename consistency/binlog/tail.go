@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/consistency"
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/go-mysql-org/go-mysql/replication"
 )
 
@@ -299,14 +300,16 @@ func (t *tailer) flush() error {
 	return nil
 }
 
-// retry runs fn until it succeeds, with backoff, reporting each failure; it
-// gives up only when Run stops or the queue was closed.
+// retry runs fn until it succeeds, with jittered backoff, reporting each
+// failure; it gives up only when Run stops or the queue was closed.
 func (t *tailer) retry(what string, fn func(ctx context.Context) error) error {
 	err := fn(t.ctx)
-	for pause := t.s.opt.minBackoff; err != nil; pause = min(2*pause, t.s.opt.maxBackoff) {
+	bo := call.Backoff{Min: t.s.opt.minBackoff, Max: t.s.opt.maxBackoff}
+	for err != nil {
 		if errors.Is(err, consistency.ErrClosed) {
 			return err
 		}
+		pause := bo.Next()
 		t.report(fmt.Errorf("cacheguard binlog: %s, retrying in %v: %w", what, pause, err))
 		tm := time.NewTimer(pause)
 		select {

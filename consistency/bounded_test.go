@@ -1,0 +1,52 @@
+//go:build unix
+
+package consistency
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestCallsBoundedOnDefaultClient: on a client made with go-redis defaults
+// (ContextTimeoutEnabled off, so go-redis ignores a deadline while it reads
+// a reply), every call of a target or the queue against a frozen server
+// returns soon after its context's deadline, with an error matching
+// context.DeadlineExceeded; an Update whose delete could not be recorded
+// does not run its write.
+func TestCallsBoundedOnDefaultClient(t *testing.T) {
+	srv, _ := redistest.RealSingle(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	q := newQueue(t, rdb, WithWorker(false))
+	users := register(t, q, "users", newCache[string](t, rdb))
+	ctx := context.Background()
+	if err := users.Delete(ctx, "warm"); err != nil { // scripts loaded, connections open
+		t.Fatal(err)
+	}
+	srv.Freeze()
+	t.Cleanup(srv.Thaw)
+
+	const budget, margin = 300 * time.Millisecond, 500 * time.Millisecond
+	check := func(what string, call func(ctx context.Context) error) {
+		t.Helper()
+		redistest.CheckBounded(t, what+" against a frozen server", budget, margin, call, context.DeadlineExceeded)
+	}
+	var wrote atomic.Int64
+	check("Update", func(ctx context.Context) error {
+		return users.Update(ctx, []string{"k"}, func(context.Context) error { wrote.Add(1); return nil })
+	})
+	if wrote.Load() != 0 {
+		t.Error("Update ran its write although the second delete was not recorded")
+	}
+	check("Delete", func(ctx context.Context) error { return users.Delete(ctx, "k") })
+	check("Invalidate", func(ctx context.Context) error { return users.Invalidate(ctx, "k") })
+	check("InvalidateAfter", func(ctx context.Context) error { return users.InvalidateAfter(ctx, time.Second, "k") })
+	check("Pending", func(ctx context.Context) error { _, err := q.Pending(ctx); return err })
+	check("DeadLetters", func(ctx context.Context) error { _, err := q.DeadLetters(ctx, 10); return err })
+	check("DeadLetterCount", func(ctx context.Context) error { _, err := q.DeadLetterCount(ctx, "users"); return err })
+}

@@ -50,6 +50,9 @@ func (c *Cache[V]) Close() error {
 		err = fmt.Errorf("cacheguard: close: loads still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
 	}
 	c.releaseHeld()
+	c.invalSub.Close()
+	c.fills.close()
+	c.hub.Release()
 	if c.local != nil {
 		c.local.Close()
 	}

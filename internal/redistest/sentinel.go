@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,7 +125,11 @@ func (s *Sentinel) SentinelAddrs() []string {
 // ends.
 func (s *Sentinel) Client() *redis.Client {
 	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs()})
-	s.t.Cleanup(func() { c.Close() })
+	failoverSpecs.Store(c, s.spec())
+	s.t.Cleanup(func() {
+		failoverSpecs.Delete(c)
+		c.Close()
+	})
 	return c
 }
 
@@ -250,4 +255,9 @@ func (s *Sentinel) WaitDemoted(node *Server) {
 	if err := waitInfo(ctx, node.Addr, "role:slave"); err != nil {
 		s.t.Fatalf("redistest: %v", err)
 	}
+}
+
+// spec is the topology's Spec.
+func (s *Sentinel) spec() string {
+	return "sentinel:" + s.Name + "@" + strings.Join(s.SentinelAddrs(), ",")
 }

@@ -25,6 +25,10 @@ var shared struct {
 	errC    error
 	triedS  bool
 	triedC  bool
+	// The Sentinel topology, started on first use.
+	sentinel *Sentinel
+	errN     error
+	triedN   bool
 }
 
 // Main runs the tests and then stops the shared servers.
@@ -77,11 +81,34 @@ func SharedCluster(t testing.TB) redis.UniversalClient {
 	return clientFor(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()}))
 }
 
+// SharedSentinel returns a failover client for a Sentinel topology shared by
+// the test binary; like StartSentinel it skips without redis-server. Tests
+// on it must not fail the master over.
+func SharedSentinel(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	NeedServer(t)
+	shared.mu.Lock()
+	if !shared.triedN {
+		shared.triedN = true
+		shared.errN = sharedStart(func(tb testing.TB) { shared.sentinel, _ = StartSentinel(tb) })
+	}
+	s, err := shared.sentinel, shared.errN
+	shared.mu.Unlock()
+	if err != nil {
+		t.Fatalf("redistest: shared sentinel: %v", err)
+	}
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs()})
+	failoverSpecs.Store(c, s.spec())
+	t.Cleanup(func() { failoverSpecs.Delete(c) })
+	return clientFor(t, c)
+}
+
 // SharedTopologies is Topologies on shared servers.
 func SharedTopologies() []Topology {
 	return []Topology{
 		{Name: "single", New: SharedSingle},
 		{Name: "cluster", New: SharedCluster},
+		{Name: "sentinel", New: SharedSentinel},
 	}
 }
 

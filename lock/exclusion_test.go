@@ -123,5 +123,5 @@ func isCluster(rdb redis.UniversalClient) bool {
 
 // clientFromEnv connects a child process to the parent's servers.
 func clientFromEnv(t testing.TB) redis.UniversalClient {
-	return redistest.FromSpec(t, os.Getenv(envAddrs))
+	return redistest.FromSpec(t, os.Getenv(envAddrs), nil)
 }

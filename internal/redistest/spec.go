@@ -32,21 +32,25 @@ func Spec(rdb redis.UniversalClient) string {
 }
 
 // FromSpec returns a new client for the servers spec names, closed when the
-// test ends.
-func FromSpec(t testing.TB, spec string) redis.UniversalClient {
+// test ends. tune, if not nil, adjusts its options first.
+func FromSpec(t testing.TB, spec string, tune func(*redis.UniversalOptions)) redis.UniversalClient {
 	kind, addrs, _ := strings.Cut(spec, ":")
-	var rdb redis.UniversalClient
+	var o redis.UniversalOptions
 	switch kind {
 	case "cluster":
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
+		o.Addrs, o.IsClusterMode = strings.Split(addrs, ","), true
 	case "sentinel":
 		name, list, _ := strings.Cut(addrs, "@")
-		rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: name, SentinelAddrs: strings.Split(list, ",")})
+		o.MasterName, o.Addrs = name, strings.Split(list, ",")
 	case "single":
-		rdb = redis.NewClient(&redis.Options{Addr: addrs})
+		o.Addrs = []string{addrs}
 	default:
 		t.Fatalf("redistest: bad spec %q", spec)
 	}
+	if tune != nil {
+		tune(&o)
+	}
+	rdb := redis.NewUniversalClient(&o)
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }

@@ -98,6 +98,7 @@ type faultRun struct {
 	bound  time.Duration                // the staleness bound under this fault
 
 	stop     chan struct{}
+	writing  sync.Mutex // held around each write
 	wg       sync.WaitGroup
 	reads    atomic.Int64
 	readErrs atomic.Int64
@@ -189,7 +190,9 @@ func (r *faultRun) start() {
 		defer r.wg.Done()
 		rng := rand.New(rand.NewPCG(99, 1))
 		for r.running() {
+			r.writing.Lock() // held by a test that pauses the writer
 			r.write(r.keys[rng.IntN(len(r.keys))])
+			r.writing.Unlock()
 			time.Sleep(20 * time.Millisecond) // pacing
 		}
 	}()

@@ -19,9 +19,9 @@
 // Lease work as on a single node, and release notifications follow the
 // master across a planned failover (SENTINEL FAILOVER) and a killed master:
 // the subscriber compares its node with the master the Sentinels name after
-// every health check. Holders never overlap and fencing tokens keep growing
-// across both (the suite runs its lock tests on a Sentinel topology). As
-// with any asynchronously replicated Redis, a lock taken on the old master
+// every health check (the lock tests run on a Sentinel topology too; the
+// failover itself is exercised by the cache's tests of the shared
+// subscriber). As with any asynchronously replicated Redis, a lock taken on the old master
 // after the promotion and before the client learnt of it can be lost with
 // the writes Redis loses; its holder then sees its lease gone at the next
 // renewal (the handle's Context ends with ErrLost), and fencing tokens,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,12 +44,12 @@ func StartSentinel(t testing.TB) (*Sentinel, redis.UniversalClient) {
 	s.Nodes = []*Server{master, replica}
 	host, port := splitAddr(master.Addr)
 	for i := 0; i < 3; i++ {
-		s.Sentinels = append(s.Sentinels, startSentinel(t,
-			"sentinel monitor "+sentinelName+" "+host+" "+port+" 2",
-			"sentinel down-after-milliseconds "+sentinelName+" "+sentinelDownAfter,
-			"sentinel failover-timeout "+sentinelName+" "+sentinelFailoverTimeout,
-			"sentinel parallel-syncs "+sentinelName+" 1",
-		))
+		s.Sentinels = append(s.Sentinels, launch(t, &Server{sentinel: []string{
+			"sentinel monitor " + sentinelName + " " + host + " " + port + " 2",
+			"sentinel down-after-milliseconds " + sentinelName + " " + sentinelDownAfter,
+			"sentinel failover-timeout " + sentinelName + " " + sentinelFailoverTimeout,
+			"sentinel parallel-syncs " + sentinelName + " 1",
+		}}))
 	}
 	s.WaitReady()
 	return s, s.Client()
@@ -67,25 +66,6 @@ func (s *Sentinel) WaitReady() {
 			s.t.Fatalf("redistest: %v", err)
 		}
 	}
-}
-
-func startSentinel(t testing.TB, conf ...string) *Server {
-	t.Helper()
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
-		s := &Server{t: t, dir: t.TempDir(), port: port, sentinel: conf,
-			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-		if lastErr = s.start(); lastErr == nil {
-			t.Cleanup(s.stop)
-			return s
-		}
-	}
-	t.Fatalf("redistest: could not start redis-sentinel: %v", lastErr)
-	return nil
 }
 
 // waitDiscovered polls the Sentinel at addr until it lists a replica in good
@@ -124,9 +104,14 @@ func (s *Sentinel) SentinelAddrs() []string {
 // Client returns a new failover client for the master, closed when the test
 // ends.
 func (s *Sentinel) Client() *redis.Client {
+	return s.newClient(s.t)
+}
+
+// newClient returns a failover client closed when t ends.
+func (s *Sentinel) newClient(t testing.TB) *redis.Client {
 	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs()})
 	failoverSpecs.Store(c, s.spec())
-	s.t.Cleanup(func() {
+	t.Cleanup(func() {
 		failoverSpecs.Delete(c)
 		c.Close()
 	})

@@ -101,13 +101,19 @@ func NeedServer(t testing.TB) {
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	NeedServer(t)
+	return launch(t, &Server{extra: extra})
+}
+
+// launch starts the process proto describes on a free port, trying a few.
+func launch(t testing.TB, proto *Server) *Server {
+	t.Helper()
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
-		s := &Server{t: t, dir: t.TempDir(), port: port, extra: extra,
+		s := &Server{t: t, dir: t.TempDir(), port: port, extra: proto.extra, sentinel: proto.sentinel,
 			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 		if lastErr = s.start(); lastErr == nil {
 			t.Cleanup(s.stop)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/sync/singleflight"
@@ -90,6 +91,11 @@ type Cache[V any] struct {
 
 	// flights coalesces the Redis reads of one key (flight.go).
 	flights flights[V]
+	// hub is the client's shared pub/sub connections (internal/pubsub);
+	// invalSub is the invalidation channel's subscription on it (nil
+	// without a local tier).
+	hub      *pubsub.Hub
+	invalSub *pubsub.Sub
 	// fills wakes lease waiters when a fill lands (notify.go).
 	fills fillListener
 }
@@ -174,8 +180,11 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.fallbackSem = make(chan struct{}, cfg.fallbackLoads)
 	}
 	c.closing, c.close = context.WithCancel(context.Background())
+	c.hub = pubsub.Acquire(rdb)
 	if cfg.local.enabled() {
 		if err := c.startLocal(); err != nil {
+			c.close()
+			c.hub.Release()
 			return nil, err
 		}
 	}
@@ -345,7 +354,7 @@ func (c *Cache[V]) startLocal() error {
 	c.coarseNow.Store(time.Now().UnixNano())
 	c.clockWake = make(chan struct{}, 1)
 	c.goBackground(c.runCoarseClock)
-	c.goBackground(c.subscribe)
+	c.subscribe()
 	return nil
 }
 

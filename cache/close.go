@@ -59,6 +59,9 @@ func (c *Cache[V]) Close() error {
 	if !c.flight.Wait(time.Until(deadline)) && err == nil {
 		err = fmt.Errorf("cacheguard: close: Redis calls still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
 	}
+	c.invalSub.Close()
+	c.fills.close()
+	c.hub.Release()
 	if c.local != nil {
 		c.local.Close()
 	}

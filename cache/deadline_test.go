@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,17 +14,9 @@ import (
 // outageClient is a client on rdb's servers with the settings the README
 // recommends for outages (fail fast, context deadlines bound socket reads).
 func outageClient(t *testing.T, rdb redis.UniversalClient) redis.UniversalClient {
-	addrs, cluster := addrsOf(rdb)
-	var c redis.UniversalClient
-	if cluster {
-		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ","), MaxRetries: -1,
-			DialTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
-	} else {
-		c = redis.NewClient(&redis.Options{Addr: addrs, MaxRetries: -1, DialerRetries: 1,
-			DialTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return redistest.FromSpec(t, redistest.Spec(rdb), func(o *redis.UniversalOptions) {
+		o.MaxRetries, o.DialerRetries, o.DialTimeout, o.ContextTimeoutEnabled = -1, 1, 200*time.Millisecond, true
+	})
 }
 
 // pauseAll makes every master hold its clients' commands for d (CLIENT

@@ -58,6 +58,17 @@
 //     user needs +role; if ROLE is refused the session goes on unchecked
 //     (reported). An old master cut off from its cluster still answers
 //     "master" until its node timeout: T covers that case.
+//   - Under Sentinel (redis.NewFailoverClient) the same check runs on the
+//     node the subscription sits on, and after every PING the subscriber
+//     also asks which node the Sentinels name master now. After a planned
+//     failover (SENTINEL FAILOVER) the demoted master goes on answering
+//     PINGs, and ROLE as a master, for seconds; the subscriber finds out at
+//     its next health check, takes the tier down (as after a lost message)
+//     and subscribes on the promoted master, which clears the tier. So the
+//     bound min(T, H) holds across a planned failover and a killed master,
+//     for writes the promoted master has. A write the demoted master
+//     acknowledged after the promotion is lost by Redis itself (replication
+//     is asynchronous): no cache can keep a reader from the row it restores.
 //   - A cluster client that reads replicas (ReadOnly, RouteByLatency,
 //     RouteRandomly) may read a value that a replica has not yet seen
 //     replaced, so with one the tier admits nothing a GET or MGET returned,
@@ -96,5 +107,15 @@
 //
 // The client may be a *redis.Client, a *redis.ClusterClient, a failover client
 // or a ring: every script touches one key, and batch calls are pipelined per
-// node, so all of it works on a Redis Cluster without hash tags.
+// node, so all of it works on a Redis Cluster without hash tags. Under
+// Sentinel every feature works as on a single node (leases, fills and their
+// notifications, versioned writes, Bloom filters, the local tier with the
+// bound above), the failover client following the master; a lease or fill
+// that was in flight on the demoted master during a failover may be lost
+// with the writes Redis loses, which costs a reload, never a stale fill.
+//
+// Pub/sub runs on one connection per Redis node per go-redis client, shared
+// by every Cache and lock Client built on that client: invalidations, fill
+// notifications and lock release notifications, one health check and one
+// resubscription policy for all (see internal/pubsub).
 package cache

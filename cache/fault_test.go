@@ -98,6 +98,7 @@ type faultRun struct {
 	bound  time.Duration                // the staleness bound under this fault
 
 	stop     chan struct{}
+	writing  sync.Mutex // held around each write
 	wg       sync.WaitGroup
 	reads    atomic.Int64
 	readErrs atomic.Int64
@@ -189,7 +190,9 @@ func (r *faultRun) start() {
 		defer r.wg.Done()
 		rng := rand.New(rand.NewPCG(99, 1))
 		for r.running() {
+			r.writing.Lock() // held by a test that pauses the writer
 			r.write(r.keys[rng.IntN(len(r.keys))])
+			r.writing.Unlock()
 			time.Sleep(20 * time.Millisecond) // pacing
 		}
 	}()
@@ -459,7 +462,7 @@ func TestFaultClusterMasterKilled(t *testing.T) {
 // slot map not yet updated, subscribed on it again: a replica, which the
 // promoted master did not send its messages to until it listed it (for up
 // to 0.46 s here), while it answered every PING. Before the subscriber
-// checked the role of its node (subscribe_role.go) this test counted
+// checked the role of its node (internal/pubsub) this test counted
 // staleness only from that listing; without that exception, reads came
 // 407 and 444 ms after their Delete in 2 of 25 runs on a loaded machine
 // (within this test's allowance of 350 ms plus 100 ms slack, so this test

@@ -1,177 +1,77 @@
 package cache
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/cacheguard/cacheguard/internal/pubsub"
 )
 
-// The subscriber. It runs one session at a time: a new PubSub (a new
-// connection, so on a cluster it goes to the channel's current owner),
-// subscribed, checked by PING, until anything goes wrong; then the tier goes
-// down, and after a backoff a new session starts. A session never reuses the
-// previous one's connection: after a slot move the old node would answer
-// MOVED to every SSUBSCRIBE, and a half-open connection never answers at all.
+// The subscriber. The invalidation channel is one subscription of the
+// client's shared pub/sub connections (internal/pubsub), which run sessions:
+// a new connection to the node serving the channel (its master on a cluster,
+// the master the Sentinels name under Sentinel), subscribed, checked by a
+// PING every health interval, until anything goes wrong; then the tier goes
+// down, and the next session dials the node serving the channel then. A
+// session is trusted only on the channel's master (writers publish there,
+// and a PING answered by another node proves nothing about what the master
+// published): on a cluster and under Sentinel it asks its node ROLE when the
+// subscription is confirmed and after every health PING, and under Sentinel
+// also which node the Sentinels name master now, so that a planned failover,
+// after which the demoted master goes on answering PINGs (and ROLE, as a
+// master, for seconds), ends the session instead of leaving the tier
+// trusting a node nobody publishes on.
 //
-// On a cluster the session must be on the channel's master, and keep
-// checking that it is: writers publish on the master, and a PING answered
-// by any other node proves nothing about what the master published. A
-// replica accepts SSUBSCRIBE and answers PINGs, but gets the master's
-// messages later over the cluster bus, and none at all from a promoted
-// master that does not list it yet (for hundreds of milliseconds of a manual
-// failover). go-redis sends the SSUBSCRIBE of a ReadOnly client to a
-// replica, and that of a client whose slot map predates a failover to the
-// demoted master. So the session subscribes through the node its client
-// takes for the master, and asks that node its ROLE when the subscription is
-// confirmed and after every health PING: the tier comes up, and its trust is
-// extended, only while the answer is "master" (subscribe_role.go).
+// The handler maps the session's events onto the tier: Up flushes it and
+// lets it serve until interval+timeout after the SUBSCRIBE was sent, each
+// health reply extends that to interval+timeout after its PING was sent, and
+// Down takes it off until the next Up.
 
-const (
-	subscribeRetryMin = 50 * time.Millisecond
-	subscribeRetryMax = 2 * time.Second
-	// maxTrackedSources bounds the per-publisher sequence table; past it the
-	// table starts over (forgetting a source only skips one gap check).
-	maxTrackedSources = 4096
-)
+// maxTrackedSources bounds the per-publisher sequence table; past it the
+// table starts over (forgetting a source only skips one gap check).
+const maxTrackedSources = 4096
 
-var (
-	errNoHealthReply = errors.New("no reply to the health check in time")
-	errNotMaster     = errors.New("the subscription's node is not the channel's master")
-)
+// invalHandler applies the invalidation subscription's events. The shared
+// connection calls it one event at a time.
+type invalHandler[V any] struct {
+	c *Cache[V]
+	// seqs holds the last sequence number seen from each publisher in
+	// this session.
+	seqs map[[sourceIDSize]byte]uint64
+}
 
-// subscribe runs until Close, keeping the invalidation subscription and the
-// epoch in step.
+// subscribe subscribes the invalidation channel on the client's shared
+// connection.
 func (c *Cache[V]) subscribe() {
-	ctx := c.closing
-	retry := subscribeRetryMin
-	for {
-		up, err := c.subscribeSession(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		c.subscriptionDown(err)
-		if up {
-			retry = subscribeRetryMin
-		}
-		if cc, ok := c.rdb.(*redis.ClusterClient); ok {
-			cc.ReloadState(ctx) // the channel's slot may have moved
-		}
-		t := time.NewTimer(retry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		retry = min(2*retry, subscribeRetryMax)
+	opt := pubsub.Options{HealthInterval: c.cfg.local.healthInterval, HealthTimeout: c.cfg.local.healthTimeout}
+	if c.hooks.beforeRole != nil || c.hooks.onNotMaster != nil {
+		opt.Hooks = &pubsub.Hooks{BeforeRole: c.hooks.beforeRole, NotMaster: c.hooks.onNotMaster}
 	}
+	c.invalSub = c.hub.Subscribe(c.closing, c.channel, &invalHandler[V]{c: c, seqs: map[[sourceIDSize]byte]uint64{}}, opt)
 }
 
-// subscribeSession subscribes on a new connection and applies what arrives
-// until the connection fails, misses a health reply, or the server ends the
-// subscription. up tells whether the subscription was confirmed.
-func (c *Cache[V]) subscribeSession(ctx context.Context) (up bool, err error) {
-	interval, timeout := c.cfg.local.healthInterval, c.cfg.local.healthTimeout
-	start := time.Now()
-	ps, role, err := c.openSubscription(ctx, timeout)
-	if err != nil {
-		return false, err
-	}
-	defer ps.Close()
-	defer role.close()
-	// A blocked receive does not watch ctx (go-redis reads with its own
-	// timeouts); closing the PubSub (and the ROLE client) on Close
-	// unblocks it.
-	stop := context.AfterFunc(ctx, func() {
-		ps.Close()
-		role.close()
-	})
-	defer stop()
-
-	seqs := map[[sourceIDSize]byte]uint64{}
-	var (
-		pingSent time.Time // zero when no PING is outstanding
-		token    string
-		n        uint64
-		nextPing time.Time
-	)
-	for {
-		now := time.Now()
-		var deadline time.Time
-		switch {
-		case !up:
-			deadline = start.Add(timeout)
-		case !pingSent.IsZero():
-			deadline = pingSent.Add(timeout)
-		}
-		if !deadline.IsZero() && !now.Before(deadline) {
-			return up, errNoHealthReply
-		}
-		if up && pingSent.IsZero() && !now.Before(nextPing) {
-			n++
-			token = "cacheguard-health-" + strconv.FormatUint(n, 10)
-			if err := ps.Ping(ctx, token); err != nil {
-				return up, err
-			}
-			// Asked after the PING was sent: its reply vouches for what
-			// was published before then only if this node was the
-			// master then.
-			if err := c.checkRole(ctx, role); err != nil {
-				return up, err
-			}
-			pingSent = now
-			deadline = now.Add(timeout)
-		}
-		if deadline.IsZero() {
-			deadline = nextPing
-		}
-		msg, err := ps.ReceiveTimeout(ctx, max(time.Until(deadline), time.Millisecond))
-		if ctx.Err() != nil {
-			return up, ctx.Err()
-		}
-		if err != nil {
-			var nerr interface{ Timeout() bool }
-			if errors.As(err, &nerr) && nerr.Timeout() {
-				continue // the deadlines above decide
-			}
-			return up, err
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			switch m.Kind {
-			case "subscribe", "ssubscribe":
-				if !up {
-					if err := c.checkRole(ctx, role); err != nil {
-						return false, err
-					}
-					up = true
-					// Everything published after the SUBSCRIBE was sent
-					// arrives from here on; what came before is flushed.
-					c.subscriptionUp(start.Add(interval + timeout))
-					nextPing = start.Add(interval)
-				}
-			case "unsubscribe", "sunsubscribe":
-				// The server dropped us: on a cluster, the channel's slot
-				// moved. The next session dials its new owner.
-				return up, fmt.Errorf("server ended the subscription (%s)", m.Kind)
-			}
-		case *redis.Pong:
-			if !pingSent.IsZero() && m.Payload == token {
-				// A reply to a PING sent at pingSent: every message
-				// published before then has been applied.
-				c.trustUntil.Store(pingSent.Add(interval + timeout).UnixNano())
-				nextPing = pingSent.Add(interval)
-				pingSent = time.Time{}
-			}
-		case *redis.Message:
-			c.onInvalidation(m.Payload, seqs)
-		}
-	}
+func (h *invalHandler[V]) trust() time.Duration {
+	return h.c.cfg.local.healthInterval + h.c.cfg.local.healthTimeout
 }
+
+func (h *invalHandler[V]) Message(_, payload string) { h.c.onInvalidation(payload, h.seqs) }
+
+func (h *invalHandler[V]) Up(_ string, since time.Time) {
+	// Everything published after the SUBSCRIBE was sent arrives from here
+	// on; what came before is flushed.
+	clear(h.seqs)
+	h.c.subscriptionUp(since.Add(h.trust()))
+}
+
+func (h *invalHandler[V]) Healthy(_ string, sent time.Time) {
+	// A reply to a PING sent at sent: every message published before then
+	// has been applied.
+	h.c.trustUntil.Store(sent.Add(h.trust()).UnixNano())
+}
+
+func (h *invalHandler[V]) Down(_ string, err error) { h.c.subscriptionDown(err) }
+
+func (h *invalHandler[V]) Report(err error) { h.c.report(logSubscription, "", err) }
 
 func (c *Cache[V]) subscriptionDown(err error) {
 	c.trustUntil.Store(0)

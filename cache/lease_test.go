@@ -153,9 +153,8 @@ func TestStampedeAcrossProcesses(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		prefix := prefixFor(t)
-		addrs, cluster := addrsOf(rdb)
 		outs := redistest.Subprocesses(t, ctx, procs, "TestStampedeAcrossProcesses",
-			"CG_ADDRS="+addrs, "CG_CLUSTER="+fmt.Sprint(cluster), "CG_PREFIX="+prefix, fmt.Sprint("CG_PROCS=", procs))
+			"CG_ADDRS="+redistest.Spec(rdb), "CG_PREFIX="+prefix, fmt.Sprint("CG_PROCS=", procs))
 		if n, _ := rdb.Get(ctx, prefix+"loads").Int(); n != 1 {
 			t.Fatalf("loader ran %d times across %d processes, want 1\n%s", n, procs, strings.Join(outs, "\n"))
 		}
@@ -175,14 +174,7 @@ const (
 )
 
 func stampedeChild(t *testing.T) {
-	var rdb redis.UniversalClient
-	addrs := strings.Split(os.Getenv("CG_ADDRS"), ",")
-	if os.Getenv("CG_CLUSTER") == "true" {
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	} else {
-		rdb = redis.NewClient(&redis.Options{Addr: addrs[0]})
-	}
-	defer rdb.Close()
+	rdb := redistest.FromSpec(t, os.Getenv("CG_ADDRS"), nil)
 	prefix := os.Getenv("CG_PREFIX")
 	var procs int
 	fmt.Sscan(os.Getenv("CG_PROCS"), &procs)
@@ -234,16 +226,6 @@ func stampedeChild(t *testing.T) {
 	}
 	wg.Wait()
 	fmt.Printf("readers-ok=%d\n", ok.Load())
-}
-
-func addrsOf(rdb redis.UniversalClient) (string, bool) {
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		return strings.Join(c.Options().Addrs, ","), true
-	case *redis.Client:
-		return c.Options().Addr, false
-	}
-	return "", false
 }
 
 // A holder that died leaves a placeholder; a waiter takes the lease over once

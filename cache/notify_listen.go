@@ -6,27 +6,25 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/cacheguard/cacheguard/internal/pubsub"
 )
 
-// The fill listener: one pub/sub connection per Redis node (one in all on a
-// single node), opened on the first lease wait and kept until Close, with a
-// goroutine that hands each fill message to the waiters registered for its
-// channel. A channel is subscribed while someone here waits on it.
+// The fill listener: a key's fill channel is subscribed, on the client's
+// shared pub/sub connection of the key's node (internal/pubsub), while
+// someone here waits on it; each fill message wakes the waiters registered
+// for its channel.
 type fillListener struct {
 	mu    sync.Mutex
-	subs  map[string]*fillSub  // by node address ("" on a single node)
 	chans map[string]*fillChan // by channel
 }
 
-type fillSub struct {
-	ps      *redis.PubSub
-	sharded bool
-}
-
+// fillChan is one subscribed fill channel. The shared connection calls its
+// handler methods, which take only its own lock.
 type fillChan struct {
-	sub     *fillSub
+	sub     *pubsub.Sub
 	ready   chan struct{} // closed once the subscription is confirmed
+	once    sync.Once
+	mu      sync.Mutex
 	waiters map[*fillWaiter]struct{}
 }
 
@@ -42,6 +40,24 @@ type fillWaiter struct {
 
 type fillLeaver interface{ leaveFills(*fillWaiter) }
 
+func (fc *fillChan) Message(string, string) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	for w := range fc.waiters {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (fc *fillChan) Up(string, time.Time) { fc.once.Do(func() { close(fc.ready) }) }
+
+// Waiters poll meanwhile (notifiedPoll bounds what a lost message costs).
+func (fc *fillChan) Down(string, error)        {}
+func (fc *fillChan) Healthy(string, time.Time) {}
+func (fc *fillChan) Report(error)              {}
+
 // listenFills registers a waiter for the fill channels of rkeys, subscribing
 // where needed. It returns nil when notifications are off for this client.
 func (c *Cache[V]) listenFills(ctx context.Context, rkeys []string) *fillWaiter {
@@ -56,17 +72,18 @@ func (c *Cache[V]) listenFills(ctx context.Context, rkeys []string) *fillWaiter 
 		t := c.notifyTarget(rk)
 		fc := fl.chans[t.channel]
 		if fc == nil {
-			sub := c.fillSubFor(ctx, rk, t.channel)
-			if sub == nil {
+			fc = &fillChan{ready: make(chan struct{}), waiters: map[*fillWaiter]struct{}{}}
+			if fc.sub = c.hub.Subscribe(c.closing, t.channel, fc, pubsub.Options{}); fc.sub == nil {
 				continue
 			}
-			fc = &fillChan{sub: sub, ready: make(chan struct{}), waiters: map[*fillWaiter]struct{}{}}
 			if fl.chans == nil {
 				fl.chans = map[string]*fillChan{}
 			}
 			fl.chans[t.channel] = fc
 		}
+		fc.mu.Lock()
 		fc.waiters[w] = struct{}{}
+		fc.mu.Unlock()
 		w.channels = append(w.channels, t.channel)
 		readies = append(readies, fc.ready)
 	}
@@ -89,98 +106,6 @@ func (c *Cache[V]) listenFills(ctx context.Context, rkeys []string) *fillWaiter 
 	return w
 }
 
-// fillSubFor returns the subscription connection for the node that owns
-// channel, subscribing channel on it (fl.mu held). nil: none can be had.
-func (c *Cache[V]) fillSubFor(ctx context.Context, rkey, channel string) *fillSub {
-	fl := &c.fills
-	node := ""
-	cc, sharded := c.rdb.(*redis.ClusterClient)
-	if sharded {
-		m, err := cc.MasterForKey(ctx, rkey)
-		if err != nil {
-			return nil
-		}
-		node = m.Options().Addr
-	}
-	if s := fl.subs[node]; s != nil {
-		var err error
-		if s.sharded {
-			err = s.ps.SSubscribe(c.closing, channel)
-		} else {
-			err = s.ps.Subscribe(c.closing, channel)
-		}
-		if err != nil {
-			return nil
-		}
-		return s
-	}
-	s := &fillSub{sharded: sharded}
-	if sharded {
-		s.ps = cc.SSubscribe(c.closing, channel)
-	} else {
-		s.ps = c.rdb.Subscribe(c.closing, channel)
-	}
-	if !c.goBackground(func() { c.receiveFills(s) }) {
-		s.ps.Close()
-		return nil
-	}
-	if fl.subs == nil {
-		fl.subs = map[string]*fillSub{}
-	}
-	fl.subs[node] = s
-	return s
-}
-
-// receiveFills reads one subscription connection until Close. go-redis
-// reconnects and subscribes again by itself after a connection error.
-func (c *Cache[V]) receiveFills(s *fillSub) {
-	stop := context.AfterFunc(c.closing, func() { s.ps.Close() })
-	defer stop()
-	defer s.ps.Close()
-	for {
-		msg, err := s.ps.Receive(c.closing)
-		if c.closing.Err() != nil {
-			return
-		}
-		if err != nil {
-			// Waiters poll meanwhile; do not spin on a failing node.
-			t := time.NewTimer(subscribeRetryMin + rand.N(subscribeRetryMin))
-			select {
-			case <-c.closing.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			continue
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
-				c.fills.mu.Lock()
-				if fc := c.fills.chans[m.Channel]; fc != nil && fc.sub == s {
-					select {
-					case <-fc.ready:
-					default:
-						close(fc.ready)
-					}
-				}
-				c.fills.mu.Unlock()
-			}
-		case *redis.Message:
-			c.fills.mu.Lock()
-			if fc := c.fills.chans[m.Channel]; fc != nil {
-				for w := range fc.waiters {
-					select {
-					case w.ch <- struct{}{}:
-					default:
-					}
-				}
-			}
-			c.fills.mu.Unlock()
-		}
-	}
-}
-
 // leave unregisters w; channels nobody waits on any more are unsubscribed.
 func (w *fillWaiter) leave() {
 	if w != nil {
@@ -197,18 +122,24 @@ func (c *Cache[V]) leaveFills(w *fillWaiter) {
 		if fc == nil {
 			continue
 		}
+		fc.mu.Lock()
 		delete(fc.waiters, w)
-		if len(fc.waiters) > 0 {
-			continue
+		idle := len(fc.waiters) == 0
+		fc.mu.Unlock()
+		if idle {
+			delete(fl.chans, ch)
+			fc.sub.Close()
 		}
+	}
+}
+
+// close unsubscribes every fill channel (Close).
+func (fl *fillListener) close() {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	for ch, fc := range fl.chans {
 		delete(fl.chans, ch)
-		// Best effort: a channel left subscribed only costs the odd
-		// message nobody reads.
-		if fc.sub.sharded {
-			_ = fc.sub.ps.SUnsubscribe(c.closing, ch)
-		} else {
-			_ = fc.sub.ps.Unsubscribe(c.closing, ch)
-		}
+		fc.sub.Close()
 	}
 }
 

@@ -131,7 +131,7 @@ func testClose(t *testing.T, rdb redis.UniversalClient) {
 				got <- err
 			}()
 			hook.next(t, "closing")
-			if n := goroutines("(*notifier).read"); n != 1 {
+			if n := goroutines("pubsub.(*conn).run"); n != 1 {
 				t.Fatalf("%d notification readers", n)
 			}
 			c.Close()
@@ -147,8 +147,8 @@ func testClose(t *testing.T, rdb redis.UniversalClient) {
 			if _, err := c.Mutex("other").TryLock(ctx); !errors.Is(err, ErrClosed) {
 				t.Fatalf("TryLock after Close: %v", err)
 			}
-			for _, fn := range []string{"(*watchdog)", "(*notifier)", "(*engine)"} {
-				noGoroutines(t, "lock."+fn)
+			for _, fn := range []string{"lock.(*watchdog)", "lock.(*notifier)", "lock.(*engine)", "pubsub.(*conn)"} {
+				noGoroutines(t, fn)
 			}
 			// The Redis client is the caller's: unlocking still frees the
 			// lock, and says the client is closed.

@@ -15,6 +15,18 @@
 // so every script works unchanged on a Redis Cluster. Redis 6.2 or later is
 // needed (7.0 on a cluster, for sharded pub/sub).
 //
+// Under Sentinel (redis.NewFailoverClient) a Mutex, RWMutex, Semaphore and
+// Lease work as on a single node, and release notifications follow the
+// master across a planned failover (SENTINEL FAILOVER) and a killed master:
+// the subscriber compares its node with the master the Sentinels name after
+// every health check (the lock tests run on a Sentinel topology too; the
+// failover itself is exercised by the cache's tests of the shared
+// subscriber). As with any asynchronously replicated Redis, a lock taken on the old master
+// after the promotion and before the client learnt of it can be lost with
+// the writes Redis loses; its holder then sees its lease gone at the next
+// renewal (the handle's Context ends with ErrLost), and fencing tokens,
+// checked by the resource, keep such a holder out.
+//
 //	c, err := lock.New(rdb)                 // rdb: any redis.UniversalClient
 //	defer c.Close()
 //	h, err := c.Mutex("orders:42").Lock(ctx)
@@ -94,10 +106,11 @@
 //
 // Waiting. Lock retries until its context ends. Waiters subscribe to the
 // lock's release channel (a shard channel with SSUBSCRIBE on a cluster; one
-// subscriber connection per node carries all the channels a client waits
-// on, and it is closed when the client has nobody waiting; when a slot moves
-// to another master, its channels move to that master's connection and
-// their waiters try again), and
+// subscriber connection per node carries all the channels waited on, shared
+// by every Client and cache.Cache built on the same go-redis client, and it
+// is closed when nobody waits or listens on it any more; when a slot moves
+// to another master, or a failover promotes another node, its channels move
+// to that master's connection and their waiters try again), and
 // a client with waiters puts itself on the lock's wait list; each release
 // names one client of that list at random, which wakes its longest waiting
 // waiter, so a handover costs one attempt, not one per process. As a

@@ -2,12 +2,10 @@ package lock
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +20,6 @@ const (
 	exclGoroutines = 8
 	exclTotal      = 3000
 	envAddrs       = "LOCK_TEST_ADDRS"
-	envCluster     = "LOCK_TEST_CLUSTER"
 	counterKey     = "res:{fenced}:counter"
 	refusedKey     = "res:{fenced}:refused"
 )
@@ -41,8 +38,7 @@ func testExclusion(t *testing.T, rdb redis.UniversalClient) {
 	start := time.Now()
 	redistest.Subprocesses(t, ctx, exclProcs, "TestTopologies",
 		envRole+"="+roleExclusion,
-		envAddrs+"="+strings.Join(addrsOf(rdb), ","),
-		envCluster+"="+strconv.FormatBool(isCluster(rdb)))
+		envAddrs+"="+redistest.Spec(rdb))
 	t.Logf("%d increments by %d processes x %d goroutines in %v",
 		exclTotal, exclProcs, exclGoroutines, time.Since(start))
 	if n, err := rdb.Get(ctx, counterKey).Int(); err != nil || n != exclTotal {
@@ -120,16 +116,6 @@ func incrementUnderLock(ctx context.Context, rdb redis.UniversalClient, m *Mutex
 	return rdb.Set(ctx, counterKey, v+1, 0).Err()
 }
 
-func addrsOf(rdb redis.UniversalClient) []string {
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		return c.Options().Addrs
-	case *redis.Client:
-		return []string{c.Options().Addr}
-	}
-	panic(fmt.Sprintf("unexpected client %T", rdb))
-}
-
 func isCluster(rdb redis.UniversalClient) bool {
 	_, ok := rdb.(*redis.ClusterClient)
 	return ok
@@ -137,13 +123,5 @@ func isCluster(rdb redis.UniversalClient) bool {
 
 // clientFromEnv connects a child process to the parent's servers.
 func clientFromEnv(t testing.TB) redis.UniversalClient {
-	addrs := strings.Split(os.Getenv(envAddrs), ",")
-	var rdb redis.UniversalClient
-	if os.Getenv(envCluster) == "true" {
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	} else {
-		rdb = redis.NewClient(&redis.Options{Addr: addrs[0]})
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
+	return redistest.FromSpec(t, os.Getenv(envAddrs), nil)
 }

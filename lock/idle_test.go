@@ -20,7 +20,7 @@ func packageGoroutines() map[string]string {
 	buf = buf[:runtime.Stack(buf, true)]
 	out := map[string]string{}
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, "cacheguard/lock.") || strings.Contains(g, "testing.tRunner") ||
+		if !(strings.Contains(g, "cacheguard/lock.") || strings.Contains(g, "cacheguard/internal/pubsub.")) || strings.Contains(g, "testing.tRunner") ||
 			strings.Contains(g, "lock_test.") || strings.Contains(g, "lock.Test") {
 			continue
 		}

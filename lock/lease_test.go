@@ -175,7 +175,7 @@ func testKilledHolder(t *testing.T, rdb redis.UniversalClient) {
 		ctx := testCtx(t)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestTopologies$", "-test.count=1")
 		cmd.Env = append(os.Environ(), redistest.ChildEnv+"=0", envRole+"="+roleKilled,
-			envAddrs+"="+joinAddrs(rdb), envCluster+"="+strconv.FormatBool(isCluster(rdb)))
+			envAddrs+"="+redistest.Spec(rdb))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -246,17 +246,6 @@ func killedChild(t *testing.T) {
 		t.Fatalf("child lost its lock: %v", context.Cause(h.Context()))
 	case <-time.After(30 * time.Second):
 	}
-}
-
-func joinAddrs(rdb redis.UniversalClient) string {
-	s := ""
-	for i, a := range addrsOf(rdb) {
-		if i > 0 {
-			s += ","
-		}
-		s += a
-	}
-	return s
 }
 
 // TestRenewalFailureLosesLock: Redis goes away under a watchdog-held lock.

@@ -2,13 +2,12 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,27 +20,26 @@ import (
 // longest waiting), so a handover costs one attempt rather than one per
 // client, and no client wins every race by being first to hear of it.
 //
-// One connection per node carries every channel this client waits on there:
-// on a single server (or sentinel) that is one connection in all; on a
-// cluster the channels are shard channels (SSUBSCRIBE, SPUBLISH), each
-// served by the master owning its slot, so there is one connection per
-// master, whatever the number of locks waited for. A connection is opened
-// for the first waiter on its node and closed a few seconds after the last
-// one left, so an idle client holds no connection and runs no goroutine.
+// The channels are subscriptions on the go-redis client's shared pub/sub
+// connections (internal/pubsub): one per node, shared with every other lock
+// Client and Cache on that client, following slot moves and failovers. On a
+// cluster the channels are shard channels (SSUBSCRIBE, SPUBLISH), each served
+// by the master owning its slot. A channel is subscribed for the first
+// waiter and dropped topicLinger after the last one left, so a lock
+// contended in bursts does not pay an unsubscribe, a subscribe and a missed
+// release for every burst; a sweeper runs while channels are subscribed, so
+// an idle client runs no goroutine.
 //
-// go-redis subscribes a reconnected PubSub to all its channels in one
-// command, which a cluster refuses for shard channels of different slots
-// (CROSSSLOT). So a connection is never left to reconnect on its own: after
-// an error the reader replaces it, subscribing each channel with its own
-// command, and wakes every waiter on it (a release may have gone unheard).
-//
-// A missed message only costs latency: waiters also retry on a backoff timer
-// capped by the holder's remaining lease. A client named by a release that
-// has no waiter left passes the release on to every client.
+// When a subscription was lost (its connection failed, its node stopped
+// being the master, its slot moved) a release may have gone unheard: every
+// waiter on the channel tries again once it is back. A missed message only
+// costs latency anyway: waiters also retry on a backoff timer capped by the
+// holder's remaining lease. A client named by a release that has no waiter
+// left passes the release on to every client.
 type notifier struct {
 	rdb     redis.UniversalClient
+	hub     *pubsub.Hub
 	sharded bool   // shard channels: SSUBSCRIBE / SPUBLISH
-	perChan bool   // one connection per channel (a Ring routes by channel)
 	self    string // this client's id, in release messages and on wait lists
 	logger  *slog.Logger
 	linger  time.Duration // topicLinger; tests shorten it
@@ -52,25 +50,24 @@ type notifier struct {
 	bg     context.Context
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	closed bool
-	topics map[string]*topic
-	conns  map[string]*subConn
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	closed   bool
+	sweeping bool // the sweeper runs
+	topics   map[string]*topic
+	wg       sync.WaitGroup
 }
 
-// topic is one subscribed channel. It outlives its last waiter by
-// topicLinger, so that a lock contended in bursts does not pay an
-// unsubscribe, a subscribe and a missed release for every burst.
+// topic is one subscribed channel; it is the subscription's handler.
 type topic struct {
-	conn       *subConn
+	n          *notifier
+	sub        *pubsub.Sub
 	waitList   string     // where this client registers while it has waiters; "" for none
 	regMu      sync.Mutex // serializes wait-list updates, which converge on the waiters
 	registered bool       // guarded by regMu
 	waiters    []*waiter
-	ready      chan struct{} // closed when the server confirmed the subscription
+	ready      chan struct{} // closed when the subscription is confirmed
 	confirmed  bool
-	moved      bool      // re-subscribed after a slot migration: wake the waiters on confirmation
+	lost       bool      // the subscription was lost: wake the waiters when it is back
 	idleSince  time.Time // when the last waiter left; zero while it has waiters
 }
 
@@ -83,30 +80,12 @@ type waiter struct {
 	ch     string
 }
 
-// subConn is one subscriber connection. Subscribe and unsubscribe calls on
-// it are serialized by opMu and always bring it to the state the topics ask
-// for at that moment, so concurrent joins and leaves cannot leave it wrong.
-type subConn struct {
-	key        string
-	sub        redis.UniversalClient // the node's client
-	topics     map[string]*topic     // guarded by notifier.mu
-	opMu       sync.Mutex
-	ps         *redis.PubSub   // guarded by opMu until the reader starts
-	subscribed map[string]bool // guarded by opMu
-	stopped    bool            // guarded by opMu
-	stop       chan struct{}
-}
-
 const (
-	// subscribeTimeout bounds a subscription change made outside any
-	// caller's context.
+	// subscribeTimeout bounds a call made outside any caller's context.
 	subscribeTimeout = 5 * time.Second
-	// readRetry is the pause after a failed read on a subscriber connection
-	// (go-redis reconnects and resubscribes on the next read).
-	readRetry = 100 * time.Millisecond
 	// topicLinger is how long a channel stays subscribed without waiters;
-	// sweepEvery is how often a reader looks for such channels and renews
-	// its client's wait-list entries, which last waitListTTL.
+	// sweepEvery is how often the sweeper looks for such channels and
+	// renews its client's wait-list entries, which last waitListTTL.
 	topicLinger = 5 * time.Second
 	sweepEvery  = time.Second
 	waitListTTL = 3 * sweepEvery
@@ -118,20 +97,14 @@ func newNotifier(rdb redis.UniversalClient, self string, logger *slog.Logger) *n
 		bg:      bg,
 		cancel:  cancel,
 		rdb:     rdb,
+		hub:     pubsub.Acquire(rdb),
 		self:    self,
 		logger:  logger,
 		topics:  make(map[string]*topic),
-		conns:   make(map[string]*subConn),
 		linger:  topicLinger,
 		sweepIn: sweepEvery,
 	}
-	switch rdb.(type) {
-	case *redis.ClusterClient:
-		n.sharded, n.perChan = true, true
-	case *redis.Ring:
-		// A ring routes each subscription by channel name.
-		n.perChan = true
-	}
+	n.sharded = n.hub.Sharded()
 	return n
 }
 
@@ -154,16 +127,12 @@ func (n *notifier) join(ctx context.Context, ch, waitList string, shared bool) *
 	t := n.topics[ch]
 	fresh := t == nil
 	if fresh {
-		key, sub := n.nodeOf(ctx, ch)
-		sc := n.conns[key]
-		if sc == nil {
-			sc = &subConn{key: key, sub: sub, topics: make(map[string]*topic),
-				subscribed: make(map[string]bool), stop: make(chan struct{})}
-			n.conns[key] = sc
-		}
-		t = &topic{conn: sc, waitList: waitList, ready: make(chan struct{})}
+		t = &topic{n: n, waitList: waitList, ready: make(chan struct{})}
 		n.topics[ch] = t
-		sc.topics[ch] = t
+		if !n.sweeping {
+			n.sweeping = true
+			n.asyncLocked(n.sweeper)
+		}
 	}
 	first := !shared && t.exclusive() == 0
 	w := &waiter{c: make(chan struct{}, 1), shared: shared, since: time.Now(), t: t, ch: ch}
@@ -178,29 +147,22 @@ func (n *notifier) join(ctx context.Context, ch, waitList string, shared bool) *
 	t.idleSince = time.Time{}
 	n.mu.Unlock()
 	if fresh {
-		n.sync(ctx, t.conn, ch)
+		// Outside n.mu: the hub calls the topic's handler methods, which
+		// take it.
+		sub := n.hub.Subscribe(ctx, ch, t, pubsub.Options{})
+		n.mu.Lock()
+		if n.closed {
+			n.mu.Unlock()
+			sub.Close() // close came first and could not end it
+		} else {
+			t.sub = sub
+			n.mu.Unlock()
+		}
 	}
 	if first && t.waitList != "" {
 		n.syncWaitList(ctx, t, false)
 	}
 	return w
-}
-
-// nodeOf returns the key of the connection that serves channel ch and the
-// client of its node: the master owning ch's slot on a cluster.
-func (n *notifier) nodeOf(ctx context.Context, ch string) (string, redis.UniversalClient) {
-	switch c := n.rdb.(type) {
-	case *redis.ClusterClient:
-		if node, err := c.MasterForKey(ctx, ch); err == nil {
-			return node.Options().Addr, node
-		}
-		// Slots unknown for now: a connection of its own, routed by the
-		// cluster client.
-		return ch, n.rdb
-	case *redis.Ring:
-		return ch, n.rdb
-	}
-	return "", n.rdb
 }
 
 // exclusive counts the waiters for the exclusive lock. n.mu must be held.
@@ -292,222 +254,6 @@ func (n *notifier) starving(ch string, d time.Duration) bool {
 	return false
 }
 
-// sweep drops the channels of sc that have had no waiter for the linger
-// time, and renews this client's wait-list entries for the others.
-func (n *notifier) sweep(sc *subConn) {
-	now := time.Now()
-	var idle []string
-	var active []*topic
-	n.mu.Lock()
-	for ch, t := range sc.topics {
-		switch {
-		case len(t.waiters) == 0 && now.Sub(t.idleSince) >= n.linger:
-			delete(sc.topics, ch)
-			if n.topics[ch] == t {
-				delete(n.topics, ch)
-			}
-			idle = append(idle, ch)
-		case t.waitList != "" && t.exclusive() > 0:
-			active = append(active, t)
-		}
-	}
-	n.mu.Unlock()
-	ctx, cancel := context.WithTimeout(n.bg, subscribeTimeout)
-	defer cancel()
-	for _, t := range active {
-		n.syncWaitList(ctx, t, true)
-	}
-	for _, ch := range idle {
-		n.sync(ctx, sc, ch)
-	}
-}
-
-// sync subscribes sc to ch or unsubscribes it, whichever the topics now ask
-// for, and closes a per-channel connection nobody needs any more.
-func (n *notifier) sync(ctx context.Context, sc *subConn, ch string) {
-	sc.opMu.Lock()
-	defer sc.opMu.Unlock()
-	if sc.stopped {
-		return
-	}
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return
-	}
-	t := n.topics[ch]
-	want := t != nil && t.conn == sc
-	drop := !want && len(sc.topics) == 0 && n.conns[sc.key] == sc
-	if drop {
-		delete(n.conns, sc.key)
-	}
-	startReader := want && sc.ps == nil
-	if startReader {
-		n.wg.Add(1)
-	}
-	n.mu.Unlock()
-
-	have := sc.subscribed[ch]
-	switch {
-	case want && !have:
-		if sc.ps == nil {
-			sc.ps = n.newPubSub(ctx, sc)
-		}
-		var err error
-		if n.sharded {
-			err = sc.ps.SSubscribe(ctx, ch)
-		} else {
-			err = sc.ps.Subscribe(ctx, ch)
-		}
-		// Even after an error go-redis keeps the channel and subscribes
-		// again when it reconnects.
-		sc.subscribed[ch] = true
-		if err != nil {
-			n.logger.Warn("lock: subscribing to release notifications", "channel", ch, "err", err)
-		}
-	case !want && have:
-		var err error
-		if n.sharded {
-			err = sc.ps.SUnsubscribe(ctx, ch)
-		} else {
-			err = sc.ps.Unsubscribe(ctx, ch)
-		}
-		delete(sc.subscribed, ch)
-		if err != nil {
-			n.logger.Warn("lock: unsubscribing from release notifications", "channel", ch, "err", err)
-		}
-	}
-	if startReader {
-		go n.read(sc)
-	}
-	if drop {
-		sc.shut()
-	}
-}
-
-func (n *notifier) newPubSub(ctx context.Context, sc *subConn) *redis.PubSub {
-	if n.sharded {
-		return sc.sub.SSubscribe(ctx)
-	}
-	return sc.sub.Subscribe(ctx)
-}
-
-// replace swaps sc's connection for a new one subscribed to the same
-// channels, one command each, after a read error.
-func (n *notifier) replace(sc *subConn) {
-	sc.opMu.Lock()
-	defer sc.opMu.Unlock()
-	if sc.stopped {
-		return
-	}
-	ctx, cancel := context.WithTimeout(n.bg, subscribeTimeout)
-	defer cancel()
-	_ = sc.ps.Close()
-	sc.ps = n.newPubSub(ctx, sc)
-	n.mu.Lock()
-	for _, t := range sc.topics {
-		if t.confirmed {
-			t.confirmed = false
-			t.ready = make(chan struct{})
-		}
-	}
-	n.mu.Unlock()
-	for ch := range sc.subscribed {
-		var err error
-		if n.sharded {
-			err = sc.ps.SSubscribe(ctx, ch)
-		} else {
-			err = sc.ps.Subscribe(ctx, ch)
-		}
-		if err != nil {
-			n.logger.Warn("lock: subscribing to release notifications", "channel", ch, "err", err)
-		}
-	}
-	// Releases may have gone unheard meanwhile: every waiter tries again.
-	n.mu.Lock()
-	for ch := range sc.topics {
-		n.wakeLocked(ch)
-	}
-	n.mu.Unlock()
-}
-
-// shut stops sc's reader and closes its connection. opMu must be held.
-func (sc *subConn) shut() {
-	if sc.stopped {
-		return
-	}
-	sc.stopped = true
-	close(sc.stop)
-	if sc.ps != nil {
-		_ = sc.ps.Close()
-	}
-}
-
-// read delivers the messages of one subscriber connection until it is shut,
-// sweeping idle channels on the way.
-func (n *notifier) read(sc *subConn) {
-	defer n.wg.Done()
-	lastSweep := time.Now()
-	for {
-		if time.Since(lastSweep) >= n.sweepIn {
-			n.sweep(sc)
-			lastSweep = time.Now()
-		}
-		sc.opMu.Lock()
-		ps, stopped := sc.ps, sc.stopped
-		sc.opMu.Unlock()
-		if stopped {
-			return
-		}
-		msg, err := ps.ReceiveTimeout(context.Background(), n.sweepIn)
-		if err != nil {
-			select {
-			case <-sc.stop:
-				return
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue // quiet: time to sweep
-			}
-			n.logger.Debug("lock: reading release notifications", "err", err)
-			t := time.NewTimer(readRetry)
-			select {
-			case <-sc.stop:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			n.replace(sc)
-			continue
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			switch m.Kind {
-			case "subscribe", "ssubscribe":
-				n.confirm(sc, m.Channel)
-			case "sunsubscribe":
-				n.dropped(sc, m.Channel)
-			}
-		case *redis.Message:
-			n.released(m.Channel, m.Payload)
-		}
-	}
-}
-
-func (n *notifier) confirm(sc *subConn, ch string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if t := n.topics[ch]; t != nil && t.conn == sc && !t.confirmed {
-		t.confirmed = true
-		close(t.ready)
-		if t.moved {
-			t.moved = false
-			n.wakeLocked(ch)
-		}
-	}
-}
-
 // released handles a release message: "releaser|target", where target is
 // the client that should wake a waiter ("" for all).
 func (n *notifier) released(ch, payload string) {
@@ -571,16 +317,15 @@ func (n *notifier) close() {
 		return
 	}
 	n.closed = true
-	conns := make([]*subConn, 0, len(n.conns))
-	for _, sc := range n.conns {
-		conns = append(conns, sc)
+	topics := make([]*topic, 0, len(n.topics))
+	for _, t := range n.topics {
+		topics = append(topics, t)
 	}
 	n.mu.Unlock()
 	n.cancel()
-	for _, sc := range conns {
-		sc.opMu.Lock()
-		sc.shut()
-		sc.opMu.Unlock()
+	for _, t := range topics {
+		t.close()
 	}
 	n.wg.Wait()
+	n.hub.Release()
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
@@ -74,7 +73,7 @@ func testSemaphoreKilledHolder(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTopologies$", "-test.count=1")
 	cmd.Env = append(os.Environ(), redistest.ChildEnv+"=0", envRole+"="+roleSemaphore,
-		envAddrs+"="+joinAddrs(rdb), envCluster+"="+strconv.FormatBool(isCluster(rdb)))
+		envAddrs+"="+redistest.Spec(rdb))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

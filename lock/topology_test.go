@@ -14,8 +14,8 @@ const (
 	roleKilled    = "killed"
 )
 
-// TestTopologies runs every single-Redis test against a single server and a
-// three-master cluster, starting each layout once.
+// TestTopologies runs every single-Redis test against a single server, a
+// three-master cluster and a Sentinel topology, starting each layout once.
 func TestTopologies(t *testing.T) {
 	if _, ok := redistest.IsChild(); ok {
 		switch os.Getenv(envRole) {
@@ -28,7 +28,7 @@ func TestTopologies(t *testing.T) {
 		}
 		return
 	}
-	for _, topo := range redistest.Topologies() {
+	for _, topo := range append(redistest.Topologies(), redistest.SentinelTopology()) {
 		t.Run(topo.Name, func(t *testing.T) {
 			rdb := topo.New(t)
 			t.Run("mutex", func(t *testing.T) { mutexTests(t, rdb) })

@@ -132,3 +132,9 @@ func Topologies() []Topology {
 		{Name: "cluster", New: func(t testing.TB) redis.UniversalClient { _, c := StartCluster(t); return c }},
 	}
 }
+
+// SentinelTopology is the Sentinel layout (a failover client), for tables
+// that add it to Topologies where their feature applies.
+func SentinelTopology() Topology {
+	return Topology{Name: "sentinel", New: func(t testing.TB) redis.UniversalClient { _, c := StartSentinel(t); return c }}
+}

@@ -1,6 +1,8 @@
 // Package redistest starts real redis-server processes for tests: a single node,
-// a three-master Redis Cluster, or N independent nodes (for Redlock), each on a
-// free loopback port in its own temporary directory, stopped when the test ends.
+// a three-master Redis Cluster, a Sentinel topology (master, replica, three
+// Sentinels, with a planned failover and a killed master), or N independent
+// nodes (for Redlock), each on a free loopback port in its own temporary
+// directory, stopped when the test ends.
 //
 // Where no redis-server is on PATH, Single falls back to an in-process miniredis
 // and the cluster and multi-node helpers skip the test, saying why. Setting

@@ -127,3 +127,28 @@ func TestFallbackTTLsRunDown(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestSentinelFailoverAndKill(t *testing.T) {
+	s, rdb := StartSentinel(t)
+	ctx := context.Background()
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	first := s.CurrentMaster()
+	promoted := s.Failover()
+	if promoted == first {
+		t.Fatal("the failover kept the master")
+	}
+	if err := rdb.Set(ctx, "k", "w", 0).Err(); err != nil {
+		t.Fatalf("write after the failover: %v", err)
+	}
+	s.WaitDemoted(first)
+	s.WaitReady()
+	again := s.KillMaster()
+	if again != first {
+		t.Fatalf("after killing %s the sentinels named %s", promoted.Addr, again.Addr)
+	}
+	if err := rdb.Set(ctx, "k", "x", 0).Err(); err != nil {
+		t.Fatalf("write after the kill: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,9 @@ type Server struct {
 	dir   string
 	port  int
 	extra []string
+	// sentinel: run as a Sentinel, from a config file in dir (Sentinel
+	// rewrites it).
+	sentinel []string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -97,13 +101,19 @@ func NeedServer(t testing.TB) {
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	NeedServer(t)
+	return launch(t, &Server{extra: extra})
+}
+
+// launch starts the process proto describes on a free port, trying a few.
+func launch(t testing.TB, proto *Server) *Server {
+	t.Helper()
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
-		s := &Server{t: t, dir: t.TempDir(), port: port, extra: extra,
+		s := &Server{t: t, dir: t.TempDir(), port: port, extra: proto.extra, sentinel: proto.sentinel,
 			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 		if lastErr = s.start(); lastErr == nil {
 			t.Cleanup(s.stop)
@@ -137,15 +147,24 @@ func freePort() (int, error) {
 }
 
 func (s *Server) start() error {
-	args := []string{
+	var args []string
+	if s.sentinel != nil {
+		conf := filepath.Join(s.dir, "sentinel.conf")
+		if err := os.WriteFile(conf, []byte(strings.Join(s.sentinel, "\n")+"\n"), 0o600); err != nil {
+			return err
+		}
+		args = []string{conf, "--sentinel"}
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
-		"--save", "",
-		"--appendonly", "no",
 		"--protected-mode", "no",
 		"--loglevel", "warning",
 		"--logfile", filepath.Join(s.dir, "redis.log"),
+	)
+	if s.sentinel == nil {
+		args = append(args, "--save", "", "--appendonly", "no")
 	}
 	for i := 0; i+1 < len(s.extra); i += 2 {
 		args = append(args, "--"+s.extra[i], s.extra[i+1])

@@ -25,6 +25,10 @@ var shared struct {
 	errC    error
 	triedS  bool
 	triedC  bool
+	// The Sentinel topology, started on first use.
+	sentinel *Sentinel
+	errN     error
+	triedN   bool
 }
 
 // Main runs the tests and then stops the shared servers.
@@ -46,13 +50,7 @@ func SharedSingle(t testing.TB) redis.UniversalClient {
 		_, c := Single(t)
 		return c
 	}
-	shared.mu.Lock()
-	if !shared.triedS {
-		shared.triedS = true
-		shared.errS = sharedStart(func(tb testing.TB) { shared.single = Start(tb) })
-	}
-	s, err := shared.single, shared.errS
-	shared.mu.Unlock()
+	s, err := sharedOnce(&shared.triedS, &shared.errS, &shared.single, func(tb testing.TB) *Server { return Start(tb) })
 	if err != nil {
 		t.Fatalf("redistest: shared server: %v", err)
 	}
@@ -64,17 +62,24 @@ func SharedSingle(t testing.TB) redis.UniversalClient {
 func SharedCluster(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	NeedServer(t)
-	shared.mu.Lock()
-	if !shared.triedC {
-		shared.triedC = true
-		shared.errC = sharedStart(func(tb testing.TB) { shared.cluster, _ = StartCluster(tb) })
-	}
-	cl, err := shared.cluster, shared.errC
-	shared.mu.Unlock()
+	cl, err := sharedOnce(&shared.triedC, &shared.errC, &shared.cluster, func(tb testing.TB) *Cluster { c, _ := StartCluster(tb); return c })
 	if err != nil {
 		t.Fatalf("redistest: shared cluster: %v", err)
 	}
 	return clientFor(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()}))
+}
+
+// SharedSentinel returns a failover client for a Sentinel topology shared by
+// the test binary; like StartSentinel it skips without redis-server. Tests
+// on it must not fail the master over.
+func SharedSentinel(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	NeedServer(t)
+	s, err := sharedOnce(&shared.triedN, &shared.errN, &shared.sentinel, func(tb testing.TB) *Sentinel { s, _ := StartSentinel(tb); return s })
+	if err != nil {
+		t.Fatalf("redistest: shared sentinel: %v", err)
+	}
+	return s.newClient(t)
 }
 
 // SharedTopologies is Topologies on shared servers.
@@ -82,12 +87,25 @@ func SharedTopologies() []Topology {
 	return []Topology{
 		{Name: "single", New: SharedSingle},
 		{Name: "cluster", New: SharedCluster},
+		{Name: "sentinel", New: SharedSentinel},
 	}
 }
 
 func clientFor(t testing.TB, c redis.UniversalClient) redis.UniversalClient {
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// sharedOnce starts a shared layout into *v on first use (tried and errp
+// remember the attempt) and returns it.
+func sharedOnce[T any](tried *bool, errp *error, v *T, start func(testing.TB) T) (T, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if !*tried {
+		*tried = true
+		*errp = sharedStart(func(tb testing.TB) { *v = start(tb) })
+	}
+	return *v, *errp
 }
 
 // sharedStart runs start with a TB that outlives any one test.

@@ -1,0 +1,342 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	retryMin = 50 * time.Millisecond
+	retryMax = 2 * time.Second
+	// opTimeout bounds a subscription change, made outside any caller's
+	// context, and the search for a moved channel's new master.
+	opTimeout = 5 * time.Second
+	// movedPoll is how often a moved channel's new master is looked for
+	// while the cluster client's slot map still names the old one.
+	movedPoll = 20 * time.Millisecond
+)
+
+var errStopped = errors.New("pubsub: connection closed")
+
+// conn is one node's connection. Its goroutine runs one session after
+// another until it is shut.
+type conn struct {
+	h     *Hub
+	key   string
+	node  *node
+	chans map[string]*channel // guarded by h.mu
+
+	opMu    sync.Mutex // orders subscription changes; never held across a read
+	ps      *redis.PubSub
+	sent    map[string]time.Time // channels subscribed on ps, and when
+	stopped bool
+	stop    chan struct{}
+}
+
+func newConn(h *Hub, key string, n *node) *conn {
+	return &conn{h: h, key: key, node: n, chans: map[string]*channel{}, stop: make(chan struct{})}
+}
+
+// subscribe subscribes name on the current session; between sessions the
+// next one does.
+func (c *conn) subscribe(name string) {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if c.stopped || c.ps == nil {
+		return
+	}
+	if _, ok := c.sent[name]; !ok {
+		c.send(name)
+	}
+}
+
+// send subscribes name on ps, one command per channel. A failure closes ps,
+// which ends the session. opMu must be held.
+func (c *conn) send(name string) {
+	ctx, cancel := context.WithTimeout(c.h.bg, opTimeout)
+	defer cancel()
+	c.sent[name] = time.Now()
+	var err error
+	if c.h.route.sharded {
+		err = c.ps.SSubscribe(ctx, name)
+	} else {
+		err = c.ps.Subscribe(ctx, name)
+	}
+	if err != nil {
+		_ = c.ps.Close()
+	}
+}
+
+func (c *conn) unsubscribe(name string) {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if _, ok := c.sent[name]; c.stopped || c.ps == nil || !ok {
+		return
+	}
+	delete(c.sent, name)
+	ctx, cancel := context.WithTimeout(c.h.bg, opTimeout)
+	defer cancel()
+	var err error
+	if c.h.route.sharded {
+		err = c.ps.SUnsubscribe(ctx, name)
+	} else {
+		err = c.ps.Unsubscribe(ctx, name)
+	}
+	if err != nil {
+		_ = c.ps.Close() // the next session subscribes what is left
+	}
+}
+
+// unasked reports whether the server ended name's subscription on its own,
+// forgetting it.
+func (c *conn) unasked(name string) bool {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	_, ok := c.sent[name]
+	delete(c.sent, name)
+	return ok && !c.stopped
+}
+
+func (c *conn) sentAt(name string) time.Time {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	return c.sent[name]
+}
+
+// shut stops the goroutine and closes the connection.
+func (c *conn) shut() {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if c.stopped {
+		return
+	}
+	c.stopped = true
+	close(c.stop)
+	if c.ps != nil {
+		_ = c.ps.Close()
+	}
+}
+
+func (c *conn) isStopped() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// open starts a session's PubSub, subscribed to every channel of c.
+func (c *conn) open() *redis.PubSub {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if c.stopped {
+		return nil
+	}
+	c.h.mu.Lock()
+	names := make([]string, 0, len(c.chans))
+	for n := range c.chans {
+		names = append(names, n)
+	}
+	c.h.mu.Unlock()
+	if c.h.route.sharded {
+		c.ps = c.node.client.SSubscribe(c.h.bg)
+	} else {
+		c.ps = c.node.client.Subscribe(c.h.bg)
+	}
+	c.sent = map[string]time.Time{}
+	for _, n := range names {
+		c.send(n)
+	}
+	return c.ps
+}
+
+func (c *conn) closePS(ps *redis.PubSub) {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if c.ps == ps {
+		c.ps, c.sent = nil, nil
+	}
+	_ = ps.Close()
+}
+
+// run runs sessions until c is shut; between two, every handler hears Down
+// and channels whose node changed move to their new node's connection.
+func (c *conn) run() {
+	defer c.h.wg.Done()
+	retry := retryMin
+	for {
+		up, err := c.session()
+		if c.isStopped() {
+			return
+		}
+		c.h.down(c, err)
+		if up {
+			retry = retryMin
+		}
+		if !c.h.rehomeAll(c) {
+			return
+		}
+		t := time.NewTimer(retry)
+		select {
+		case <-c.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		retry = min(2*retry, retryMax)
+	}
+}
+
+// session subscribes c's channels on a new connection and delivers what
+// arrives until the connection fails, misses a health reply, or its node is
+// found not to be the channels' master. up tells whether a subscription was
+// confirmed.
+func (c *conn) session() (up bool, err error) {
+	ctx := c.h.bg
+	interval, timeout := c.health()
+	start := time.Now()
+	ps := c.open()
+	if ps == nil {
+		return false, errStopped
+	}
+	defer c.closePS(ps)
+	role := &roleCheck{n: c.node, timeout: timeout}
+	defer role.close()
+	checked := false
+	var (
+		pingSent time.Time // zero when no PING is outstanding
+		token    string
+		n        uint64
+		nextPing time.Time
+	)
+	for {
+		interval, timeout = c.health()
+		role.timeout = timeout
+		now := time.Now()
+		var deadline time.Time
+		switch {
+		case !up:
+			deadline = start.Add(timeout)
+		case !pingSent.IsZero():
+			deadline = pingSent.Add(timeout)
+		}
+		if !deadline.IsZero() && !now.Before(deadline) {
+			return up, errNoHealthReply
+		}
+		if up && pingSent.IsZero() && !now.Before(nextPing) {
+			n++
+			token = "cacheguard-health-" + strconv.FormatUint(n, 10)
+			if err := ps.Ping(ctx, token); err != nil {
+				return up, err
+			}
+			// Asked after the PING was sent: its reply vouches for what
+			// was published before then only if this node was the
+			// master then.
+			if err := role.check(ctx, c); err != nil {
+				return up, err
+			}
+			pingSent = now
+			deadline = now.Add(timeout)
+		}
+		if deadline.IsZero() {
+			deadline = nextPing
+		}
+		msg, err := ps.ReceiveTimeout(ctx, max(time.Until(deadline), time.Millisecond))
+		if c.isStopped() || ctx.Err() != nil {
+			return up, errStopped
+		}
+		if err != nil {
+			var nerr interface{ Timeout() bool }
+			if errors.As(err, &nerr) && nerr.Timeout() {
+				continue // the deadlines above decide
+			}
+			return up, err
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
+				if !checked {
+					if err := role.check(ctx, c); err != nil {
+						return up, err
+					}
+					checked = true
+				}
+				if !up {
+					up = true
+					nextPing = start.Add(interval)
+				}
+				c.h.confirm(c, m.Channel, c.sentAt(m.Channel))
+			case "unsubscribe", "sunsubscribe":
+				if c.unasked(m.Channel) {
+					// On a cluster: the channel's slot moved.
+					c.h.moved(c, m.Channel, fmt.Errorf("server ended the subscription (%s)", m.Kind))
+				}
+			}
+		case *redis.Pong:
+			if !pingSent.IsZero() && m.Payload == token {
+				c.h.healthy(c, pingSent)
+				nextPing = pingSent.Add(interval)
+				pingSent = time.Time{}
+			}
+		case *redis.Message:
+			c.h.deliver(c, m.Channel, m.Payload)
+		}
+	}
+}
+
+// health returns the shortest health interval and timeout of c's
+// subscriptions.
+func (c *conn) health() (interval, timeout time.Duration) {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	interval, timeout = defaultHealth, defaultHealth
+	for _, ch := range c.chans {
+		for _, s := range ch.subs {
+			if d := s.opt.HealthInterval; d > 0 {
+				interval = min(interval, d)
+			}
+			if d := s.opt.HealthTimeout; d > 0 {
+				timeout = min(timeout, d)
+			}
+		}
+	}
+	return interval, timeout
+}
+
+// hook calls the hook pick chooses of every subscription on c.
+func (c *conn) hook(pick func(*Hooks) func()) {
+	var fs []func()
+	c.h.mu.Lock()
+	for _, ch := range c.chans {
+		for _, s := range ch.subs {
+			if s.opt.Hooks != nil {
+				if f := pick(s.opt.Hooks); f != nil {
+					fs = append(fs, f)
+				}
+			}
+		}
+	}
+	c.h.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// report tells every handler on c of err.
+func (c *conn) report(err error) {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	for _, ch := range c.chans {
+		for _, s := range ch.subs {
+			s.hd.Report(err)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package pubsub
+
+import (
+	"context"
+	"net"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// router maps a channel to the node serving it.
+type router struct {
+	rdb     redis.UniversalClient
+	sharded bool // a cluster: shard channels on the slot's master
+	perChan bool // a Ring: routes each subscription by channel name
+	// failover is set for a Sentinel failover client: subscriptions go
+	// through a client of their own that records the address it dialed.
+	failover *failoverNode
+}
+
+// node is how a connection reaches its node.
+type node struct {
+	client redis.UniversalClient // subscribes through this
+	// roleAddr returns the address to ask ROLE of, "" for no check, with
+	// the options to dial it with.
+	roleAddr func() (string, *redis.Options)
+	// current, under Sentinel, returns the master's address now.
+	current func(ctx context.Context) (string, error)
+}
+
+func newRouter(rdb redis.UniversalClient) router {
+	r := router{rdb: rdb}
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		r.sharded = true
+	case *redis.Ring:
+		r.perChan = true
+	case *redis.Client:
+		if c.Options().Addr == failoverAddr {
+			r.failover = newFailoverNode(c)
+		}
+	}
+	return r
+}
+
+// failoverAddr is the address go-redis gives a Sentinel failover client.
+const failoverAddr = "FailoverClient"
+
+// nodeOf returns the key of the connection that serves channel name and how
+// to reach its node.
+func (r *router) nodeOf(ctx context.Context, name string) (string, *node, error) {
+	switch c := r.rdb.(type) {
+	case *redis.ClusterClient:
+		m, err := c.MasterForKey(ctx, name)
+		if err != nil {
+			return "", nil, err
+		}
+		o := m.Options()
+		return o.Addr, &node{client: m, roleAddr: func() (string, *redis.Options) { return o.Addr, o }}, nil
+	case *redis.Ring:
+		return name, &node{client: c}, nil
+	}
+	if f := r.failover; f != nil {
+		return "", &node{client: f.client, roleAddr: f.dialedAddr, current: f.current}, nil
+	}
+	return "", &node{client: r.rdb}, nil
+}
+
+// reload asks a cluster client to reload its slot map.
+func (r *router) reload(ctx context.Context) {
+	if cc, ok := r.rdb.(*redis.ClusterClient); ok {
+		cc.ReloadState(ctx)
+	}
+}
+
+func (r *router) close() {
+	if r.failover != nil {
+		r.failover.client.Close()
+	}
+}
+
+// failoverNode subscribes through a copy of a failover client's options whose
+// dialer (go-redis's, which asks the Sentinels for the master) records the
+// address of the connection it made: the node the subscription sits on.
+type failoverNode struct {
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	opts   *redis.Options // the user's client's, for the ROLE client
+	client *redis.Client
+
+	mu     sync.Mutex
+	dialed string
+}
+
+func newFailoverNode(c *redis.Client) *failoverNode {
+	o := *c.Options()
+	direct := o // the ROLE client dials the recorded address itself
+	direct.Dialer = nil
+	f := &failoverNode{dial: o.Dialer, opts: &direct}
+	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cn, err := f.dial(ctx, network, addr)
+		if err == nil {
+			f.mu.Lock()
+			f.dialed = cn.RemoteAddr().String()
+			f.mu.Unlock()
+		}
+		return cn, err
+	}
+	f.client = redis.NewClient(&o)
+	return f
+}
+
+func (f *failoverNode) dialedAddr() (string, *redis.Options) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dialed, f.opts
+}
+
+// current dials the master the Sentinels name now and returns its address.
+func (f *failoverNode) current(ctx context.Context) (string, error) {
+	cn, err := f.dial(ctx, "tcp", failoverAddr)
+	if err != nil {
+		return "", err
+	}
+	defer cn.Close()
+	return cn.RemoteAddr().String(), nil
+}

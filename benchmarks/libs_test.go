@@ -65,6 +65,9 @@ type library struct {
 	crossProcess bool
 	// nullCache: an absent row is cached.
 	nullCache bool
+	// memoryFirst: every read goes to process memory first, with no
+	// setting that turns it off, so it has no Redis-only rows.
+	memoryFirst bool
 }
 
 // libraries are the contestants, in table order.
@@ -76,6 +79,8 @@ func libraries() []library {
 		{name: "gocache", open: openGocache, local: true},
 		{name: "go-redis-cache", open: openGoRedisCache, local: true},
 		{name: "jetcache", open: openJetcache, local: true, nullCache: true},
+		{name: "rueidis", open: openRueidis, local: true},
+		{name: "sturdyc", open: openSturdyc, local: true, nullCache: true, memoryFirst: true},
 		{name: "go-redis", open: openNaive},
 	}
 }

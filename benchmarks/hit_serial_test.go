@@ -43,9 +43,6 @@ func BenchmarkRedisHitSerial(b *testing.B) {
 		if lib.name == "go-redis" {
 			continue // its hit path is the baseline above
 		}
-		if lib.memoryFirst {
-			continue // no Redis-only mode
-		}
 		for _, codec := range hitCodecs(lib.name) {
 			name := lib.name
 			if codec != "" {

@@ -13,16 +13,16 @@ import (
 
 // sturdyc is an in-process cache first: GetOrFetch reads its sharded
 // memory, and on a miss (one call per key in the process) its distributed
-// storage, here Redis through go-redis, before the loader. It has no mode
-// without the in-process tier, so it takes no part in the Redis-only rows;
-// where a scenario runs without a local tier, its memory keeps rows for the
-// value TTL. Absent rows are cached (WithMissingRecordStorage); the
+// storage, here Redis through go-redis, before the loader. It has no switch
+// for the in-process tier: without a local tier its entries live 1 ns, so
+// that every read goes to Redis (and still passes through its memory and its
+// in-flight table). Absent rows are cached (WithMissingRecordStorage); the
 // distributed storage is written asynchronously after a load, as sturdyc
 // does. Continuous evictions are off: their goroutine never exits, and a
 // full shard evicts on write anyway.
 func openSturdyc(tb testing.TB, cfg implConfig) *cacheImpl {
 	rdb, rt := countedClient(tb)
-	entries, ttl := zipfKeys, cfg.ttl
+	entries, ttl := zipfKeys, time.Nanosecond
 	if cfg.local {
 		entries, ttl = cfg.localEntries, cfg.localTTL
 	}
@@ -31,6 +31,7 @@ func openSturdyc(tb testing.TB, cfg implConfig) *cacheImpl {
 		sturdyc.WithDistributedStorage(st),
 		sturdyc.WithMissingRecordStorage(),
 		sturdyc.WithNoContinuousEvictions(),
+		sturdyc.WithEvictionInterval(time.Second), // unused; New refuses 0
 		sturdyc.WithLog(quietLog))
 	return &cacheImpl{
 		get: func(ctx context.Context, key string) (row, error) {

@@ -65,9 +65,6 @@ type library struct {
 	crossProcess bool
 	// nullCache: an absent row is cached.
 	nullCache bool
-	// memoryFirst: every read goes to process memory first, with no
-	// setting that turns it off, so it has no Redis-only rows.
-	memoryFirst bool
 }
 
 // libraries are the contestants, in table order.
@@ -80,7 +77,7 @@ func libraries() []library {
 		{name: "go-redis-cache", open: openGoRedisCache, local: true},
 		{name: "jetcache", open: openJetcache, local: true, nullCache: true},
 		{name: "rueidis", open: openRueidis, local: true},
-		{name: "sturdyc", open: openSturdyc, local: true, nullCache: true, memoryFirst: true},
+		{name: "sturdyc", open: openSturdyc, local: true, nullCache: true},
 		{name: "go-redis", open: openNaive},
 	}
 }

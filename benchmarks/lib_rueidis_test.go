@@ -15,7 +15,11 @@ import (
 // invalidating the process's copy when the key changes, for localTTL at
 // most. No singleflight, no absence caching, no jitter.
 func openRueidis(tb testing.TB, cfg implConfig) *cacheImpl {
-	c := newRueidis(tb, []string{redisAddr(tb)})
+	addrs := cfg.cluster
+	if len(addrs) == 0 {
+		addrs = []string{redisAddr(tb)}
+	}
+	c := newRueidis(tb, addrs)
 	rt := &rtCounter{}
 	get := func(ctx context.Context, key string) ([]byte, error) {
 		cmd := c.B().Get().Key(key)

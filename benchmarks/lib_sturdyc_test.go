@@ -21,7 +21,7 @@ import (
 // does. Continuous evictions are off: their goroutine never exits, and a
 // full shard evicts on write anyway.
 func openSturdyc(tb testing.TB, cfg implConfig) *cacheImpl {
-	rdb, rt := countedClient(tb)
+	rdb, rt := cfg.client(tb)
 	entries, ttl := zipfKeys, time.Nanosecond
 	if cfg.local {
 		entries, ttl = cfg.localEntries, cfg.localTTL
@@ -83,7 +83,7 @@ type sturdyRecord struct {
 // has no error results, so a failed Redis call is a miss (read) or nothing
 // (write).
 type sturdyStorage struct {
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	prefix string
 	ttl    time.Duration
 }

@@ -9,9 +9,9 @@
 #                                   # Bloom and promotion benchmarks, which the
 #                                   # generated tables do not show (their
 #                                   # figures are in the hand-written sections)
-#   COUNT=3 BENCHTIME=1x BENCH='Stampede|MassExpiry' README=/tmp/README.md OUT=/tmp/results ./run.sh
-#                                   # a check of the whole pipeline that leaves
-#                                   # README.md and results/ alone
+#   COUNT=3 BENCHTIME=1x BENCH='Stampede|MassExpiry' README=/tmp/README.md OUT=/tmp/results \
+#     CHART=/tmp/curves.svg ./run.sh # a check of the whole pipeline that leaves
+#                                   # README.md, curves.svg and results/ alone
 #
 # The suite runs COUNT times in a row (-count 1 each time) rather than once
 # with -count COUNT: each sample of a benchmark then comes from a different
@@ -33,8 +33,10 @@ cd "$(dirname "$0")"
 COUNT=${COUNT:-6}
 BENCHTIME=${BENCHTIME:-500ms}
 # The benchmarks the report turns into tables (report/main.go, tables).
-BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LocalHit|LocalHitRatio|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace)$'}
+BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LocalHit|LocalHitRatio|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace|Curve|CurveCluster|BatchRead)$'}
 README=${README:-README.md}
+# The chart of the concurrency curves (report/curves.go).
+CHART=${CHART:-curves.svg}
 out=${OUT:-results}
 # benchstat, pinned (golang.org/x/perf has no tagged releases).
 BENCHSTAT=${BENCHSTAT:-golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da}
@@ -86,5 +88,5 @@ go run "$BENCHSTAT" -confidence 0.9 "$out/raw.txt" >"$out/benchstat.txt"
 go run "$BENCHSTAT" -confidence 0.9 -format csv "$out/raw.txt" >"$out/benchstat.csv" 2>/dev/null
 
 [ -e "$README" ] || cp README.md "$README"
-go run ./report -csv "$out/benchstat.csv" -machine "$out/machine.txt" -command "$cmd" -readme "$README"
+go run ./report -csv "$out/benchstat.csv" -machine "$out/machine.txt" -command "$cmd" -readme "$README" -chart "$CHART"
 echo "$README updated; benchstat's summary is in $out/benchstat.txt" >&2

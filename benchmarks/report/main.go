@@ -139,7 +139,7 @@ func parseCSV(data []byte) (*results, error) {
 
 // tableLibraries is the order of the libraries in the tables (as in the
 // benchmarks' libraries()); others follow in name order.
-var tableLibraries = []string{"go-redis-GET+json", "cacheguard", "cacheguard+msgpack", "go-zero", "rockscache", "gocache", "go-redis-cache", "go-redis-cache+json", "jetcache", "jetcache+json", "go-redis"}
+var tableLibraries = []string{"go-redis-GET+json", "go-redis-autopipeline", "cacheguard", "cacheguard+msgpack", "go-zero", "rockscache", "gocache", "go-redis-cache", "go-redis-cache+json", "jetcache", "jetcache+json", "rueidis", "sturdyc", "go-redis"}
 
 // libraryOrder lists the libraries with rows under an interleaved parent.
 func libraryOrder(r *results, parent string) []string {
@@ -373,6 +373,7 @@ func writeResults(w *bytes.Buffer, r *results, machine, command string) {
 	for _, t := range tables {
 		writeTable(w, r, t)
 	}
+	writeCurves(w, r)
 }
 
 // formatting

@@ -2,9 +2,12 @@ package benchmarks
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -124,5 +127,68 @@ func BenchmarkBatchRead(b *testing.B) {
 			}
 			reportRounds(b, names, samples)
 		})
+	}
+}
+
+// The batcher returns every caller its own reply, under concurrency: a
+// value, a miss, or the error of its own command (WRONGTYPE) while the
+// others in its batch succeed; a caller whose context ends while it waits
+// returns the context's error.
+func TestBatcher(t *testing.T) {
+	ctx := context.Background()
+	rdb := newClient(t)
+	const n = 64
+	for i := range n {
+		rdb.Set(ctx, fmt.Sprintf("batcher:%d", i), i, 0)
+	}
+	rdb.HSet(ctx, "batcher:hash", "f", "v")
+	rdb.Del(ctx, "batcher:none")
+	bt := &batcher{Client: rdb}
+	var wg sync.WaitGroup
+	for r := range 3 * n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch i := r % n; i {
+			case n - 1:
+				if err := bt.Get(ctx, "batcher:hash").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+					t.Errorf("a hash: %v, want WRONGTYPE", err)
+				}
+			case n - 2:
+				if err := bt.Get(ctx, "batcher:none").Err(); !errors.Is(err, redis.Nil) {
+					t.Errorf("a missing key: %v, want redis.Nil", err)
+				}
+			default:
+				if v, err := bt.Get(ctx, fmt.Sprintf("batcher:%d", i)).Int(); err != nil || v != i {
+					t.Errorf("batcher:%d = %d, %v", i, v, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	// A read in flight holds the next one in the queue, whose context ends.
+	bt.mu.Lock()
+	bt.inFlight = true
+	bt.mu.Unlock()
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if err := bt.Get(short, "batcher:1").Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("queued past its deadline: %v", err)
+	}
+	bt.next() // the read in flight returns: the queued GET goes out
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		bt.mu.Lock()
+		idle := !bt.inFlight
+		bt.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("batcher never idle again")
+		}
+	}
+	if v, err := bt.Get(ctx, "batcher:2").Int(); err != nil || v != 2 {
+		t.Fatalf("after a dropped reply: %d, %v", v, err)
 	}
 }

@@ -39,21 +39,10 @@ type roundMetrics map[string]float64
 // interleaved runs round for every library on each iteration of b.Loop and
 // reports the per-library medians.
 func interleaved(b *testing.B, libs []string, round func(lib int) roundMetrics) {
-	samples := make([]map[string][]float64, len(libs))
-	for i := range samples {
-		samples[i] = map[string][]float64{}
-	}
-	one := func(i int) {
-		for j := range libs {
-			l := (i + j) % len(libs)
-			for unit, v := range round(l) {
-				samples[l][unit] = append(samples[l][unit], v)
-			}
-		}
-	}
+	samples := newSamples(len(libs))
 	i, start := 0, time.Now()
 	for ; b.Loop(); i++ {
-		one(i)
+		takeTurns(samples, i, round)
 	}
 	// A round of every library can take longer than -benchtime (a
 	// stampede of three processes each), so that b.Loop stops after one
@@ -61,8 +50,34 @@ func interleaved(b *testing.B, libs []string, round func(lib int) roundMetrics) 
 	// up to minRounds as long as the benchmark has run less than
 	// extraRoundsBudget (a quick run, figures meaningless, adds none).
 	for ; !quick() && i < minRounds && time.Since(start) < extraRoundsBudget; i++ {
-		one(i)
+		takeTurns(samples, i, round)
 	}
+	reportRounds(b, libs, samples)
+}
+
+// newSamples returns empty per-library samples for n libraries.
+func newSamples(n int) []map[string][]float64 {
+	samples := make([]map[string][]float64, n)
+	for i := range samples {
+		samples[i] = map[string][]float64{}
+	}
+	return samples
+}
+
+// takeTurns runs round i: one round of every library, starting with
+// library i mod n, adding its figures to samples.
+func takeTurns(samples []map[string][]float64, i int, round func(lib int) roundMetrics) {
+	for j := range samples {
+		l := (i + j) % len(samples)
+		for unit, v := range round(l) {
+			samples[l][unit] = append(samples[l][unit], v)
+		}
+	}
+}
+
+// reportRounds reports the paired ratios, then every library's median of
+// each unit as "<unit>@<library>".
+func reportRounds(b *testing.B, libs []string, samples []map[string][]float64) {
 	reportPairedRatios(b, libs, samples)
 	for l, lib := range libs {
 		units := make([]string, 0, len(samples[l]))

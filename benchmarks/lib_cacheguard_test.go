@@ -24,7 +24,7 @@ const (
 )
 
 func openCacheguard(tb testing.TB, cfg implConfig) *cacheImpl {
-	rdb, rt := countedClient(tb)
+	rdb, rt := cfg.client(tb)
 	opts := []cache.Option{
 		cache.WithPrefix(cfg.prefix),
 		cache.WithTTL(cfg.ttl),

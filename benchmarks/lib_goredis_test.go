@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -13,7 +14,14 @@ import (
 // hand: GET and decode; on a miss query the database and SET with a fixed
 // TTL. No singleflight, no absence caching, no jitter, no lease.
 func openNaive(tb testing.TB, cfg implConfig) *cacheImpl {
-	rdb, rt := countedClient(tb)
+	rdb, rt := cfg.client(tb)
+	return cacheAside(rdb, rt, cfg)
+}
+
+// cacheAside is the hand-written cache-aside of openNaive on any go-redis
+// command interface: a client, a cluster client, an AutoPipeliner, a
+// batcher.
+func cacheAside(rdb getSetDeler, rt *rtCounter, cfg implConfig) *cacheImpl {
 	return &cacheImpl{
 		get: func(ctx context.Context, key string) (row, error) {
 			var r row
@@ -46,4 +54,11 @@ func openNaive(tb testing.TB, cfg implConfig) *cacheImpl {
 		close: func() {},
 		rt:    rt,
 	}
+}
+
+// getSetDeler is the part of go-redis's command interface cacheAside uses.
+type getSetDeler interface {
+	Get(ctx context.Context, key string) *redis.StringCmd
+	Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Every library is driven through the same small adapter: read-through get,
@@ -52,6 +54,24 @@ type implConfig struct {
 	// bloom puts a Bloom filter of the database's rows (1 % false
 	// positives) in front of cacheguard; no other library has one.
 	bloom bool
+	// cluster, when set, are the seed addresses of a Redis Cluster the
+	// library uses instead of the shared server (libraries with
+	// library.cluster only).
+	cluster []string
+}
+
+// client returns a new go-redis client for the library, with a round-trip
+// counter: on the cluster when cfg.cluster is set, else on the shared
+// server.
+func (cfg implConfig) client(tb testing.TB) (redis.UniversalClient, *rtCounter) {
+	if len(cfg.cluster) == 0 {
+		return countedClient(tb)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.cluster})
+	tb.Cleanup(func() { c.Close() })
+	rt := &rtCounter{}
+	c.AddHook(rt)
+	return c, rt
 }
 
 // library names a library and says what it can express.
@@ -65,18 +85,22 @@ type library struct {
 	crossProcess bool
 	// nullCache: an absent row is cached.
 	nullCache bool
+	// cluster: its adapter runs on a Redis Cluster (implConfig.cluster).
+	cluster bool
 }
 
 // libraries are the contestants, in table order.
 func libraries() []library {
 	return []library{
-		{name: "cacheguard", open: openCacheguard, local: true, crossProcess: true, nullCache: true},
+		{name: "cacheguard", open: openCacheguard, local: true, crossProcess: true, nullCache: true, cluster: true},
 		{name: "go-zero", open: openGoZero, nullCache: true},
 		{name: "rockscache", open: openRocks, crossProcess: true, nullCache: true},
 		{name: "gocache", open: openGocache, local: true},
 		{name: "go-redis-cache", open: openGoRedisCache, local: true},
 		{name: "jetcache", open: openJetcache, local: true, nullCache: true},
-		{name: "go-redis", open: openNaive},
+		{name: "rueidis", open: openRueidis, local: true, cluster: true},
+		{name: "sturdyc", open: openSturdyc, local: true, nullCache: true, cluster: true},
+		{name: "go-redis", open: openNaive, cluster: true},
 	}
 }
 

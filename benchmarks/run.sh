@@ -9,9 +9,9 @@
 #                                   # Bloom and promotion benchmarks, which the
 #                                   # generated tables do not show (RESULTS.md
 #                                   # lists the commands for their figures)
-#   COUNT=3 BENCHTIME=1x BENCH='Stampede|MassExpiry' RESULTS=/tmp/RESULTS.md OUT=/tmp/results ./run.sh
-#                                   # a check of the whole pipeline that leaves
-#                                   # RESULTS.md and results/ alone
+#   COUNT=3 BENCHTIME=1x BENCH='Stampede|MassExpiry' RESULTS=/tmp/RESULTS.md OUT=/tmp/results \
+#     CHART=/tmp/curves.svg ./run.sh # a check of the whole pipeline that leaves
+#                                   # RESULTS.md, curves.svg and results/ alone
 #
 # The suite runs COUNT times in a row (-count 1 each time) rather than once
 # with -count COUNT: each sample of a benchmark then comes from a different
@@ -33,8 +33,10 @@ cd "$(dirname "$0")"
 COUNT=${COUNT:-6}
 BENCHTIME=${BENCHTIME:-500ms}
 # The benchmarks the report turns into tables (report/main.go, tables).
-BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LocalHit|LocalHitRatio|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace)$'}
+BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LocalHit|LocalHitRatio|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace|Curve|CurveCluster|BatchRead)$'}
 RESULTS=${RESULTS:-RESULTS.md}
+# The chart of the concurrency curves (report/curves.go).
+CHART=${CHART:-curves.svg}
 out=${OUT:-results}
 # benchstat, pinned (golang.org/x/perf has no tagged releases).
 BENCHSTAT=${BENCHSTAT:-golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da}
@@ -85,5 +87,5 @@ echo "duration: $(($(date +%s) - start)) s" >>"$out/machine.txt"
 go run "$BENCHSTAT" -confidence 0.9 "$out/raw.txt" >"$out/benchstat.txt"
 go run "$BENCHSTAT" -confidence 0.9 -format csv "$out/raw.txt" >"$out/benchstat.csv" 2>/dev/null
 
-go run ./report -csv "$out/benchstat.csv" -machine "$out/machine.txt" -command "$cmd" -out "$RESULTS"
+go run ./report -csv "$out/benchstat.csv" -machine "$out/machine.txt" -command "$cmd" -out "$RESULTS" -chart "$CHART"
 echo "$RESULTS written; benchstat's summary is in $out/benchstat.txt" >&2

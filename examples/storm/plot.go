@@ -2,12 +2,13 @@ package main
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"math"
 	"strings"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/svgplot"
 )
 
 // The chart is a plain SVG written by hand: a few rectangles, lines and
@@ -45,13 +46,13 @@ func writePlot(w io.Writer, results []scenarioResult, cfg config, m *machine) er
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n",
 		plotWidth, height, plotWidth, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	text(&b, plotLeft, 22, "start", 16, "bold", "#222", "The storms: naive cache-aside against cacheguard, with and without its local tier")
-	text(&b, plotLeft, 42, "start", 12, "normal", "#555",
+	svgplot.Text(&b, plotLeft, 22, "start", 16, "bold", "#222", "The storms: naive cache-aside against cacheguard, with and without its local tier")
+	svgplot.Text(&b, plotLeft, 42, "start", 12, "normal", "#555",
 		fmt.Sprintf("database: %d connections, %v per query, refused after %v without a connection; dashed line: its capacity",
 			cfg.DBConns, cfg.DBLatency, cfg.DBWait))
-	text(&b, plotLeft, 60, "start", 12, "normal", "#555",
+	svgplot.Text(&b, plotLeft, 60, "start", 12, "normal", "#555",
 		fmt.Sprintf("log scales; shaded: queries the database refused; strips: failed requests and p99 latency of the requests due in each %v", bucket))
-	text(&b, plotLeft, 78, "start", 12, "normal", "#555", "machine: "+m.String())
+	svgplot.Text(&b, plotLeft, 78, "start", 12, "normal", "#555", "machine: "+m.String())
 	legend(&b, plotLeft, 98)
 	for i, r := range results {
 		panel(&b, r, headerH+i*panelH)
@@ -65,40 +66,18 @@ func legend(b *bytes.Buffer, x, y int) {
 	for i, mode := range modes {
 		lx := x + i*130
 		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"/>`+"\n", lx, y, lx+20, y, modeColour[mode])
-		text(b, lx+25, y+4, "start", 12, "normal", "#222", mode)
+		svgplot.Text(b, lx+25, y+4, "start", 12, "normal", "#222", mode)
 	}
-}
-
-// logAxis maps counts (or durations) onto a chart's height on a log scale.
-// Counts use log10(1+v), so that 0 sits on the baseline and 1 above it.
-type logAxis struct {
-	top, bottom float64 // pixels
-	lo, hi      float64 // log10 of the values at bottom and top
-	counts      bool    // the values are counts: log10(1+v)
-}
-
-func (a logAxis) y(v float64) float64 {
-	var l float64
-	switch {
-	case a.counts:
-		l = math.Log10(1 + math.Max(v, 0))
-	case v <= 0:
-		l = a.lo
-	default:
-		l = math.Log10(v)
-	}
-	f := (math.Min(math.Max(l, a.lo), a.hi) - a.lo) / (a.hi - a.lo)
-	return a.bottom - (a.bottom-a.top)*f
 }
 
 // countAxis fits counts up to top, with a decade of room at least.
-func countAxis(top, bottom int, most float64) (logAxis, []float64) {
+func countAxis(top, bottom int, most float64) (svgplot.LogAxis, []float64) {
 	hi := math.Max(1, math.Ceil(math.Log10(1+most)+0.05))
 	ticks := []float64{0}
 	for v := 1.0; math.Log10(v) <= hi+1e-9; v *= 10 {
 		ticks = append(ticks, v)
 	}
-	return logAxis{top: float64(top), bottom: float64(bottom), hi: hi, counts: true}, ticks
+	return svgplot.LogAxis{Top: float64(top), Bottom: float64(bottom), Hi: hi, Counts: true}, ticks
 }
 
 // panel draws one scenario with its top edge at y0.
@@ -112,7 +91,7 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 		series = func(run runResult) []int64 { return run.redisSeries }
 		capacity = 0
 	}
-	text(b, x0, y0+18, "start", 14, "bold", "#222", r.name+": "+what)
+	svgplot.Text(b, x0, y0+18, "start", 14, "bold", "#222", r.name+": "+what)
 	var totals []string
 	for _, run := range r.runs {
 		if r.plotRedis {
@@ -124,11 +103,11 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 	if r.name == "penetration" {
 		totals = append(totals, "no local tier: not run, the Bloom filter answers first")
 	}
-	text(b, x0, y0+35, "start", 11, "normal", "#444", strings.Join(totals, " · "))
+	svgplot.Text(b, x0, y0+35, "start", 11, "normal", "#444", strings.Join(totals, " · "))
 	cy0, cy1 := y0+titleH, y0+titleH+mainH
 	if r.skipped != "" || len(r.runs) == 0 {
 		fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#f7f7f7" stroke="#ccc"/>`+"\n", x0, cy0, x1-x0, cy1-cy0)
-		text(b, (x0+x1)/2, (cy0+cy1)/2, "middle", 12, "normal", "#777", "skipped: "+r.skipped)
+		svgplot.Text(b, (x0+x1)/2, (cy0+cy1)/2, "middle", 12, "normal", "#777", "skipped: "+r.skipped)
 		return
 	}
 
@@ -145,16 +124,16 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 
 	// The main chart.
 	ax, ticks := countAxis(cy0, cy1, most)
-	frame(b, x0, cy0, x1, cy1)
+	svgplot.Frame(b, x0, cy0, x1, cy1)
 	for _, v := range ticks {
-		gridLine(b, x0, x1, ax.y(v), fmt.Sprintf("%g", v))
+		svgplot.GridLine(b, x0, x1, ax.Y(v), fmt.Sprintf("%g", v))
 	}
-	yLabel(b, x0, cy0, cy1, "per "+bucket.String())
+	svgplot.YLabel(b, x0, cy0, cy1, "per "+bucket.String())
 	drawMarks(b, r.marks, span, px, cy0, cy1, true)
 	if capacity > 0 {
-		y := ax.y(capacity)
+		y := ax.Y(capacity)
 		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444" stroke-dasharray="6,4"/>`+"\n", x0, y, x1, y)
-		text(b, x1-4, int(y)-4, "end", 10, "normal", "#444", fmt.Sprintf("capacity %g", capacity))
+		svgplot.Text(b, x1-4, int(y)-4, "end", 10, "normal", "#444", fmt.Sprintf("capacity %g", capacity))
 	}
 	if !r.plotRedis {
 		for _, run := range r.runs {
@@ -175,13 +154,13 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 		}
 	}
 	fax, fticks := countAxis(sy0, sy1, mostFailed)
-	frame(b, x0, sy0, x1, sy1)
+	svgplot.Frame(b, x0, sy0, x1, sy1)
 	for _, v := range fticks {
 		if v == 0 || v == fticks[len(fticks)-1] || len(fticks) <= 3 {
-			gridLine(b, x0, x1, fax.y(v), fmt.Sprintf("%g", v))
+			svgplot.GridLine(b, x0, x1, fax.Y(v), fmt.Sprintf("%g", v))
 		}
 	}
-	yLabel(b, x0, sy0, sy1, "failed")
+	svgplot.YLabel(b, x0, sy0, sy1, "failed")
 	drawMarks(b, r.marks, span, px, sy0, sy1, false)
 	for _, run := range r.runs {
 		step(b, clip(run.failedSer, n), px, fax, modeColour[run.mode], "failed-"+modeClass(run.mode))
@@ -190,15 +169,15 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 	// p99 latency, from 100µs to 10s.
 	ly0 := sy1 + gapH
 	ly1 := ly0 + stripH
-	lax := logAxis{top: float64(ly0), bottom: float64(ly1), lo: -4, hi: 1}
-	frame(b, x0, ly0, x1, ly1)
+	lax := svgplot.LogAxis{Top: float64(ly0), Bottom: float64(ly1), Lo: -4, Hi: 1}
+	svgplot.Frame(b, x0, ly0, x1, ly1)
 	for _, t := range []struct {
 		d     time.Duration
 		label string
 	}{{time.Millisecond, "1ms"}, {100 * time.Millisecond, "100ms"}, {10 * time.Second, "10s"}} {
-		gridLine(b, x0, x1, lax.y(t.d.Seconds()), t.label)
+		svgplot.GridLine(b, x0, x1, lax.Y(t.d.Seconds()), t.label)
 	}
-	yLabel(b, x0, ly0, ly1, "p99")
+	svgplot.YLabel(b, x0, ly0, ly1, "p99")
 	drawMarks(b, r.marks, span, px, ly0, ly1, false)
 	for _, run := range r.runs {
 		p99 := clip(run.p99Series, n)
@@ -209,34 +188,17 @@ func panel(b *bytes.Buffer, r scenarioResult, y0 int) {
 		stepF(b, vals, px, lax, modeColour[run.mode], "p99-"+modeClass(run.mode))
 	}
 
-	tstep := niceStep(span.Seconds() / 8)
+	tstep := svgplot.NiceStep(span.Seconds() / 8)
 	for t := 0.0; t <= span.Seconds()+1e-9; t += tstep {
 		x := px(time.Duration(t * float64(time.Second)))
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999"/>`+"\n", x, ly1, x, ly1+4)
-		text(b, int(x), ly1+16, "middle", 11, "normal", "#444", fmt.Sprintf("%gs", round3(t)))
+		svgplot.Text(b, int(x), ly1+16, "middle", 11, "normal", "#444", fmt.Sprintf("%gs", round3(t)))
 	}
-	text(b, x1, ly1+29, "end", 10, "normal", "#666", "time since the run started (requests by when they were due)")
+	svgplot.Text(b, x1, ly1+29, "end", 10, "normal", "#666", "time since the run started (requests by when they were due)")
 }
 
 // clip cuts a strip's series to the main chart's time span.
 func clip[T any](s []T, n int) []T { return s[:min(len(s), n)] }
-
-func frame(b *bytes.Buffer, x0, y0, x1, y1 int) {
-	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, y0, x1-x0, y1-y0)
-}
-
-func gridLine(b *bytes.Buffer, x0, x1 int, y float64, label string) {
-	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e4e4e4"/>`+"\n", x0, y, x1, y)
-	text(b, x0-6, int(y)+4, "end", 10, "normal", "#444", label)
-}
-
-// yLabel writes a chart's y-axis label, turned, left of its tick labels.
-func yLabel(b *bytes.Buffer, x0, y0, y1 int, label string) {
-	yl, ym := x0-56, (y0+y1)/2
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" font-size="10" fill="#666" transform="rotate(-90 %d %d)">`, yl, ym, yl, ym)
-	xml.EscapeText(b, []byte(label))
-	b.WriteString("</text>\n")
-}
 
 // drawMarks draws the scenario's events: a dotted line, or a band, labelled
 // in the main chart only.
@@ -253,13 +215,13 @@ func drawMarks(b *bytes.Buffer, marks []mark, span time.Duration, px func(time.D
 			fmt.Fprintf(b, `<line class="mark" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#666" stroke-dasharray="2,3"/>`+"\n", x, y0, x, y1)
 		}
 		if labels {
-			text(b, int(x)+4, y0+12+12*(i%2), "start", 10, "normal", "#555", m.label)
+			svgplot.Text(b, int(x)+4, y0+12+12*(i%2), "start", 10, "normal", "#555", m.label)
 		}
 	}
 }
 
 // step draws counts as a step line.
-func step(b *bytes.Buffer, counts []int64, px func(time.Duration) float64, ax logAxis, colour, class string) {
+func step(b *bytes.Buffer, counts []int64, px func(time.Duration) float64, ax svgplot.LogAxis, colour, class string) {
 	vals := make([]float64, len(counts))
 	for i, v := range counts {
 		vals[i] = float64(v)
@@ -267,14 +229,14 @@ func step(b *bytes.Buffer, counts []int64, px func(time.Duration) float64, ax lo
 	stepF(b, vals, px, ax, colour, class)
 }
 
-func stepF(b *bytes.Buffer, vals []float64, px func(time.Duration) float64, ax logAxis, colour, class string) {
+func stepF(b *bytes.Buffer, vals []float64, px func(time.Duration) float64, ax svgplot.LogAxis, colour, class string) {
 	var p strings.Builder
 	for i, v := range vals {
 		cmd := "L"
 		if i == 0 {
 			cmd = "M"
 		}
-		y := ax.y(v)
+		y := ax.Y(v)
 		fmt.Fprintf(&p, "%s%.1f,%.1f L%.1f,%.1f ", cmd, px(time.Duration(i)*bucket), y, px(time.Duration(i+1)*bucket), y)
 	}
 	if p.Len() > 0 {
@@ -284,37 +246,16 @@ func stepF(b *bytes.Buffer, vals []float64, px func(time.Duration) float64, ax l
 }
 
 // area shades the buckets' counts down to the baseline.
-func area(b *bytes.Buffer, counts []int64, px func(time.Duration) float64, ax logAxis, colour, class string) {
+func area(b *bytes.Buffer, counts []int64, px func(time.Duration) float64, ax svgplot.LogAxis, colour, class string) {
 	for i, v := range counts {
 		if v <= 0 {
 			continue
 		}
 		xa, xb := px(time.Duration(i)*bucket), px(time.Duration(i+1)*bucket)
-		y := ax.y(float64(v))
+		y := ax.Y(float64(v))
 		fmt.Fprintf(b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.22"/>`+"\n",
-			class, xa, y, xb-xa, ax.bottom-y, colour)
+			class, xa, y, xb-xa, ax.Bottom-y, colour)
 	}
-}
-
-// niceStep rounds raw up to 1, 2 or 5 times a power of ten.
-func niceStep(raw float64) float64 {
-	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if raw <= m*p {
-			return m * p
-		}
-	}
-	return 10 * p
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
-
-// text writes an escaped SVG text element.
-func text(b *bytes.Buffer, x, y int, anchor string, size int, weight, fill, s string) {
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="%s" font-size="%d" font-weight="%s" fill="%s">`, x, y, anchor, size, weight, fill)
-	xml.EscapeText(b, []byte(s))
-	b.WriteString("</text>\n")
-}

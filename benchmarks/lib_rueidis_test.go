@@ -1,0 +1,80 @@
+package benchmarks
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/redis/rueidis"
+)
+
+// rueidis is used as a caller writes cache-aside on it: GET and decode
+// (concurrent callers share round trips through its automatic pipelining);
+// on a miss query the database and SET with a fixed TTL. With a local tier,
+// the GET goes through DoCache: RESP3 client-side caching, the server
+// invalidating the process's copy when the key changes, for localTTL at
+// most. No singleflight, no absence caching, no jitter.
+func openRueidis(tb testing.TB, cfg implConfig) *cacheImpl {
+	addrs := cfg.cluster
+	if len(addrs) == 0 {
+		addrs = []string{redisAddr(tb)}
+	}
+	c := newRueidis(tb, addrs)
+	rt := &rtCounter{}
+	get := func(ctx context.Context, key string) ([]byte, error) {
+		cmd := c.B().Get().Key(key)
+		if cfg.local {
+			res := c.DoCache(ctx, cmd.Cache(), cfg.localTTL)
+			if !res.IsCacheHit() {
+				rt.n.Add(1)
+			}
+			return res.AsBytes()
+		}
+		rt.n.Add(1)
+		return c.Do(ctx, cmd.Build()).AsBytes()
+	}
+	set := func(ctx context.Context, key string, r row) error {
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		rt.n.Add(1)
+		return c.Do(ctx, c.B().Set().Key(cfg.prefix+key).Value(rueidis.BinaryString(data)).Px(cfg.ttl).Build()).Error()
+	}
+	return &cacheImpl{
+		get: func(ctx context.Context, key string) (row, error) {
+			var r row
+			data, err := get(ctx, cfg.prefix+key)
+			if err == nil {
+				err = json.Unmarshal(data, &r)
+				return r, err
+			}
+			if !rueidis.IsRedisNil(err) {
+				return r, err
+			}
+			r, err = cfg.db.load(ctx, key)
+			if err != nil {
+				return r, err
+			}
+			return r, set(ctx, key, r)
+		},
+		set: set,
+		del: func(ctx context.Context, key string) error {
+			rt.n.Add(1)
+			return c.Do(ctx, c.B().Del().Key(cfg.prefix+key).Build()).Error()
+		},
+		close: func() {},
+		rt:    rt,
+	}
+}
+
+// newRueidis returns a rueidis client of the given nodes (a cluster when
+// they are cluster nodes), with its defaults, closed with the benchmark.
+func newRueidis(tb testing.TB, addrs []string) rueidis.Client {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs})
+	if err != nil {
+		tb.Fatalf("rueidis: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}

@@ -25,10 +25,10 @@ type Consumer struct {
 	cfg  consumerConfig
 	log  *slog.Logger
 
-	groups    sync.Map     // outbox key -> struct{}: group known to exist
-	resumed   sync.Map     // outbox key -> last id handed back by resume, or resumeDone
+	groups    sync.Map // outbox key -> struct{}: group known to exist
+	resumed   sync.Map // outbox key -> last id handed back by resume, or resumeDone
+	strikes   strikes
 	lastPark  atomic.Int64 // unix ns of the last parked check
-	lastOK    atomic.Int64 // unix ns of the sink's last success
 	applied   atomic.Int64
 	credited  atomic.Int64
 	expired   atomic.Int64
@@ -134,6 +134,9 @@ func (c *Consumer) Pass(ctx context.Context) (int, error) {
 		}
 	}
 	c.checkParked(ctx)
+	// A failing entry is seen again every pass or every ClaimIdle; one not
+	// seen for much longer was acknowledged or claimed by another consumer.
+	c.strikes.prune(time.Now().Add(-max(3*c.cfg.claimIdle, time.Minute)))
 	return work, first
 }
 
@@ -255,11 +258,12 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 		switch {
 		case err == nil:
 			acks = append(acks, m.ID)
-		case errors.Is(err, ErrPoison) || (c.sinkHealthy() && c.deliveries(ctx, k.outbox, m.ID) >= c.cfg.maxDeliver):
+		case errors.Is(err, ErrPoison) || (errors.Is(err, errSink) && c.strikes.fail(k.outbox, m.ID, time.Now()) >= c.cfg.maxDeliver):
 			if derr := c.deadLetter(ctx, k.outbox, m, err); derr != nil {
 				first = errors.Join(first, derr)
 				continue
 			}
+			c.strikes.forget(k.outbox, m.ID)
 			acks = append(acks, m.ID)
 		default:
 			c.failed.Add(1)
@@ -305,32 +309,16 @@ func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessag
 		return nil
 	}
 	if err := c.sink.Apply(actx, ev); err != nil {
-		return fmt.Errorf("stock: consumer: apply %s %s/%s: %w", ev.Op, sku, ev.RequestID, err)
+		return fmt.Errorf("stock: consumer: apply %s %s/%s: %w: %w", ev.Op, sku, ev.RequestID, errSink, err)
 	}
 	c.applied.Add(1)
-	c.lastOK.Store(time.Now().UnixNano())
+	c.strikes.ok(c.inv.keys(sku, b).outbox, m.ID)
 	return nil
 }
 
-// sinkHealthy: the sink accepted an entry within the last ClaimIdle (at
-// least a second). Only then does an entry that keeps failing count as
-// poison: while the database is down every entry fails, and none of them
-// should end in the dead-letter stream for it.
-func (c *Consumer) sinkHealthy() bool {
-	last := c.lastOK.Load()
-	return last != 0 && time.Since(time.Unix(0, last)) < max(c.cfg.claimIdle, time.Second)
-}
-
-// deliveries is how often id was delivered (0 if unknown).
-func (c *Consumer) deliveries(ctx context.Context, stream, id string) int64 {
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
-	defer cancel()
-	p, err := c.inv.rdb.XPendingExt(rctx, &redis.XPendingExtArgs{Stream: stream, Group: c.cfg.group, Start: id, End: id, Count: 1}).Result()
-	if err != nil || len(p) == 0 {
-		return 0
-	}
-	return p[0].RetryCount
-}
+// errSink marks a failure of the sink itself (not of Redis, not a malformed
+// entry): only those count as strikes against an entry.
+var errSink = errors.New("sink refused")
 
 // deadLetter copies m to the dead-letter stream with the reason; the caller
 // then acknowledges it. A crash between the two copies it twice, never zero

@@ -96,9 +96,11 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 	if !w.End.IsZero() {
 		end = w.End.UnixMilli()
 	}
-	// Registered first, so that a consumer drains whatever this sale writes.
-	if err := inv.rdb.HSet(ctx, salesKey(inv.cfg.ns), sku, n).Err(); err != nil {
-		return fmt.Errorf("stock: load %s: %w", sku, err)
+	// Registered first, so that a consumer drains whatever this sale writes;
+	// a sale registered with another bucket count is refused untouched.
+	fresh, err := inv.register(ctx, sku, n)
+	if err != nil {
+		return err
 	}
 	for b := int64(0); b < n; b++ {
 		share := qty / n
@@ -112,7 +114,15 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 			return fmt.Errorf("stock: load %s: %w", sku, err)
 		}
 		if ok == 0 {
-			return fmt.Errorf("%w: %s", ErrSaleExists, sku)
+			err := fmt.Errorf("%w: %s", ErrSaleExists, sku)
+			if fresh {
+				// Keys left by an unfinished Unload: the registration this
+				// call made is taken back, so the refusal changes nothing.
+				if derr := inv.rdb.HDel(context.WithoutCancel(ctx), salesKey(inv.cfg.ns), sku).Err(); derr != nil {
+					err = errors.Join(err, fmt.Errorf("stock: load %s: unregister: %w", sku, derr))
+				}
+			}
+			return err
 		}
 	}
 	inv.soldOut.Delete(sku)
@@ -177,20 +187,4 @@ func (inv *Inventory) Status(ctx context.Context, sku string) (Status, error) {
 	}
 	st.InFlight = xout - xin
 	return st, nil
-}
-
-// loadedBuckets is the bucket count the sale was loaded with.
-func (inv *Inventory) loadedBuckets(ctx context.Context, sku string) (int, error) {
-	s, err := inv.rdb.HGet(ctx, salesKey(inv.cfg.ns), sku).Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("%w: %s", ErrNoSale, sku)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("stock: %s: %w", sku, err)
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%w: %s: bucket count %q", ErrNoSale, sku, s)
-	}
-	return n, nil
 }

@@ -178,6 +178,11 @@ func (inv *Inventory) reserveAt(ctx context.Context, sku string, b int, user, ri
 	case "empty":
 		return Result{}, true, nil
 	case "nosale":
+		// The bucket may be missing because the sale has fewer buckets
+		// than this client, not because nothing is on sale.
+		if err := inv.checkBuckets(ctx, sku); err != nil {
+			return Result{}, false, fmt.Errorf("stock: reserve %s: %w", sku, err)
+		}
 		return Result{Outcome: NotOnSale, User: user, Qty: qty, Bucket: b}, false, nil
 	case "buckets":
 		return Result{}, false, fmt.Errorf("%w: %s loaded with %s, client has %d", ErrBucketsMismatch, sku, arg, inv.cfg.buckets)

@@ -123,6 +123,9 @@ func (inv *Inventory) settle(ctx context.Context, sku, rid, op string) (Result, 
 		}
 		return res, nil
 	}
+	if err := inv.checkBuckets(ctx, sku); err != nil {
+		return Result{}, fmt.Errorf("stock: %s %s/%s: %w", op, sku, rid, err)
+	}
 	return Result{}, fmt.Errorf("%w: %s/%s", ErrUnknownRequest, sku, rid)
 }
 
@@ -161,6 +164,9 @@ func (inv *Inventory) Lookup(ctx context.Context, sku, requestID string) (Result
 			return Result{}, err
 		}
 		return rec.result(b, true), nil
+	}
+	if err := inv.checkBuckets(ctx, sku); err != nil {
+		return Result{}, fmt.Errorf("stock: lookup %s/%s: %w", sku, requestID, err)
 	}
 	return Result{}, fmt.Errorf("%w: %s/%s", ErrUnknownRequest, sku, requestID)
 }

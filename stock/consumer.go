@@ -27,6 +27,7 @@ type Consumer struct {
 
 	groups    sync.Map // outbox key -> struct{}: group known to exist
 	resumed   sync.Map // outbox key -> last id handed back by resume, or resumeDone
+	life      lifecycle
 	strikes   strikes
 	lastPark  atomic.Int64 // unix ns of the last parked check
 	applied   atomic.Int64
@@ -79,7 +80,9 @@ func NewConsumer(inv *Inventory, sink Sink, opts ...ConsumerOption) (*Consumer, 
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	return &Consumer{inv: inv, sink: sink, cfg: cfg, log: cfg.logger}, nil
+	c := &Consumer{inv: inv, sink: sink, cfg: cfg, log: cfg.logger}
+	c.life.init()
+	return c, nil
 }
 
 // Run drains until ctx ends, then returns nil. Errors of one pass (Redis
@@ -87,8 +90,14 @@ func NewConsumer(inv *Inventory, sink Sink, opts ...ConsumerOption) (*Consumer, 
 // ctx between reading an entry and acknowledging it loses nothing: the entry
 // stays pending and is applied again, harmlessly, later.
 func (c *Consumer) Run(ctx context.Context) error {
-	for ctx.Err() == nil {
+	if c.life.stopping() {
+		return ErrClosed
+	}
+	for ctx.Err() == nil && !c.life.stopping() {
 		n, err := c.Pass(ctx)
+		if errors.Is(err, ErrClosed) {
+			return nil
+		}
 		if err != nil && ctx.Err() == nil {
 			c.log.Warn("stock: consumer pass", "err", err)
 		}
@@ -98,17 +107,25 @@ func (c *Consumer) Run(ctx context.Context) error {
 		t := time.NewTimer(c.cfg.poll)
 		select {
 		case <-ctx.Done():
-			t.Stop()
+		case <-c.life.stop:
 		case <-t.C:
 		}
+		t.Stop()
 	}
 	return nil
 }
 
 // Pass makes one pass over every loaded sale: expire due holds, claim
 // entries abandoned by other consumers, read new entries, apply, acknowledge.
-// It returns how many entries and holds it handled, and the first error.
+// It returns how many entries and holds it handled, and the first error;
+// ErrClosed after Close.
 func (c *Consumer) Pass(ctx context.Context) (int, error) {
+	if err := c.life.enter(); err != nil {
+		return 0, err
+	}
+	defer c.life.passes.Done()
+	ctx, done := c.passContext(ctx)
+	defer done()
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
 	sales, err := c.inv.rdb.HGetAll(rctx, salesKey(c.inv.cfg.ns)).Result()
 	cancel()
@@ -123,6 +140,9 @@ func (c *Consumer) Pass(ctx context.Context) (int, error) {
 			continue
 		}
 		for b := 0; b < n; b++ {
+			if c.life.stopping() {
+				return work, first
+			}
 			w, err := c.bucket(ctx, sku, b)
 			work += w
 			if err != nil && first == nil {
@@ -162,11 +182,13 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	work := 0
 	n, err := c.inv.ExpireDue(rctx, sku, b, c.cfg.batch)
 	if err != nil {
+		c.recheckOwn(k.outbox)
 		return 0, err
 	}
 	c.expired.Add(int64(n))
 	work += n
 	if err := c.ensureGroup(rctx, k.outbox); err != nil {
+		c.recheckOwn(k.outbox)
 		return work, err
 	}
 	// Entries a previous process under this name left pending, then
@@ -177,8 +199,8 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	// told from a database outage.
 	w, failed, err := c.resume(ctx, sku, b, k)
 	work += w
-	if err != nil {
-		return work, err
+	if err != nil || c.life.stopping() {
+		return work, errors.Join(failed, err)
 	}
 	msgs, _, err := c.inv.rdb.XAutoClaim(rctx, &redis.XAutoClaimArgs{
 		Stream: k.outbox, Group: c.cfg.group, Consumer: c.cfg.name,
@@ -191,6 +213,9 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	w, err = c.handle(ctx, sku, b, k, msgs)
 	work += w
 	failed = errors.Join(failed, err)
+	if c.life.stopping() {
+		return work, failed
+	}
 	streams, err := c.inv.rdb.XReadGroup(rctx, &redis.XReadGroupArgs{
 		Group: c.cfg.group, Consumer: c.cfg.name, Streams: []string{k.outbox, ">"},
 		Count: int64(c.cfg.batch), Block: -1,
@@ -226,9 +251,9 @@ func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
 // streamErr forgets the group on NOGROUP (a server restarted without its
 // data): the next pass creates it again.
 func (c *Consumer) streamErr(stream, what string, err error) error {
+	c.recheckOwn(stream)
 	if redis.HasErrorPrefix(err, "NOGROUP") {
 		c.groups.Delete(stream)
-		c.resumed.Delete(stream)
 		return fmt.Errorf("stock: consumer: %s %s: %w: %w", what, stream, errNoGroup, err)
 	}
 	return fmt.Errorf("stock: consumer: %s %s: %w", what, stream, err)
@@ -260,12 +285,16 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 			acks = append(acks, m.ID)
 		case errors.Is(err, ErrPoison) || (errors.Is(err, errSink) && c.strikes.fail(k.outbox, m.ID, time.Now()) >= c.cfg.maxDeliver):
 			if derr := c.deadLetter(ctx, k.outbox, m, err); derr != nil {
+				c.recheckOwn(k.outbox)
 				first = errors.Join(first, derr)
 				continue
 			}
 			c.strikes.forget(k.outbox, m.ID)
 			acks = append(acks, m.ID)
 		default:
+			if !errors.Is(err, errSink) {
+				c.recheckOwn(k.outbox) // Redis failed (a transfer's credit)
+			}
 			c.failed.Add(1)
 			if first == nil {
 				first = err
@@ -278,6 +307,7 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 		cancel()
 		if err != nil {
 			// Not acknowledged: applied again later, harmlessly.
+			c.recheckOwn(k.outbox)
 			return len(acks), fmt.Errorf("stock: consumer: ack %s: %w", k.outbox, err)
 		}
 	}

@@ -11,8 +11,9 @@ import (
 // process that ran under this consumer's name) were all handed back.
 const resumeDone = "done"
 
-// resume hands back, once per stream and consumer, the entries a previous
-// process under the same name read and never acknowledged: they are this
+// resume hands back, once per stream and consumer (and again after a Redis
+// failure, see recheckOwn), the entries a previous process under the same
+// name, or this one, read and never acknowledged: they are this
 // consumer's own, so waiting ClaimIdle for them (as for another consumer's)
 // would only delay them. It pages through them with XREADGROUP from an id
 // (the consumer's history) over as many passes as it takes, and never
@@ -52,3 +53,11 @@ func (c *Consumer) resume(ctx context.Context, sku string, b int, k bucketKeys) 
 	n, failed = c.handle(ctx, sku, b, k, msgs)
 	return n, failed, nil
 }
+
+// recheckOwn makes the next pass look for this consumer's own pending
+// entries of stream again, from the start. It follows every failed Redis
+// call: entries may have been delivered to it and their reply lost, an
+// acknowledgement may not have landed, or the server may have restarted
+// with its data (AOF) and kept them pending under this consumer's name.
+// Without it they would wait ClaimIdle, as if their consumer had died.
+func (c *Consumer) recheckOwn(stream string) { c.resumed.Delete(stream) }

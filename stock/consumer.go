@@ -180,7 +180,7 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
 	defer cancel()
 	work := 0
-	n, err := c.inv.ExpireDue(rctx, sku, b, c.cfg.batch)
+	n, err := c.inv.expireDue(rctx, sku, b, c.cfg.batch)
 	if err != nil {
 		c.recheckOwn(k.outbox)
 		return 0, err

@@ -56,8 +56,8 @@ func (c *consumerConfig) invalid(format string, args ...any) {
 // group share the work; each group sees every entry.
 func WithGroup(name string) ConsumerOption {
 	return func(c *consumerConfig) {
-		if name == "" {
-			c.invalid("empty group")
+		if err := checkID(name, ErrInvalidOption, "group"); err != nil && c.err == nil {
+			c.err = err
 		}
 		c.group = name
 	}
@@ -68,8 +68,8 @@ func WithGroup(name string) ConsumerOption {
 // its own pending entries back at once; under a new name, after ClaimIdle.
 func WithConsumerName(name string) ConsumerOption {
 	return func(c *consumerConfig) {
-		if name == "" {
-			c.invalid("empty consumer name")
+		if err := checkID(name, ErrInvalidOption, "consumer name"); err != nil && c.err == nil {
+			c.err = err
 		}
 		c.name = name
 	}

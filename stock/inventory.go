@@ -39,6 +39,21 @@ type Window struct {
 	Start, End time.Time
 }
 
+// millis is the window in Unix milliseconds as the scripts keep it (0: no
+// bound), or ErrInvalidWindow.
+func (w Window) millis() (start, end int64, err error) {
+	if !w.End.IsZero() && !w.End.After(w.Start) {
+		return 0, 0, fmt.Errorf("%w: ends %v, before it starts %v", ErrInvalidWindow, w.End, w.Start)
+	}
+	if !w.Start.IsZero() {
+		start = w.Start.UnixMilli()
+	}
+	if !w.End.IsZero() {
+		end = w.End.UnixMilli()
+	}
+	return start, end, nil
+}
+
 // New returns an Inventory working on rdb (any redis.UniversalClient).
 func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
 	if rdb == nil {
@@ -75,7 +90,8 @@ return 1
 `)
 
 // Load puts a sale of qty units of sku on, open during w; qty is normally the
-// database's stock (see SQLStore.Stock). The units are split evenly over the
+// database's stock (see SQLStore.Stock). A stock of 0 is a sale whose buyers
+// are answered SoldOut. The units are split evenly over the
 // buckets. Loading the same sale again is a no-op (so a Load cut short can
 // be repeated); loading a different one over it returns ErrSaleExists.
 func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window) error {
@@ -83,18 +99,12 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 		return err
 	}
 	n := int64(inv.cfg.buckets)
-	if qty <= 0 || qty > MaxQty {
-		return fmt.Errorf("%w: stock %d (1 to %d)", ErrInvalidQty, qty, MaxQty)
+	if qty < 0 || qty > MaxQty {
+		return fmt.Errorf("%w: stock %d (0 to %d)", ErrInvalidQty, qty, MaxQty)
 	}
-	if !w.End.IsZero() && !w.End.After(w.Start) {
-		return fmt.Errorf("%w: ends %v, before it starts %v", ErrInvalidWindow, w.End, w.Start)
-	}
-	start, end := int64(0), int64(0)
-	if !w.Start.IsZero() {
-		start = w.Start.UnixMilli()
-	}
-	if !w.End.IsZero() {
-		end = w.End.UnixMilli()
+	start, end, err := w.millis()
+	if err != nil {
+		return err
 	}
 	// Registered first, so that a consumer drains whatever this sale writes;
 	// a sale registered with another bucket count is refused untouched.

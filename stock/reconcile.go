@@ -80,13 +80,20 @@ func (inv *Inventory) Reconcile(ctx context.Context, sku string, ledger Ledger, 
 	if err := checkSKU(sku); err != nil {
 		return Report{}, err
 	}
-	if group == "" {
-		group = "stock"
+	if ledger == nil {
+		return Report{}, fmt.Errorf("%w: nil ledger", ErrInvalidArgument)
+	}
+	group, err := groupName(group)
+	if err != nil {
+		return Report{}, err
 	}
 	rep := Report{SKU: sku}
 	stock, err := ledger.Stock(ctx, sku)
 	if err != nil {
 		return rep, err
+	}
+	if stock < 0 || stock > MaxQty {
+		return rep, fmt.Errorf("%w: the ledger's stock of %s is %d", ErrInvalidQty, sku, stock)
 	}
 	rep.DBStock = stock
 	orders, err := ledger.Orders(ctx, sku)
@@ -146,6 +153,14 @@ func (inv *Inventory) Reconcile(ctx context.Context, sku string, ledger Ledger, 
 	rep.Undersold = max(0, stock-total)
 	rep.CounterDrift = st.Reserved + st.Sold - held
 	return rep, nil
+}
+
+// groupName is the consumer group a caller named ("stock" for "").
+func groupName(group string) (string, error) {
+	if group == "" {
+		return "stock", nil
+	}
+	return group, checkID(group, ErrInvalidArgument, "group")
 }
 
 // records reads every reservation record (answers that reserved) of the sale.
@@ -219,6 +234,10 @@ func (inv *Inventory) pending(ctx context.Context, sku string, n int, group stri
 // in the database and so are forgotten: a retry of one is decided anew.
 // Reservations must not be made while it runs.
 func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w Window, group string) (Report, error) {
+	start, end, err := w.millis()
+	if err != nil {
+		return Report{SKU: sku}, err
+	}
 	rep, err := inv.Reconcile(ctx, sku, ledger, group)
 	if err != nil {
 		return rep, err
@@ -263,13 +282,6 @@ func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w W
 		}
 	}
 	left := max(0, rep.DBStock-active)
-	start, end := int64(0), int64(0)
-	if !w.Start.IsZero() {
-		start = w.Start.UnixMilli()
-	}
-	if !w.End.IsZero() {
-		end = w.End.UnixMilli()
-	}
 	if err := inv.rdb.HSet(ctx, salesKey(inv.cfg.ns), sku, n).Err(); err != nil {
 		return rep, fmt.Errorf("stock: repair %s: %w", sku, err)
 	}
@@ -311,8 +323,9 @@ func (inv *Inventory) Unload(ctx context.Context, sku, group string) error {
 	if err := checkSKU(sku); err != nil {
 		return err
 	}
-	if group == "" {
-		group = "stock"
+	group, err := groupName(group)
+	if err != nil {
+		return err
 	}
 	n, err := inv.loadedBuckets(ctx, sku)
 	if err != nil {

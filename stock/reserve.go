@@ -39,7 +39,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now < tonumber(m[2]) then return {'early', m[2]} end
 local e = tonumber(m[3])
 if e > 0 and now >= e then return {'ended', m[3]} end
-if qty > tonumber(m[4]) then return {'toomany', m[4]} end
+local total = tonumber(m[4])
+if qty > total and total > 0 then return {'toomany', m[4]} end
 local function answer(o, s)
   local rec = cjson.encode({o = o, s = s, u = user, q = qty, t = now})
   redis.call('HSET', reqs, rid, rec)

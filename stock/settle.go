@@ -130,9 +130,25 @@ func (inv *Inventory) settle(ctx context.Context, sku, rid, op string) (Result, 
 }
 
 // ExpireDue releases the reservations of one bucket whose hold has run out,
-// at most limit of them, and returns how many. The consumer calls it on every
+// at most limit (>= 1) of them, and returns how many; bucket is 0 to the
+// Inventory's bucket count - 1. The consumer calls it on every
 // pass; it is exported for processes that run no consumer.
 func (inv *Inventory) ExpireDue(ctx context.Context, sku string, bucket, limit int) (int, error) {
+	if err := checkSKU(sku); err != nil {
+		return 0, err
+	}
+	if bucket < 0 || bucket >= inv.cfg.buckets {
+		return 0, fmt.Errorf("%w: bucket %d (0 to %d)", ErrInvalidArgument, bucket, inv.cfg.buckets-1)
+	}
+	if limit < 1 {
+		return 0, fmt.Errorf("%w: limit %d (at least 1)", ErrInvalidArgument, limit)
+	}
+	return inv.expireDue(ctx, sku, bucket, limit)
+}
+
+// expireDue is ExpireDue on a bucket of the sale as loaded (the consumer
+// drains sales of any bucket count).
+func (inv *Inventory) expireDue(ctx context.Context, sku string, bucket, limit int) (int, error) {
 	k := inv.keys(sku, bucket)
 	n, err := expireScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, limit, inv.cfg.maxOutbox).Int()
 	if err != nil && !errors.Is(err, redis.Nil) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,15 +31,15 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	rdb, inline, selfBounded := callClient(rdb)
 	id := newOwner()
 	c := &Client{rdb: rdb, cfg: cfg}
 	ntf := newNotifier(rdb, id, cfg.logger)
 	c.pub = publisher{cmd: ntf.publishCmd(), payload: id}
 	c.engine = newEngine(cfg.logger, ntf, c.renewBatch)
-	c.cfg.calls = c.engine.callSet(inline)
-	c.cfg.calls.selfBounded = selfBounded
-	c.cfg.calls.explicit = c.cfg.opTimeout > 0
+	c.cfg.calls = c.engine.bound(rdb)
+	if c.cfg.opTimeout > 0 {
+		c.cfg.calls = c.cfg.calls.Strict()
+	}
 	return c, nil
 }
 
@@ -94,7 +95,7 @@ func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []ren
 	}
 	// Errors are read per command below. A pipeline abandoned at the
 	// deadline fails every renewal in it (transient: retried).
-	if err := boundedErr(c.cfg.calls, ctx, 0, func(ctx context.Context) error {
+	if err := call.Err(c.cfg.calls, ctx, 0, func(ctx context.Context) error {
 		_, _ = pipe.Exec(ctx)
 		return nil
 	}); err != nil {

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,9 +26,9 @@ type engine struct {
 	bg     sync.WaitGroup // best-effort cleanups
 
 	// inflight counts Redis calls running on goroutines of their own
-	// (see bounded), including those abandoned at a deadline: Close waits
-	// for them, up to closeWait.
-	inflight inflightCalls
+	// (see bounded.go), including those abandoned at a deadline: Close
+	// waits for them, up to closeWait.
+	inflight call.Flight
 
 	observerPanics atomic.Uint64 // see Stats (observe.go)
 
@@ -61,14 +61,14 @@ func (e *engine) close() {
 		e.ntf.close()
 	}
 	e.bg.Wait()
-	if !e.inflight.wait(closeWait) {
+	if !e.inflight.Wait(closeWait) {
 		e.logger.Warn("lock: close: Redis calls still running", "waited", closeWait)
 	}
 }
 
-// callSet returns how calls on a client are bounded, counted in e.
-func (e *engine) callSet(inline bool) callSet {
-	return callSet{inline: inline, inflight: &e.inflight}
+// bound returns how calls on clients are bounded, counted in e.
+func (e *engine) bound(clients ...redis.UniversalClient) call.Bound {
+	return call.For(clients...).Counting(&e.inflight).TimeoutAs(ErrTimeout)
 }
 
 func (e *engine) isClosed() bool {
@@ -155,7 +155,7 @@ func (e *engine) try(ctx context.Context, b backend, owner string, cfg *config, 
 	if err == nil {
 		return a, nil
 	}
-	if ambiguous(err) && !reentrant && !errors.Is(err, errAbandoned) {
+	if ambiguous(err) && !reentrant && !errors.Is(err, call.ErrAbandoned) {
 		// The script may have run although the reply was lost: free the
 		// lock it may have taken rather than leave it until the lease ends.
 		// A reentrant owner is left alone; its extra hold, if any, lapses
@@ -219,14 +219,14 @@ func (e *engine) wait(ctx context.Context, b backend, owner string, cfg *config,
 	if w != nil {
 		wake, ready = w.c, w.ready
 	}
-	bo := backoff{min: cfg.minBackoff, max: cfg.maxBackoff}
+	bo := call.Backoff{Min: cfg.minBackoff, Max: cfg.maxBackoff}
 	hb, _ := b.(*holdBackend)
 	queues := hb != nil && hb.queues
 	if queues {
 		// A waiting writer renews its place ahead of new readers well
 		// within the mark's life.
-		bo.max = min(bo.max, cfg.markTTL()/3)
-		bo.min = min(bo.min, bo.max)
+		bo.Max = min(bo.Max, cfg.markTTL()/3)
+		bo.Min = min(bo.Min, bo.Max)
 		defer func() {
 			if !obtained {
 				giveUp := func() {
@@ -243,7 +243,7 @@ func (e *engine) wait(ctx context.Context, b backend, owner string, cfg *config,
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		delay := bo.next()
+		delay := bo.Next()
 		if a.wait >= 0 && a.wait+time.Millisecond < delay {
 			delay = a.wait + time.Millisecond
 		}
@@ -288,20 +288,4 @@ func (e *engine) retryOwner(owner string, reentrant bool) string {
 		return owner
 	}
 	return newOwner()
-}
-
-// backoff is exponential with equal jitter: each pause is between half and
-// all of the current step, so waiters that failed together spread out.
-type backoff struct {
-	min, max, cur time.Duration
-}
-
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	half := b.cur / 2
-	return half + rand.N(b.cur-half+1)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/call"
 )
 
 // Handle is one acquisition of a lock. It is safe for concurrent use.
@@ -225,10 +227,10 @@ func (hd *Handle) Unlock(ctx context.Context) error {
 	}
 	if rctx.Done() != nil || ended {
 		// A context that cannot end needs no detaching.
-		rctx = detachedRun(rctx, ended)
+		rctx = call.Detached(rctx, ended)
 	}
 	err := hd.h.b.release(rctx, hd.h.owner, false)
-	if errors.Is(err, errAbandoned) {
+	if errors.Is(err, call.ErrAbandoned) {
 		// Gone on in the background; the hold ends here all the same.
 		hd.e.wd.detach(hd, nil)
 	} else {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -80,7 +81,7 @@ func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Dura
 			mark = ms(b.cfg.markTTL())
 		}
 	}
-	v, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
+	v, err := call.Do(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
 		return b.acq.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease), b.fence, mark).Int64Slice()
 	}, func(v []int64, err error) {
 		if err == nil && len(v) > 1 && v[0] > 0 {
@@ -156,7 +157,7 @@ func (b *holdBackend) renewed(n int64, start time.Time) (time.Time, error) {
 
 func (b *holdBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
 	start := time.Now()
-	n, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) (int64, error) {
+	n, err := call.Do(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) (int64, error) {
 		return b.renewS.Run(ctx, b.rdb, b.keys[:1], owner, b.args.leaseArg(lease)).Int64()
 	}, nil)
 	if err != nil {
@@ -172,7 +173,7 @@ func (b *holdBackend) release(ctx context.Context, owner string, all bool) error
 // releaseHold is release, limited to the hold with fencing token token
 // unless it is "".
 func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, token string) error {
-	n, err := bounded(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
+	n, err := call.Do(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
 		return b.rel.Run(ctx, b.rdb, b.relKeys,
 			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload, token).Int64()
 	}, nil)
@@ -186,7 +187,7 @@ func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, t
 }
 
 func (b *holdBackend) ttl(ctx context.Context, owner string) (time.Duration, error) {
-	n, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(b.cfg.lease), func(ctx context.Context) (int64, error) {
+	n, err := call.Do(b.cfg.calls, ctx, b.cfg.callTimeout(b.cfg.lease), func(ctx context.Context) (int64, error) {
 		return b.ttlS.Run(ctx, b.rdb, b.keys[:1], owner).Int64()
 	}, nil)
 	if err != nil {
@@ -204,7 +205,7 @@ func (b *holdBackend) giveUp(ctx context.Context, owner string) {
 	if !b.queues {
 		return
 	}
-	err := boundedErr(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) error {
+	err := call.Err(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) error {
 		return writerGivesUpScript.Run(ctx, b.rdb, b.keys[4:5], owner, b.args.pubCmd, b.args.channel, b.args.payload).Err()
 	})
 	if err != nil {

@@ -126,7 +126,7 @@ func TestCloseWaitsForAbandonedCalls(t *testing.T) {
 	if _, err := c.Mutex("abandoned").TryLock(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("TryLock against a frozen server: %v", err)
 	}
-	if goroutines("lock.bounded") == 0 {
+	if goroutines("call.handOff") == 0 {
 		t.Fatal("no abandoned call running: the test proves nothing")
 	}
 	c.Close()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/call"
 )
 
 // Defaults. The watchdog lease follows Redisson's: long enough that a GC
@@ -46,7 +48,7 @@ type config struct {
 	drift       float64
 	nodeTimeout time.Duration
 	opTimeout   time.Duration // 0: each call bounded by its lease
-	calls       callSet       // how Redis calls are bounded (see bounded)
+	calls       call.Bound    // how Redis calls are bounded (see bounded.go)
 	logger      *slog.Logger
 	observer    Observer // WithObserver (observe.go)
 	unfenced    bool     // WithoutFencing (unfenced.go)
@@ -203,6 +205,6 @@ func WithTimeout(d time.Duration) Option {
 			return
 		}
 		c.opTimeout = d
-		c.calls.explicit = true
+		c.calls = c.calls.Strict()
 	}
 }

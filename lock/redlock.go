@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,16 +46,12 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error)
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	inline := true
-	calls := make([]redis.UniversalClient, len(nodes))
-	for i, n := range nodes {
-		var ok bool
-		calls[i], ok, _ = callClient(n)
-		inline = inline && ok
-	}
-	r := &Redlock{nodes: calls, quorum: len(nodes)/2 + 1, cfg: cfg}
+	r := &Redlock{nodes: slices.Clone(nodes), quorum: len(nodes)/2 + 1, cfg: cfg}
 	r.engine = newEngine(cfg.logger, nil, r.renewBatch)
-	r.cfg.calls = r.engine.callSet(inline)
+	r.cfg.calls = r.engine.bound(nodes...)
+	if r.cfg.opTimeout > 0 {
+		r.cfg.calls = r.cfg.calls.Strict()
+	}
 	return r, nil
 }
 
@@ -188,7 +185,7 @@ func (b *redlockBackend) raiseFence(ctx context.Context, owner string, token int
 			ok[i] = true
 			return
 		}
-		v, err := bounded(n.cfg.calls, ctx, 0, func(ctx context.Context) (int64, error) {
+		v, err := call.Do(n.cfg.calls, ctx, 0, func(ctx context.Context) (int64, error) {
 			return raiseFenceScript.Run(ctx, n.rdb, n.keys, owner, token, ms(lease)).Int64()
 		}, nil)
 		ok[i] = err == nil && v == 1
@@ -217,7 +214,7 @@ return 1
 func (b *redlockBackend) undo(ctx context.Context, owner string, res []acquired, errs []error) {
 	b.each(context.WithoutCancel(ctx), func(ctx context.Context, i int, n *holdBackend) {
 		// An abandoned call gives its own hold back when it comes.
-		if res[i].holds > 0 || (errs[i] != nil && ambiguous(errs[i]) && !errors.Is(errs[i], errAbandoned)) {
+		if res[i].holds > 0 || (errs[i] != nil && ambiguous(errs[i]) && !errors.Is(errs[i], call.ErrAbandoned)) {
 			_ = n.release(ctx, owner, false)
 		}
 	})

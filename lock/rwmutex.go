@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -90,7 +91,7 @@ func (b *readBackend) waitList() string { return "" }
 
 func (b *readBackend) acquire(ctx context.Context, owner string, lease time.Duration, _ bool) (acquired, error) {
 	start := time.Now()
-	v, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
+	v, err := call.Do(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
 		return readAcquireScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64Slice()
 	}, func(v []int64, err error) {
 		if err == nil && len(v) > 0 && v[0] > 0 {
@@ -135,7 +136,7 @@ func (b *readBackend) renewed(n int64, start time.Time) (time.Time, error) {
 
 func (b *readBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
 	start := time.Now()
-	n, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) (int64, error) {
+	n, err := call.Do(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) (int64, error) {
 		return readRenewScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64()
 	}, nil)
 	if err != nil {
@@ -145,7 +146,7 @@ func (b *readBackend) renew(ctx context.Context, owner string, lease time.Durati
 }
 
 func (b *readBackend) release(ctx context.Context, owner string, all bool) error {
-	n, err := bounded(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
+	n, err := call.Do(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
 		return readReleaseScript.Run(ctx, b.rdb, b.keys,
 			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()
 	}, nil)
@@ -159,7 +160,7 @@ func (b *readBackend) release(ctx context.Context, owner string, all bool) error
 }
 
 func (b *readBackend) ttl(ctx context.Context, owner string) (time.Duration, error) {
-	n, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(b.cfg.lease), func(ctx context.Context) (int64, error) {
+	n, err := call.Do(b.cfg.calls, ctx, b.cfg.callTimeout(b.cfg.lease), func(ctx context.Context) (int64, error) {
 		return readTTLScript.Run(ctx, b.rdb, b.keys, owner).Int64()
 	}, nil)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -88,7 +89,7 @@ func (b *permitBackend) waitList() string { return "" }
 func (b *permitBackend) acquire(ctx context.Context, owner string, lease time.Duration, _ bool) (acquired, error) {
 	start := time.Now()
 	cfg := &b.s.cfg
-	v, err := bounded(cfg.calls, ctx, cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
+	v, err := call.Do(cfg.calls, ctx, cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
 		return permitAcquireScript.Run(ctx, b.s.rdb, []string{b.s.key}, owner, b.n, b.s.size, ms(lease)).Int64Slice()
 	}, func(v []int64, err error) {
 		if err == nil && len(v) > 0 && v[0] > 0 {
@@ -112,7 +113,7 @@ func (b *permitBackend) acquire(ctx context.Context, owner string, lease time.Du
 func (b *permitBackend) renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error) {
 	start := time.Now()
 	cfg := &b.s.cfg
-	n, err := bounded(cfg.calls, ctx, cfg.callTimeout(lease), func(ctx context.Context) (int64, error) {
+	n, err := call.Do(cfg.calls, ctx, cfg.callTimeout(lease), func(ctx context.Context) (int64, error) {
 		return permitRenewScript.Run(ctx, b.s.rdb, []string{b.s.key}, owner, b.n, ms(lease)).Int64()
 	}, nil)
 	if err != nil {
@@ -126,7 +127,7 @@ func (b *permitBackend) renew(ctx context.Context, owner string, lease time.Dura
 
 func (b *permitBackend) release(ctx context.Context, owner string, _ bool) error {
 	cfg := &b.s.cfg
-	n, err := bounded(cfg.calls, ctx, cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
+	n, err := call.Do(cfg.calls, ctx, cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
 		return permitReleaseScript.Run(ctx, b.s.rdb, []string{b.s.key}, owner, b.n,
 			b.args.pubCmd, b.args.channel, b.args.payload).Int64()
 	}, nil)
@@ -141,7 +142,7 @@ func (b *permitBackend) release(ctx context.Context, owner string, _ bool) error
 
 func (b *permitBackend) ttl(ctx context.Context, owner string) (time.Duration, error) {
 	cfg := &b.s.cfg
-	n, err := bounded(cfg.calls, ctx, cfg.callTimeout(cfg.lease), func(ctx context.Context) (int64, error) {
+	n, err := call.Do(cfg.calls, ctx, cfg.callTimeout(cfg.lease), func(ctx context.Context) (int64, error) {
 		return permitTTLScript.Run(ctx, b.s.rdb, []string{b.s.key}, owner).Int64()
 	}, nil)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,7 +46,7 @@ func newUnfencedBackend(rdb redis.UniversalClient, name, base, channel, waitList
 // as an error and classifies on every call: slower than the plain reply.)
 func (b *holdBackend) acquireUnfenced(ctx context.Context, owner string, lease time.Duration) (acquired, error) {
 	start := time.Now()
-	ok, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) (bool, error) {
+	ok, err := call.Do(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) (bool, error) {
 		return b.rdb.SetNX(ctx, b.keys[0], "1:"+owner, lease).Result()
 	}, func(ok bool, err error) {
 		if err == nil && ok {
@@ -60,7 +61,7 @@ func (b *holdBackend) acquireUnfenced(ctx context.Context, owner string, lease t
 		return acquired{holds: 1, start: start, validUntil: b.cfg.validUntil(start, ms(lease))}, nil
 	}
 	start = time.Now()
-	v, err := bounded(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
+	v, err := call.Do(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
 		return b.acq.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64Slice()
 	}, func(v []int64, err error) {
 		if err == nil && len(v) > 1 && v[0] > 0 {

@@ -1,0 +1,64 @@
+package call
+
+import (
+	"sync"
+	"time"
+)
+
+// Flight counts calls running on goroutines of their own, those abandoned at
+// a deadline included. Unlike a sync.WaitGroup it may gain calls while Wait
+// runs (a release can start at any time), and its wait needs no goroutine,
+// so nothing of it outlives a bounded wait. The zero value is ready to use;
+// a nil *Flight counts nothing.
+type Flight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil while n is 0
+}
+
+func (f *Flight) add() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *Flight) done() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.n--
+	if f.n == 0 {
+		close(f.idle)
+		f.idle = nil
+	}
+	f.mu.Unlock()
+}
+
+// Wait waits until no counted call runs, at most d; it reports whether none
+// does.
+func (f *Flight) Wait(d time.Duration) bool {
+	if f == nil {
+		return true
+	}
+	f.mu.Lock()
+	idle := f.idle
+	f.mu.Unlock()
+	if idle == nil {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+		return false
+	}
+}

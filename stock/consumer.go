@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,6 +29,8 @@ type Consumer struct {
 	groups    sync.Map // outbox key -> struct{}: group known to exist
 	resumed   sync.Map // outbox key -> last id handed back by resume, or resumeDone
 	life      lifecycle
+	calls     call.Bound  // inv's, counting in flight
+	flight    call.Flight // calls left running on their own goroutine
 	strikes   strikes
 	lastPark  atomic.Int64 // unix ns of the last parked check
 	applied   atomic.Int64
@@ -81,6 +84,7 @@ func NewConsumer(inv *Inventory, sink Sink, opts ...ConsumerOption) (*Consumer, 
 		return nil, cfg.err
 	}
 	c := &Consumer{inv: inv, sink: sink, cfg: cfg, log: cfg.logger}
+	c.calls = inv.calls.Counting(&c.flight)
 	c.life.init()
 	return c, nil
 }
@@ -127,7 +131,9 @@ func (c *Consumer) Pass(ctx context.Context) (int, error) {
 	ctx, done := c.passContext(ctx)
 	defer done()
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
-	sales, err := c.inv.rdb.HGetAll(rctx, salesKey(c.inv.cfg.ns)).Result()
+	sales, err := do(c.calls, rctx, func(ctx context.Context) (map[string]string, error) {
+		return c.inv.rdb.HGetAll(ctx, salesKey(c.inv.cfg.ns)).Result()
+	})
 	cancel()
 	if err != nil {
 		return 0, fmt.Errorf("stock: consumer: sales: %w", err)
@@ -180,7 +186,7 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
 	defer cancel()
 	work := 0
-	n, err := c.inv.expireDue(rctx, sku, b, c.cfg.batch)
+	n, err := c.inv.expireDue(rctx, c.calls, sku, b, c.cfg.batch)
 	if err != nil {
 		c.recheckOwn(k.outbox)
 		return 0, err
@@ -202,10 +208,13 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	if err != nil || c.life.stopping() {
 		return work, errors.Join(failed, err)
 	}
-	msgs, _, err := c.inv.rdb.XAutoClaim(rctx, &redis.XAutoClaimArgs{
-		Stream: k.outbox, Group: c.cfg.group, Consumer: c.cfg.name,
-		MinIdle: c.cfg.claimIdle, Start: "0-0", Count: int64(c.cfg.batch),
-	}).Result()
+	msgs, err := do(c.calls, rctx, func(ctx context.Context) ([]redis.XMessage, error) {
+		msgs, _, err := c.inv.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream: k.outbox, Group: c.cfg.group, Consumer: c.cfg.name,
+			MinIdle: c.cfg.claimIdle, Start: "0-0", Count: int64(c.cfg.batch),
+		}).Result()
+		return msgs, err
+	})
 	if err != nil {
 		return work, errors.Join(failed, c.streamErr(k.outbox, "claim", err))
 	}
@@ -216,10 +225,7 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	if c.life.stopping() {
 		return work, failed
 	}
-	streams, err := c.inv.rdb.XReadGroup(rctx, &redis.XReadGroupArgs{
-		Group: c.cfg.group, Consumer: c.cfg.name, Streams: []string{k.outbox, ">"},
-		Count: int64(c.cfg.batch), Block: -1,
-	}).Result()
+	streams, err := c.readGroup(rctx, k.outbox, ">")
 	if errors.Is(err, redis.Nil) {
 		return work, failed
 	}
@@ -240,7 +246,9 @@ func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
 	}
 	// From the stream's first entry: nothing written before the first
 	// consumer started is skipped.
-	err := c.inv.rdb.XGroupCreateMkStream(ctx, stream, c.cfg.group, "0").Err()
+	err := doErr(c.calls, ctx, func(ctx context.Context) error {
+		return c.inv.rdb.XGroupCreateMkStream(ctx, stream, c.cfg.group, "0").Err()
+	})
 	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
 		return fmt.Errorf("stock: consumer: group on %s: %w", stream, err)
 	}
@@ -303,7 +311,9 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 	}
 	if len(acks) > 0 {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.opTimeout)
-		err := c.inv.rdb.XAck(actx, k.outbox, c.cfg.group, acks...).Err()
+		err := doErr(c.calls, actx, func(ctx context.Context) error {
+			return c.inv.rdb.XAck(ctx, k.outbox, c.cfg.group, acks...).Err()
+		})
 		cancel()
 		if err != nil {
 			// Not acknowledged: applied again later, harmlessly.
@@ -326,7 +336,9 @@ func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessag
 			return fmt.Errorf("%w: transfer to bucket %d", ErrPoison, ev.to)
 		}
 		k := c.inv.keys(sku, ev.to)
-		r, err := creditScript.Run(actx, c.inv.rdb, []string{k.meta, k.xin}, ev.RequestID, ev.Qty).Int()
+		r, err := do(c.calls, actx, func(ctx context.Context) (int, error) {
+			return creditScript.Run(ctx, c.inv.rdb, []string{k.meta, k.xin}, ev.RequestID, ev.Qty).Int()
+		})
 		if err != nil {
 			return fmt.Errorf("stock: consumer: credit %s/%d: %w", sku, ev.to, err)
 		}
@@ -360,7 +372,9 @@ func (c *Consumer) deadLetter(ctx context.Context, stream string, m redis.XMessa
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.opTimeout)
 	defer cancel()
-	if err := c.inv.rdb.XAdd(rctx, &redis.XAddArgs{Stream: deadKey(c.inv.cfg.ns), Values: vals}).Err(); err != nil {
+	if err := doErr(c.calls, rctx, func(ctx context.Context) error {
+		return c.inv.rdb.XAdd(ctx, &redis.XAddArgs{Stream: deadKey(c.inv.cfg.ns), Values: vals}).Err()
+	}); err != nil {
 		return fmt.Errorf("stock: consumer: dead letter %s %s: %w", stream, m.ID, err)
 	}
 	c.dead.Add(1)

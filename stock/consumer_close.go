@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // lifecycle lets Close stop a consumer between two batches: passes enter
@@ -51,7 +52,9 @@ func (l *lifecycle) stopping() bool {
 // is cancelled: the entries it read and had not applied stay pending in the
 // group (a consumer started under the same name takes them back at once,
 // any other after ClaimIdle), and Close returns ctx's error once the pass
-// has ended. After Close, Run and Pass return ErrClosed, and so does a
+// has ended. Redis calls the pass gave up on (a frozen server, a client
+// that ignores deadlines) end within the client's own timeouts; Close waits
+// for them until ctx ends. After Close, Run and Pass return ErrClosed, and so does a
 // second Close.
 func (c *Consumer) Close(ctx context.Context) error {
 	l := &c.life
@@ -68,12 +71,21 @@ func (c *Consumer) Close(ctx context.Context) error {
 	go func() { l.passes.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
+		l.aborted()
+		<-done
+		return fmt.Errorf("stock: consumer close: batch in flight handed back: %w", context.Cause(ctx))
 	}
-	l.aborted()
-	<-done
-	return fmt.Errorf("stock: consumer close: batch in flight handed back: %w", context.Cause(ctx))
+	// Calls a pass gave up on (its context ended while the client waited
+	// for a reply) end within the client's own timeouts.
+	wait := c.cfg.opTimeout
+	if d, ok := ctx.Deadline(); ok {
+		wait = time.Until(d)
+	}
+	if !c.flight.Wait(max(wait, 0)) {
+		return fmt.Errorf("stock: consumer close: Redis calls still running: %w", context.DeadlineExceeded)
+	}
+	return nil
 }
 
 // passContext is ctx, also ended when Close stops waiting for the pass.

@@ -93,10 +93,13 @@
 //     before the crash are lost (TestRedisRestartMidSale/aof=false). Answers
 //     that reserved nothing are forgotten, so a retry of one is decided anew.
 //
-// Every call takes a context, but a go-redis client made with default options
-// ignores context deadlines while it waits for a reply: against a frozen
-// server a Reserve lasts the client's ReadTimeout, times its retries. Set
-// ContextTimeoutEnabled on the client so that deadlines bound socket reads.
+// Every call takes a context and returns when it ends, on any go-redis
+// client: where the client ignores context deadlines while it waits for a
+// reply (the default options), the call is handed to a goroutine of its own
+// and the caller returns at its deadline with an error matching the
+// context's (see bounded.go). Whether such a call ran in Redis is unknown;
+// retrying it under the same request id settles it. ContextTimeoutEnabled
+// on the client saves the hand-off.
 //
 // The database is written after the buyer was answered: an order row
 // appears within the consumer's latency, not at once. Sinks must be

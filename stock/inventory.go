@@ -9,15 +9,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
 // Inventory sells the stock of SKUs loaded into Redis. It is safe for
 // concurrent use and holds no goroutine: create as many as convenient.
 type Inventory struct {
-	rdb redis.UniversalClient
-	cfg config
-	log *slog.Logger
+	rdb   redis.UniversalClient
+	calls call.Bound // how calls on rdb are bounded by their context
+	cfg   config
+	log   *slog.Logger
 
 	soldOut sync.Map // sku -> time.Time until which the SKU is known sold out or ended
 
@@ -66,7 +68,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	return &Inventory{rdb: rdb, cfg: cfg, log: cfg.logger}, nil
+	return &Inventory{rdb: rdb, calls: call.For(rdb), cfg: cfg, log: cfg.logger}, nil
 }
 
 func (inv *Inventory) keys(sku string, b int) bucketKeys { return keysFor(inv.cfg.ns, sku, b) }
@@ -118,8 +120,10 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 			share++
 		}
 		k := inv.keys(sku, int(b))
-		ok, err := loadScript.Run(ctx, inv.rdb, []string{k.meta},
-			share, start, end, n, qty, inv.cfg.perUser, inv.cfg.holdFor.Milliseconds()).Int()
+		ok, err := do(inv.calls, ctx, func(ctx context.Context) (int, error) {
+			return loadScript.Run(ctx, inv.rdb, []string{k.meta},
+				share, start, end, n, qty, inv.cfg.perUser, inv.cfg.holdFor.Milliseconds()).Int()
+		})
 		if err != nil {
 			return fmt.Errorf("stock: load %s: %w", sku, err)
 		}
@@ -128,7 +132,9 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 			if fresh {
 				// Keys left by an unfinished Unload: the registration this
 				// call made is taken back, so the refusal changes nothing.
-				if derr := inv.rdb.HDel(context.WithoutCancel(ctx), salesKey(inv.cfg.ns), sku).Err(); derr != nil {
+				if derr := doErr(inv.calls, context.WithoutCancel(ctx), func(ctx context.Context) error {
+					return inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err()
+				}); derr != nil {
 					err = errors.Join(err, fmt.Errorf("stock: load %s: unregister: %w", sku, derr))
 				}
 			}
@@ -162,12 +168,15 @@ func (inv *Inventory) Status(ctx context.Context, sku string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	cmds := make([]*redis.SliceCmd, n)
-	_, err = inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b := 0; b < n; b++ {
-			cmds[b] = p.HMGet(ctx, inv.keys(sku, b).meta, "stock", "remaining", "reserved", "sold", "xin", "xout", "start", "end")
-		}
-		return nil
+	cmds, err := do(inv.calls, ctx, func(ctx context.Context) ([]*redis.SliceCmd, error) {
+		cmds := make([]*redis.SliceCmd, n)
+		_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for b := 0; b < n; b++ {
+				cmds[b] = p.HMGet(ctx, inv.keys(sku, b).meta, "stock", "remaining", "reserved", "sold", "xin", "xout", "start", "end")
+			}
+			return nil
+		})
+		return cmds, err
 	})
 	if err != nil {
 		return Status{}, fmt.Errorf("stock: status %s: %w", sku, err)

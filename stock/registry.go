@@ -24,7 +24,9 @@ return ''
 // this call added it; a SKU registered with another count is ErrSaleExists,
 // and the registry is left as it was.
 func (inv *Inventory) register(ctx context.Context, sku string, n int64) (fresh bool, err error) {
-	cur, err := registerScript.Run(ctx, inv.rdb, []string{salesKey(inv.cfg.ns)}, sku, n).Text()
+	cur, err := do(inv.calls, ctx, func(ctx context.Context) (string, error) {
+		return registerScript.Run(ctx, inv.rdb, []string{salesKey(inv.cfg.ns)}, sku, n).Text()
+	})
 	if err != nil {
 		return false, fmt.Errorf("stock: load %s: %w", sku, err)
 	}
@@ -39,7 +41,9 @@ func (inv *Inventory) register(ctx context.Context, sku string, n int64) (fresh 
 
 // loadedBuckets is the bucket count the sale was loaded with.
 func (inv *Inventory) loadedBuckets(ctx context.Context, sku string) (int, error) {
-	s, err := inv.rdb.HGet(ctx, salesKey(inv.cfg.ns), sku).Result()
+	s, err := do(inv.calls, ctx, func(ctx context.Context) (string, error) {
+		return inv.rdb.HGet(ctx, salesKey(inv.cfg.ns), sku).Result()
+	})
 	if errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("%w: %s", ErrNoSale, sku)
 	}

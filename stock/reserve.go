@@ -164,7 +164,9 @@ func (inv *Inventory) reserveAt(ctx context.Context, sku string, b int, user, ri
 		fin = "1"
 	}
 	args := append([]any{rid, user, qty, inv.cfg.buckets, fin, inv.cfg.maxOutbox}, credits...)
-	v, err := reserveScript.Run(ctx, inv.rdb, k.list(), args...).StringSlice()
+	v, err := do(inv.calls, ctx, func(ctx context.Context) ([]string, error) {
+		return reserveScript.Run(ctx, inv.rdb, k.list(), args...).StringSlice()
+	})
 	if err != nil {
 		return Result{}, false, fmt.Errorf("stock: reserve %s: %w", sku, err)
 	}
@@ -228,17 +230,23 @@ func (inv *Inventory) borrow(ctx context.Context, sku string, to int, qty int64)
 	// (a restarted server) load the script and send the missing ones again.
 	for attempt := 0; attempt < 2; attempt++ {
 		ids := make([]string, n)
-		cmds := make([]*redis.Cmd, n)
-		_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for b := 0; b < n; b++ {
-				if !todo[b] {
-					continue
-				}
-				k := inv.keys(sku, b)
+		for b := range ids {
+			if todo[b] {
 				ids[b] = newID()
-				cmds[b] = borrowScript.EvalSha(ctx, p, []string{k.meta, k.outbox}, to, qty, ids[b], inv.cfg.maxOutbox)
 			}
-			return nil
+		}
+		cmds, err := do(inv.calls, ctx, func(ctx context.Context) ([]*redis.Cmd, error) {
+			cmds := make([]*redis.Cmd, n)
+			_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for b := 0; b < n; b++ {
+					if todo[b] {
+						k := inv.keys(sku, b)
+						cmds[b] = borrowScript.EvalSha(ctx, p, []string{k.meta, k.outbox}, to, qty, ids[b], inv.cfg.maxOutbox)
+					}
+				}
+				return nil
+			})
+			return cmds, err
 		})
 		noscript := false
 		for b, c := range cmds {
@@ -262,7 +270,9 @@ func (inv *Inventory) borrow(ctx context.Context, sku string, to int, qty int64)
 			}
 			break
 		}
-		if err := borrowScript.Load(ctx, inv.rdb).Err(); err != nil {
+		if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
+			return borrowScript.Load(ctx, inv.rdb).Err()
+		}); err != nil {
 			return credits, nil
 		}
 	}

@@ -30,10 +30,7 @@ func (c *Consumer) resume(ctx context.Context, sku string, b int, k bucketKeys) 
 		from = v.(string)
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
-	streams, err := c.inv.rdb.XReadGroup(rctx, &redis.XReadGroupArgs{
-		Group: c.cfg.group, Consumer: c.cfg.name, Streams: []string{k.outbox, from},
-		Count: int64(c.cfg.batch), Block: -1,
-	}).Result()
+	streams, err := c.readGroup(rctx, k.outbox, from)
 	cancel()
 	if errors.Is(err, redis.Nil) {
 		err = nil
@@ -61,3 +58,14 @@ func (c *Consumer) resume(ctx context.Context, sku string, b int, k bucketKeys) 
 // with its data (AOF) and kept them pending under this consumer's name.
 // Without it they would wait ClaimIdle, as if their consumer had died.
 func (c *Consumer) recheckOwn(stream string) { c.resumed.Delete(stream) }
+
+// readGroup reads up to a batch of stream's entries for this consumer from
+// id (">": new entries; another id: its own pending ones after it).
+func (c *Consumer) readGroup(ctx context.Context, stream, id string) ([]redis.XStream, error) {
+	return do(c.calls, ctx, func(ctx context.Context) ([]redis.XStream, error) {
+		return c.inv.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group: c.cfg.group, Consumer: c.cfg.name, Streams: []string{stream, id},
+			Count: int64(c.cfg.batch), Block: -1,
+		}).Result()
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -100,7 +101,9 @@ func (inv *Inventory) settle(ctx context.Context, sku, rid, op string) (Result, 
 	// know: look in each (one round trip without buckets).
 	for b := 0; b < inv.cfg.buckets; b++ {
 		k := inv.keys(sku, b)
-		v, err := settleScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, rid, op, inv.cfg.maxOutbox).StringSlice()
+		v, err := do(inv.calls, ctx, func(ctx context.Context) ([]string, error) {
+			return settleScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, rid, op, inv.cfg.maxOutbox).StringSlice()
+		})
 		if err != nil {
 			return Result{}, fmt.Errorf("stock: %s %s/%s: %w", op, sku, rid, err)
 		}
@@ -143,14 +146,16 @@ func (inv *Inventory) ExpireDue(ctx context.Context, sku string, bucket, limit i
 	if limit < 1 {
 		return 0, fmt.Errorf("%w: limit %d (at least 1)", ErrInvalidArgument, limit)
 	}
-	return inv.expireDue(ctx, sku, bucket, limit)
+	return inv.expireDue(ctx, inv.calls, sku, bucket, limit)
 }
 
 // expireDue is ExpireDue on a bucket of the sale as loaded (the consumer
 // drains sales of any bucket count).
-func (inv *Inventory) expireDue(ctx context.Context, sku string, bucket, limit int) (int, error) {
+func (inv *Inventory) expireDue(ctx context.Context, calls call.Bound, sku string, bucket, limit int) (int, error) {
 	k := inv.keys(sku, bucket)
-	n, err := expireScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, limit, inv.cfg.maxOutbox).Int()
+	n, err := do(calls, ctx, func(ctx context.Context) (int, error) {
+		return expireScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, limit, inv.cfg.maxOutbox).Int()
+	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("stock: expire %s/%d: %w", sku, bucket, err)
 	}
@@ -168,7 +173,9 @@ func (inv *Inventory) Lookup(ctx context.Context, sku, requestID string) (Result
 		return Result{}, err
 	}
 	for b := 0; b < inv.cfg.buckets; b++ {
-		s, err := inv.rdb.HGet(ctx, inv.keys(sku, b).reqs, requestID).Result()
+		s, err := do(inv.calls, ctx, func(ctx context.Context) (string, error) {
+			return inv.rdb.HGet(ctx, inv.keys(sku, b).reqs, requestID).Result()
+		})
 		if errors.Is(err, redis.Nil) {
 			continue
 		}

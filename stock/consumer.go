@@ -64,12 +64,6 @@ func (c *Consumer) Stats() ConsumerStats {
 	}
 }
 
-// Parker is implemented by sinks that can say how many releases or confirms
-// have waited for their reservation since before a time.
-type Parker interface {
-	Parked(ctx context.Context, since time.Time) (int64, error)
-}
-
 // NewConsumer returns a consumer of inv's sales (its namespace and bucket
 // count) applying to sink. Start it with Run.
 func NewConsumer(inv *Inventory, sink Sink, opts ...ConsumerOption) (*Consumer, error) {
@@ -380,24 +374,4 @@ func (c *Consumer) deadLetter(ctx context.Context, stream string, m redis.XMessa
 	c.dead.Add(1)
 	c.log.Error("stock: entry moved to the dead-letter stream", "stream", stream, "id", m.ID, "reason", why)
 	return nil
-}
-
-func (c *Consumer) checkParked(ctx context.Context) {
-	p, ok := c.sink.(Parker)
-	last := c.lastPark.Load()
-	if !ok || time.Since(time.Unix(0, last)) < c.cfg.parkAlert/2 || !c.lastPark.CompareAndSwap(last, time.Now().UnixNano()) {
-		return
-	}
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
-	defer cancel()
-	n, err := p.Parked(rctx, time.Now().Add(-c.cfg.parkAlert))
-	if err != nil {
-		c.log.Warn("stock: consumer: parked check", "err", err)
-		return
-	}
-	c.parked.Store(n)
-	if n > 0 {
-		c.parkAlert.Add(1)
-		c.log.Warn("stock: releases or confirms parked waiting for their reservation", "count", n, "older_than", c.cfg.parkAlert)
-	}
 }

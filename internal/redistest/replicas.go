@@ -24,9 +24,11 @@ const replicatedNodeTimeout = "1000"
 
 // StartClusterWithReplicas starts three masters and three replicas, assigns
 // the slots evenly to the masters, attaches a replica to each and waits until
-// every node sees the cluster as ok and every replica is in sync. It skips
-// the test without redis-server, like StartCluster.
-func StartClusterWithReplicas(t testing.TB) (*ReplicatedCluster, redis.UniversalClient) {
+// every node sees the cluster as ok and every replica is in sync. extra are
+// config directives for every node, as for Start (e.g. "appendonly", "yes",
+// "appendfsync", "always"). It skips the test without redis-server, like
+// StartCluster.
+func StartClusterWithReplicas(t testing.TB, extra ...string) (*ReplicatedCluster, redis.UniversalClient) {
 	t.Helper()
 	NeedServer(t)
 	conf := []string{
@@ -37,6 +39,7 @@ func StartClusterWithReplicas(t testing.TB) (*ReplicatedCluster, redis.Universal
 		// A replica's first sync waits 5 s by default for others to join it.
 		"repl-diskless-sync-delay", "0",
 	}
+	conf = append(conf, extra...)
 	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}}
 	for i := 0; i < 3; i++ {
 		rc.Masters = append(rc.Masters, Start(t, conf...))
@@ -130,6 +133,24 @@ func (rc *ReplicatedCluster) KillMaster(i int) {
 	if err := waitClusterState(ctx, rc.Replicas[i].Addr); err != nil {
 		rc.t.Fatalf("redistest: after failover: %v", err)
 	}
+}
+
+// RejoinAsReplica restarts Masters[i] after KillMaster(i), with the data
+// its persistence kept (none without AOF or RDB), waits until it has
+// rejoined as the replica of the promoted node and is in sync, and swaps
+// the two in Masters and Replicas, so that Masters[i] is again shard i's
+// master and KillMaster(i) can fail it over again.
+func (rc *ReplicatedCluster) RejoinAsReplica(i int) {
+	rc.t.Helper()
+	rc.Masters[i].Restart()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, want := range []string{"role:slave", "master_link_status:up"} {
+		if err := waitInfo(ctx, rc.Masters[i].Addr, want); err != nil {
+			rc.t.Fatalf("redistest: restarted master %d not a replica in sync: %v", i, err)
+		}
+	}
+	rc.Masters[i], rc.Replicas[i] = rc.Replicas[i], rc.Masters[i]
 }
 
 // Failover promotes Replicas[i] with CLUSTER FAILOVER (the master agrees and

@@ -160,7 +160,7 @@ func TestPersistentClusterRejoin(t *testing.T) {
 		}
 	}
 	for round := 0; round < 2; round++ {
-		rc.KillMaster(0)
+		rc.KillMasterInSync(0)
 		rc.RejoinAsReplica(0)
 	}
 	for _, k := range keys {

@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,53 @@ func (rc *ReplicatedCluster) KillMaster(i int) {
 	if err := waitClusterState(ctx, rc.Replicas[i].Addr); err != nil {
 		rc.t.Fatalf("redistest: after failover: %v", err)
 	}
+}
+
+// KillMasterInSync is KillMaster for a crash that loses no acknowledged
+// write: it pauses writes on Masters[i] (CLIENT PAUSE WRITE: commands
+// arriving now wait, unanswered, and die with the process), waits until the
+// replica has processed the master's whole replication stream, and then
+// kills it. KillMaster alone can lose the writes of the last instant, as a
+// real crash can: replication is asynchronous.
+func (rc *ReplicatedCluster) KillMasterInSync(i int) {
+	rc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m := redis.NewClient(&redis.Options{Addr: rc.Masters[i].Addr})
+	defer m.Close()
+	if err := m.Do(ctx, "CLIENT", "PAUSE", 30000, "WRITE").Err(); err != nil {
+		rc.t.Fatalf("redistest: CLIENT PAUSE on master %d: %v", i, err)
+	}
+	want, err := replOffset(ctx, m, "master_repl_offset")
+	if err != nil {
+		rc.t.Fatalf("redistest: master %d: %v", i, err)
+	}
+	r := redis.NewClient(&redis.Options{Addr: rc.Replicas[i].Addr})
+	defer r.Close()
+	for {
+		got, err := replOffset(ctx, r, "slave_repl_offset")
+		if err == nil && got >= want {
+			break
+		}
+		if serr := sleepCtx(ctx, 10*time.Millisecond); serr != nil {
+			rc.t.Fatalf("redistest: replica %d never reached offset %d (last %d, %v)", i, want, got, err)
+		}
+	}
+	rc.KillMaster(i)
+}
+
+// replOffset reads one offset field of INFO replication.
+func replOffset(ctx context.Context, c *redis.Client, field string) (int64, error) {
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in INFO replication", field)
 }
 
 // RejoinAsReplica restarts Masters[i] after KillMaster(i), with the data

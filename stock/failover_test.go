@@ -233,7 +233,10 @@ func TestClusterFailoverToAStaleReplica(t *testing.T) {
 	}
 	sold := 0
 	for i := 100; i < 200; i++ {
-		answer(t, rdb, func(ctx context.Context) (err error) { res, err = inv.Reserve(ctx, "sku", "u"+itoa(i), "r"+itoa(i), 1); return err })
+		answer(t, rdb, func(ctx context.Context) (err error) {
+			res, err = inv.Reserve(ctx, "sku", "u"+itoa(i), "r"+itoa(i), 1)
+			return err
+		})
 		if res.Outcome == Reserved {
 			sold++
 		}

@@ -22,7 +22,8 @@
 //     dead-letter stream for entries that can never be applied (malformed,
 //     refused by the sink with ErrPoison, or failing MaxDeliveries times
 //     while the sink accepts others: a database outage dead-letters
-//     nothing). Run one or more per deployment.
+//     nothing). Run one or more per deployment; Close stops one between
+//     batches.
 //   - SQLStore: the order table keyed by (sku, request id), so redelivery is
 //     harmless; a release or confirm that arrives before its reservation is
 //     parked in the row and completed when the reservation arrives, and the

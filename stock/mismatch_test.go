@@ -64,3 +64,35 @@ func TestRefusedLoadLeavesTheSaleAlone(t *testing.T) {
 		}
 	})
 }
+
+// A client with fewer buckets than the sale does not find requests held in
+// the buckets it does not look in: Confirm, Release and Lookup say the
+// counts differ rather than ErrUnknownRequest.
+func TestSettleWithFewerBucketsThanTheSale(t *testing.T) {
+	rdb := sharedSingle(t)
+	ctx := context.Background()
+	wide := newInv(t, rdb, WithBuckets(3))
+	load(t, wide, "sku", 30)
+	user := ""
+	for i := 0; user == ""; i++ {
+		if u := "user" + itoa(i); homeBucket(u, 3) != 0 {
+			user = u
+		}
+	}
+	if res, err := wide.Reserve(ctx, "sku", user, "r", 1); err != nil || res.Outcome != Reserved {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
+	narrow := newInv(t, rdb)
+	if _, err := narrow.Release(ctx, "sku", "r"); !errors.Is(err, ErrBucketsMismatch) {
+		t.Errorf("release: %v", err)
+	}
+	if _, err := narrow.Confirm(ctx, "sku", "r"); !errors.Is(err, ErrBucketsMismatch) {
+		t.Errorf("confirm: %v", err)
+	}
+	if _, err := narrow.Lookup(ctx, "sku", "r"); !errors.Is(err, ErrBucketsMismatch) {
+		t.Errorf("lookup: %v", err)
+	}
+	if st := mustStatus(t, wide, "sku"); st.Reserved != 1 {
+		t.Fatalf("status %+v", st)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
@@ -54,6 +55,7 @@ func (r Rate) local(instances int) *rate.Limiter {
 // narrows the gate instead of opening it. It is safe for concurrent use.
 type Admission struct {
 	lim       *redis_rate.Limiter
+	calls     call.Bound
 	ns        string
 	sku, user Rate
 	instances int
@@ -97,7 +99,7 @@ func NewAdmission(rdb redis.UniversalClient, cfg AdmissionConfig) (*Admission, e
 		return nil, fmt.Errorf("%w: instances %d", ErrInvalidOption, cfg.Instances)
 	}
 	a := &Admission{
-		lim: redis_rate.NewLimiter(rdb), ns: cfg.Namespace, sku: cfg.PerSKU, user: cfg.PerUser,
+		lim: redis_rate.NewLimiter(rdb), calls: call.For(rdb), ns: cfg.Namespace, sku: cfg.PerSKU, user: cfg.PerUser,
 		instances: max(1, cfg.Instances), inv: cfg.Inventory, log: cfg.Logger,
 		localSKU: map[string]*rate.Limiter{}, localUser: map[string]*rate.Limiter{},
 	}
@@ -147,7 +149,9 @@ func (a *Admission) Allow(ctx context.Context, sku, user string) error {
 }
 
 func (a *Admission) allow(ctx context.Context, key string, r Rate, local map[string]*rate.Limiter, lkey string) error {
-	res, err := a.lim.Allow(ctx, key, r.redis())
+	res, err := do(a.calls, ctx, func(ctx context.Context) (*redis_rate.Result, error) {
+		return a.lim.Allow(ctx, key, r.redis())
+	})
 	if err == nil {
 		if a.outage.Swap(false) {
 			a.log.Info("stock: admission: Redis answers again; shared limits back")

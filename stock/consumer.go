@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,10 +26,13 @@ type Consumer struct {
 	cfg  consumerConfig
 	log  *slog.Logger
 
-	groups    sync.Map     // outbox key -> struct{}: group known to exist
-	resumed   sync.Map     // outbox key -> last id handed back by resume, or resumeDone
+	groups    sync.Map // outbox key -> struct{}: group known to exist
+	resumed   sync.Map // outbox key -> last id handed back by resume, or resumeDone
+	life      lifecycle
+	calls     call.Bound  // inv's, counting in flight
+	flight    call.Flight // calls left running on their own goroutine
+	strikes   strikes
 	lastPark  atomic.Int64 // unix ns of the last parked check
-	lastOK    atomic.Int64 // unix ns of the sink's last success
 	applied   atomic.Int64
 	credited  atomic.Int64
 	expired   atomic.Int64
@@ -60,12 +64,6 @@ func (c *Consumer) Stats() ConsumerStats {
 	}
 }
 
-// Parker is implemented by sinks that can say how many releases or confirms
-// have waited for their reservation since before a time.
-type Parker interface {
-	Parked(ctx context.Context, since time.Time) (int64, error)
-}
-
 // NewConsumer returns a consumer of inv's sales (its namespace and bucket
 // count) applying to sink. Start it with Run.
 func NewConsumer(inv *Inventory, sink Sink, opts ...ConsumerOption) (*Consumer, error) {
@@ -79,7 +77,10 @@ func NewConsumer(inv *Inventory, sink Sink, opts ...ConsumerOption) (*Consumer, 
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	return &Consumer{inv: inv, sink: sink, cfg: cfg, log: cfg.logger}, nil
+	c := &Consumer{inv: inv, sink: sink, cfg: cfg, log: cfg.logger}
+	c.calls = inv.calls.Counting(&c.flight)
+	c.life.init()
+	return c, nil
 }
 
 // Run drains until ctx ends, then returns nil. Errors of one pass (Redis
@@ -87,8 +88,14 @@ func NewConsumer(inv *Inventory, sink Sink, opts ...ConsumerOption) (*Consumer, 
 // ctx between reading an entry and acknowledging it loses nothing: the entry
 // stays pending and is applied again, harmlessly, later.
 func (c *Consumer) Run(ctx context.Context) error {
-	for ctx.Err() == nil {
+	if c.life.stopping() {
+		return ErrClosed
+	}
+	for ctx.Err() == nil && !c.life.stopping() {
 		n, err := c.Pass(ctx)
+		if errors.Is(err, ErrClosed) {
+			return nil
+		}
 		if err != nil && ctx.Err() == nil {
 			c.log.Warn("stock: consumer pass", "err", err)
 		}
@@ -98,19 +105,29 @@ func (c *Consumer) Run(ctx context.Context) error {
 		t := time.NewTimer(c.cfg.poll)
 		select {
 		case <-ctx.Done():
-			t.Stop()
+		case <-c.life.stop:
 		case <-t.C:
 		}
+		t.Stop()
 	}
 	return nil
 }
 
 // Pass makes one pass over every loaded sale: expire due holds, claim
 // entries abandoned by other consumers, read new entries, apply, acknowledge.
-// It returns how many entries and holds it handled, and the first error.
+// It returns how many entries and holds it handled, and the first error;
+// ErrClosed after Close.
 func (c *Consumer) Pass(ctx context.Context) (int, error) {
+	if err := c.life.enter(); err != nil {
+		return 0, err
+	}
+	defer c.life.passes.Done()
+	ctx, done := c.passContext(ctx)
+	defer done()
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
-	sales, err := c.inv.rdb.HGetAll(rctx, salesKey(c.inv.cfg.ns)).Result()
+	sales, err := do(c.calls, rctx, func(ctx context.Context) (map[string]string, error) {
+		return c.inv.rdb.HGetAll(ctx, salesKey(c.inv.cfg.ns)).Result()
+	})
 	cancel()
 	if err != nil {
 		return 0, fmt.Errorf("stock: consumer: sales: %w", err)
@@ -123,6 +140,9 @@ func (c *Consumer) Pass(ctx context.Context) (int, error) {
 			continue
 		}
 		for b := 0; b < n; b++ {
+			if c.life.stopping() {
+				return work, first
+			}
 			w, err := c.bucket(ctx, sku, b)
 			work += w
 			if err != nil && first == nil {
@@ -134,6 +154,9 @@ func (c *Consumer) Pass(ctx context.Context) (int, error) {
 		}
 	}
 	c.checkParked(ctx)
+	// A failing entry is seen again every pass or every ClaimIdle; one not
+	// seen for much longer was acknowledged or claimed by another consumer.
+	c.strikes.prune(time.Now().Add(-max(3*c.cfg.claimIdle, time.Minute)))
 	return work, first
 }
 
@@ -157,13 +180,15 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
 	defer cancel()
 	work := 0
-	n, err := c.inv.ExpireDue(rctx, sku, b, c.cfg.batch)
+	n, err := c.inv.expireDue(rctx, c.calls, sku, b, c.cfg.batch)
 	if err != nil {
+		c.recheckOwn(k.outbox)
 		return 0, err
 	}
 	c.expired.Add(int64(n))
 	work += n
 	if err := c.ensureGroup(rctx, k.outbox); err != nil {
+		c.recheckOwn(k.outbox)
 		return work, err
 	}
 	// Entries a previous process under this name left pending, then
@@ -174,13 +199,16 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	// told from a database outage.
 	w, failed, err := c.resume(ctx, sku, b, k)
 	work += w
-	if err != nil {
-		return work, err
+	if err != nil || c.life.stopping() {
+		return work, errors.Join(failed, err)
 	}
-	msgs, _, err := c.inv.rdb.XAutoClaim(rctx, &redis.XAutoClaimArgs{
-		Stream: k.outbox, Group: c.cfg.group, Consumer: c.cfg.name,
-		MinIdle: c.cfg.claimIdle, Start: "0-0", Count: int64(c.cfg.batch),
-	}).Result()
+	msgs, err := do(c.calls, rctx, func(ctx context.Context) ([]redis.XMessage, error) {
+		msgs, _, err := c.inv.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream: k.outbox, Group: c.cfg.group, Consumer: c.cfg.name,
+			MinIdle: c.cfg.claimIdle, Start: "0-0", Count: int64(c.cfg.batch),
+		}).Result()
+		return msgs, err
+	})
 	if err != nil {
 		return work, errors.Join(failed, c.streamErr(k.outbox, "claim", err))
 	}
@@ -188,10 +216,10 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	w, err = c.handle(ctx, sku, b, k, msgs)
 	work += w
 	failed = errors.Join(failed, err)
-	streams, err := c.inv.rdb.XReadGroup(rctx, &redis.XReadGroupArgs{
-		Group: c.cfg.group, Consumer: c.cfg.name, Streams: []string{k.outbox, ">"},
-		Count: int64(c.cfg.batch), Block: -1,
-	}).Result()
+	if c.life.stopping() {
+		return work, failed
+	}
+	streams, err := c.readGroup(rctx, k.outbox, ">")
 	if errors.Is(err, redis.Nil) {
 		return work, failed
 	}
@@ -212,7 +240,9 @@ func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
 	}
 	// From the stream's first entry: nothing written before the first
 	// consumer started is skipped.
-	err := c.inv.rdb.XGroupCreateMkStream(ctx, stream, c.cfg.group, "0").Err()
+	err := doErr(c.calls, ctx, func(ctx context.Context) error {
+		return c.inv.rdb.XGroupCreateMkStream(ctx, stream, c.cfg.group, "0").Err()
+	})
 	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
 		return fmt.Errorf("stock: consumer: group on %s: %w", stream, err)
 	}
@@ -223,9 +253,9 @@ func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
 // streamErr forgets the group on NOGROUP (a server restarted without its
 // data): the next pass creates it again.
 func (c *Consumer) streamErr(stream, what string, err error) error {
+	c.recheckOwn(stream)
 	if redis.HasErrorPrefix(err, "NOGROUP") {
 		c.groups.Delete(stream)
-		c.resumed.Delete(stream)
 		return fmt.Errorf("stock: consumer: %s %s: %w: %w", what, stream, errNoGroup, err)
 	}
 	return fmt.Errorf("stock: consumer: %s %s: %w", what, stream, err)
@@ -255,13 +285,18 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 		switch {
 		case err == nil:
 			acks = append(acks, m.ID)
-		case errors.Is(err, ErrPoison) || (c.sinkHealthy() && c.deliveries(ctx, k.outbox, m.ID) >= c.cfg.maxDeliver):
+		case errors.Is(err, ErrPoison) || (errors.Is(err, errSink) && c.strikes.fail(k.outbox, m.ID, time.Now()) >= c.cfg.maxDeliver):
 			if derr := c.deadLetter(ctx, k.outbox, m, err); derr != nil {
+				c.recheckOwn(k.outbox)
 				first = errors.Join(first, derr)
 				continue
 			}
+			c.strikes.forget(k.outbox, m.ID)
 			acks = append(acks, m.ID)
 		default:
+			if !errors.Is(err, errSink) {
+				c.recheckOwn(k.outbox) // Redis failed (a transfer's credit)
+			}
 			c.failed.Add(1)
 			if first == nil {
 				first = err
@@ -270,10 +305,13 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 	}
 	if len(acks) > 0 {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.opTimeout)
-		err := c.inv.rdb.XAck(actx, k.outbox, c.cfg.group, acks...).Err()
+		err := doErr(c.calls, actx, func(ctx context.Context) error {
+			return c.inv.rdb.XAck(ctx, k.outbox, c.cfg.group, acks...).Err()
+		})
 		cancel()
 		if err != nil {
 			// Not acknowledged: applied again later, harmlessly.
+			c.recheckOwn(k.outbox)
 			return len(acks), fmt.Errorf("stock: consumer: ack %s: %w", k.outbox, err)
 		}
 	}
@@ -292,7 +330,9 @@ func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessag
 			return fmt.Errorf("%w: transfer to bucket %d", ErrPoison, ev.to)
 		}
 		k := c.inv.keys(sku, ev.to)
-		r, err := creditScript.Run(actx, c.inv.rdb, []string{k.meta, k.xin}, ev.RequestID, ev.Qty).Int()
+		r, err := do(c.calls, actx, func(ctx context.Context) (int, error) {
+			return creditScript.Run(ctx, c.inv.rdb, []string{k.meta, k.xin}, ev.RequestID, ev.Qty).Int()
+		})
 		if err != nil {
 			return fmt.Errorf("stock: consumer: credit %s/%d: %w", sku, ev.to, err)
 		}
@@ -305,32 +345,16 @@ func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessag
 		return nil
 	}
 	if err := c.sink.Apply(actx, ev); err != nil {
-		return fmt.Errorf("stock: consumer: apply %s %s/%s: %w", ev.Op, sku, ev.RequestID, err)
+		return fmt.Errorf("stock: consumer: apply %s %s/%s: %w: %w", ev.Op, sku, ev.RequestID, errSink, err)
 	}
 	c.applied.Add(1)
-	c.lastOK.Store(time.Now().UnixNano())
+	c.strikes.ok(c.inv.keys(sku, b).outbox, m.ID)
 	return nil
 }
 
-// sinkHealthy: the sink accepted an entry within the last ClaimIdle (at
-// least a second). Only then does an entry that keeps failing count as
-// poison: while the database is down every entry fails, and none of them
-// should end in the dead-letter stream for it.
-func (c *Consumer) sinkHealthy() bool {
-	last := c.lastOK.Load()
-	return last != 0 && time.Since(time.Unix(0, last)) < max(c.cfg.claimIdle, time.Second)
-}
-
-// deliveries is how often id was delivered (0 if unknown).
-func (c *Consumer) deliveries(ctx context.Context, stream, id string) int64 {
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
-	defer cancel()
-	p, err := c.inv.rdb.XPendingExt(rctx, &redis.XPendingExtArgs{Stream: stream, Group: c.cfg.group, Start: id, End: id, Count: 1}).Result()
-	if err != nil || len(p) == 0 {
-		return 0
-	}
-	return p[0].RetryCount
-}
+// errSink marks a failure of the sink itself (not of Redis, not a malformed
+// entry): only those count as strikes against an entry.
+var errSink = errors.New("sink refused")
 
 // deadLetter copies m to the dead-letter stream with the reason; the caller
 // then acknowledges it. A crash between the two copies it twice, never zero
@@ -342,30 +366,12 @@ func (c *Consumer) deadLetter(ctx context.Context, stream string, m redis.XMessa
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.opTimeout)
 	defer cancel()
-	if err := c.inv.rdb.XAdd(rctx, &redis.XAddArgs{Stream: deadKey(c.inv.cfg.ns), Values: vals}).Err(); err != nil {
+	if err := doErr(c.calls, rctx, func(ctx context.Context) error {
+		return c.inv.rdb.XAdd(ctx, &redis.XAddArgs{Stream: deadKey(c.inv.cfg.ns), Values: vals}).Err()
+	}); err != nil {
 		return fmt.Errorf("stock: consumer: dead letter %s %s: %w", stream, m.ID, err)
 	}
 	c.dead.Add(1)
 	c.log.Error("stock: entry moved to the dead-letter stream", "stream", stream, "id", m.ID, "reason", why)
 	return nil
-}
-
-func (c *Consumer) checkParked(ctx context.Context) {
-	p, ok := c.sink.(Parker)
-	last := c.lastPark.Load()
-	if !ok || time.Since(time.Unix(0, last)) < c.cfg.parkAlert/2 || !c.lastPark.CompareAndSwap(last, time.Now().UnixNano()) {
-		return
-	}
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
-	defer cancel()
-	n, err := p.Parked(rctx, time.Now().Add(-c.cfg.parkAlert))
-	if err != nil {
-		c.log.Warn("stock: consumer: parked check", "err", err)
-		return
-	}
-	c.parked.Store(n)
-	if n > 0 {
-		c.parkAlert.Add(1)
-		c.log.Warn("stock: releases or confirms parked waiting for their reservation", "count", n, "older_than", c.cfg.parkAlert)
-	}
 }

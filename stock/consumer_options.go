@@ -56,8 +56,8 @@ func (c *consumerConfig) invalid(format string, args ...any) {
 // group share the work; each group sees every entry.
 func WithGroup(name string) ConsumerOption {
 	return func(c *consumerConfig) {
-		if name == "" {
-			c.invalid("empty group")
+		if err := checkID(name, ErrInvalidOption, "group"); err != nil && c.err == nil {
+			c.err = err
 		}
 		c.group = name
 	}
@@ -68,8 +68,8 @@ func WithGroup(name string) ConsumerOption {
 // its own pending entries back at once; under a new name, after ClaimIdle.
 func WithConsumerName(name string) ConsumerOption {
 	return func(c *consumerConfig) {
-		if name == "" {
-			c.invalid("empty consumer name")
+		if err := checkID(name, ErrInvalidOption, "consumer name"); err != nil && c.err == nil {
+			c.err = err
 		}
 		c.name = name
 	}
@@ -98,10 +98,14 @@ func WithClaimIdle(d time.Duration) ConsumerOption {
 	}
 }
 
-// WithMaxDeliveries sets after how many failed deliveries an entry goes to
-// the dead-letter stream (default 5). Delivery counts only condemn an entry
-// while the sink is accepting others (one success within ClaimIdle): during
-// a database outage every entry stays pending, none is dead-lettered.
+// WithMaxDeliveries sets after how many failures of its own an entry goes to
+// the dead-letter stream (default 5). Only the sink's failures count, and
+// only those while the sink accepts other entries: a failure counts when
+// another entry was applied after this one first failed and no entry has
+// failed for the first time since. The first failure therefore never
+// counts, deliveries caused by crashes and claims never count, and during a
+// database outage (every entry fails, new ones too) every entry stays
+// pending, whatever WithClaimIdle: none is dead-lettered.
 func WithMaxDeliveries(n int) ConsumerOption {
 	return func(c *consumerConfig) {
 		if n < 1 {

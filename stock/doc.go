@@ -22,7 +22,8 @@
 //     dead-letter stream for entries that can never be applied (malformed,
 //     refused by the sink with ErrPoison, or failing MaxDeliveries times
 //     while the sink accepts others: a database outage dead-letters
-//     nothing). Run one or more per deployment.
+//     nothing). Run one or more per deployment; Close stops one between
+//     batches.
 //   - SQLStore: the order table keyed by (sku, request id), so redelivery is
 //     harmless; a release or confirm that arrives before its reservation is
 //     parked in the row and completed when the reservation arrives, and the
@@ -81,22 +82,39 @@
 // persistence:
 //
 //   - AOF with appendfsync always: nothing. The sale, the reservations and
-//     the outbox with its group come back; the consumer resumes
-//     (TestRedisRestartMidSale/aof=true).
+//     the outbox with its group come back; the consumer resumes, its own
+//     pending entries at once (TestRedisRestartMidSale/aof=true,
+//     TestOwnPendingResumedAfterAOFRestart).
+//   - A failover to a replica (Sentinel, Redis Cluster) that had received
+//     every acknowledged write: nothing; buyers retrying under their
+//     request ids get their first answers (TestClusterFailoverMidSale).
+//     Replication is asynchronous, though: the writes of a master's last
+//     instant can be missing on its replica whatever the persistence, and
+//     then the next case applies to them.
 //   - AOF everysec: up to about a second of reservations, with their outbox
 //     entries (never one without the other). The buyers were told
 //     "reserved"; the database never hears of them.
-//   - No persistence (or a failover to a replica that had not received the
-//     writes): the sale is gone. Reserve answers NotOnSale; Reconcile shows
-//     the database's orders as orphans and the stock as undersold; Repair
-//     rebuilds the sale from the database; reservations not yet consumed
-//     before the crash are lost (TestRedisRestartMidSale/aof=false). Answers
-//     that reserved nothing are forgotten, so a retry of one is decided anew.
+//   - No persistence: the sale is gone. Reserve answers NotOnSale;
+//     Reconcile shows the database's orders as orphans and the stock as
+//     undersold; Repair rebuilds the sale from the database; reservations
+//     not yet consumed before the crash are lost (TestRedisRestartMidSale/
+//     aof=false). Answers that reserved nothing are forgotten, so a retry of
+//     one is decided anew.
+//   - A failover to a replica that had not received the last writes: the
+//     sale goes on from the replica's older state, which would sell again
+//     the units of the lost reservations. Reconcile shows those the consumer
+//     had already applied as orphans (the database holds them, Redis does
+//     not); Repair rebuilds the sale from the database, after which exactly
+//     the units left are sold (TestClusterFailoverToAStaleReplica). Lost
+//     reservations not yet consumed are lost on both sides.
 //
-// Every call takes a context, but a go-redis client made with default options
-// ignores context deadlines while it waits for a reply: against a frozen
-// server a Reserve lasts the client's ReadTimeout, times its retries. Set
-// ContextTimeoutEnabled on the client so that deadlines bound socket reads.
+// Every call takes a context and returns when it ends, on any go-redis
+// client: where the client ignores context deadlines while it waits for a
+// reply (the default options), the call is handed to a goroutine of its own
+// and the caller returns at its deadline with an error matching the
+// context's (see bounded.go). Whether such a call ran in Redis is unknown;
+// retrying it under the same request id settles it. ContextTimeoutEnabled
+// on the client saves the hand-off.
 //
 // The database is written after the buyer was answered: an order row
 // appears within the consumer's latency, not at once. Sinks must be

@@ -8,6 +8,11 @@ var (
 	// ErrInvalidOption is returned by New and NewConsumer for an option that
 	// makes no sense (a negative limit, zero buckets...).
 	ErrInvalidOption = errors.New("stock: invalid option")
+	// ErrInvalidArgument: an argument other than an id, a quantity or a
+	// window that makes no sense (a bucket out of range, a limit <= 0, a nil
+	// ledger, a group name that is empty where one is needed, too long or
+	// not UTF-8).
+	ErrInvalidArgument = errors.New("stock: invalid argument")
 	// ErrInvalidSKU: an empty SKU, one longer than MaxIDLen bytes, one that
 	// is not UTF-8, or one containing a brace (braces delimit the Redis
 	// Cluster hash tag).

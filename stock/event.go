@@ -20,6 +20,19 @@ const (
 	opXfer    Op = "xfer"    // units moved between buckets; handled by the consumer
 )
 
+// version is the Version events of op carry (0 for a transfer).
+func (o Op) version() int {
+	switch o {
+	case OpReserve:
+		return 1
+	case OpConfirm:
+		return 2
+	case OpRelease, OpExpire:
+		return 3
+	}
+	return 0
+}
+
 // Event is one outbox entry, as handed to a Sink. Within one request id the
 // Version grows with each change, so a sink that keeps the highest version
 // per request id applies redelivered or reordered events correctly.
@@ -78,8 +91,7 @@ func parseEvent(sku string, b int, m redis.XMessage) (Event, error) {
 		if ev.User == "" || len(ev.User) > MaxIDLen {
 			return ev, fmt.Errorf("%w: %s: user %q", ErrPoison, m.ID, ev.User)
 		}
-		want := map[Op]int{OpReserve: 1, OpConfirm: 2, OpRelease: 3, OpExpire: 3}[ev.Op]
-		if ev.Version != want {
+		if ev.Version != ev.Op.version() {
 			return ev, fmt.Errorf("%w: %s: %s with version %d", ErrPoison, m.ID, ev.Op, ev.Version)
 		}
 	case opXfer:

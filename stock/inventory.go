@@ -9,15 +9,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
 // Inventory sells the stock of SKUs loaded into Redis. It is safe for
 // concurrent use and holds no goroutine: create as many as convenient.
 type Inventory struct {
-	rdb redis.UniversalClient
-	cfg config
-	log *slog.Logger
+	rdb   redis.UniversalClient
+	calls call.Bound // how calls on rdb are bounded by their context
+	cfg   config
+	log   *slog.Logger
 
 	soldOut sync.Map // sku -> time.Time until which the SKU is known sold out or ended
 
@@ -39,6 +41,21 @@ type Window struct {
 	Start, End time.Time
 }
 
+// millis is the window in Unix milliseconds as the scripts keep it (0: no
+// bound), or ErrInvalidWindow.
+func (w Window) millis() (start, end int64, err error) {
+	if !w.End.IsZero() && !w.End.After(w.Start) {
+		return 0, 0, fmt.Errorf("%w: ends %v, before it starts %v", ErrInvalidWindow, w.End, w.Start)
+	}
+	if !w.Start.IsZero() {
+		start = w.Start.UnixMilli()
+	}
+	if !w.End.IsZero() {
+		end = w.End.UnixMilli()
+	}
+	return start, end, nil
+}
+
 // New returns an Inventory working on rdb (any redis.UniversalClient).
 func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
 	if rdb == nil {
@@ -51,7 +68,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	return &Inventory{rdb: rdb, cfg: cfg, log: cfg.logger}, nil
+	return &Inventory{rdb: rdb, calls: call.For(rdb), cfg: cfg, log: cfg.logger}, nil
 }
 
 func (inv *Inventory) keys(sku string, b int) bucketKeys { return keysFor(inv.cfg.ns, sku, b) }
@@ -75,7 +92,8 @@ return 1
 `)
 
 // Load puts a sale of qty units of sku on, open during w; qty is normally the
-// database's stock (see SQLStore.Stock). The units are split evenly over the
+// database's stock (see SQLStore.Stock). A stock of 0 is a sale whose buyers
+// are answered SoldOut. The units are split evenly over the
 // buckets. Loading the same sale again is a no-op (so a Load cut short can
 // be repeated); loading a different one over it returns ErrSaleExists.
 func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window) error {
@@ -83,22 +101,18 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 		return err
 	}
 	n := int64(inv.cfg.buckets)
-	if qty <= 0 || qty > MaxQty {
-		return fmt.Errorf("%w: stock %d (1 to %d)", ErrInvalidQty, qty, MaxQty)
+	if qty < 0 || qty > MaxQty {
+		return fmt.Errorf("%w: stock %d (0 to %d)", ErrInvalidQty, qty, MaxQty)
 	}
-	if !w.End.IsZero() && !w.End.After(w.Start) {
-		return fmt.Errorf("%w: ends %v, before it starts %v", ErrInvalidWindow, w.End, w.Start)
+	start, end, err := w.millis()
+	if err != nil {
+		return err
 	}
-	start, end := int64(0), int64(0)
-	if !w.Start.IsZero() {
-		start = w.Start.UnixMilli()
-	}
-	if !w.End.IsZero() {
-		end = w.End.UnixMilli()
-	}
-	// Registered first, so that a consumer drains whatever this sale writes.
-	if err := inv.rdb.HSet(ctx, salesKey(inv.cfg.ns), sku, n).Err(); err != nil {
-		return fmt.Errorf("stock: load %s: %w", sku, err)
+	// Registered first, so that a consumer drains whatever this sale writes;
+	// a sale registered with another bucket count is refused untouched.
+	fresh, err := inv.register(ctx, sku, n)
+	if err != nil {
+		return err
 	}
 	for b := int64(0); b < n; b++ {
 		share := qty / n
@@ -106,13 +120,25 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 			share++
 		}
 		k := inv.keys(sku, int(b))
-		ok, err := loadScript.Run(ctx, inv.rdb, []string{k.meta},
-			share, start, end, n, qty, inv.cfg.perUser, inv.cfg.holdFor.Milliseconds()).Int()
+		ok, err := do(inv.calls, ctx, func(ctx context.Context) (int, error) {
+			return loadScript.Run(ctx, inv.rdb, []string{k.meta},
+				share, start, end, n, qty, inv.cfg.perUser, inv.cfg.holdFor.Milliseconds()).Int()
+		})
 		if err != nil {
 			return fmt.Errorf("stock: load %s: %w", sku, err)
 		}
 		if ok == 0 {
-			return fmt.Errorf("%w: %s", ErrSaleExists, sku)
+			err := fmt.Errorf("%w: %s", ErrSaleExists, sku)
+			if fresh {
+				// Keys left by an unfinished Unload: the registration this
+				// call made is taken back, so the refusal changes nothing.
+				if derr := doErr(inv.calls, context.WithoutCancel(ctx), func(ctx context.Context) error {
+					return inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err()
+				}); derr != nil {
+					err = errors.Join(err, fmt.Errorf("stock: load %s: unregister: %w", sku, derr))
+				}
+			}
+			return err
 		}
 	}
 	inv.soldOut.Delete(sku)
@@ -142,12 +168,15 @@ func (inv *Inventory) Status(ctx context.Context, sku string) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	cmds := make([]*redis.SliceCmd, n)
-	_, err = inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b := 0; b < n; b++ {
-			cmds[b] = p.HMGet(ctx, inv.keys(sku, b).meta, "stock", "remaining", "reserved", "sold", "xin", "xout", "start", "end")
-		}
-		return nil
+	cmds, err := do(inv.calls, ctx, func(ctx context.Context) ([]*redis.SliceCmd, error) {
+		cmds := make([]*redis.SliceCmd, n)
+		_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for b := 0; b < n; b++ {
+				cmds[b] = p.HMGet(ctx, inv.keys(sku, b).meta, "stock", "remaining", "reserved", "sold", "xin", "xout", "start", "end")
+			}
+			return nil
+		})
+		return cmds, err
 	})
 	if err != nil {
 		return Status{}, fmt.Errorf("stock: status %s: %w", sku, err)
@@ -177,20 +206,4 @@ func (inv *Inventory) Status(ctx context.Context, sku string) (Status, error) {
 	}
 	st.InFlight = xout - xin
 	return st, nil
-}
-
-// loadedBuckets is the bucket count the sale was loaded with.
-func (inv *Inventory) loadedBuckets(ctx context.Context, sku string) (int, error) {
-	s, err := inv.rdb.HGet(ctx, salesKey(inv.cfg.ns), sku).Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("%w: %s", ErrNoSale, sku)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("stock: %s: %w", sku, err)
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%w: %s: bucket count %q", ErrNoSale, sku, s)
-	}
-	return n, nil
 }

@@ -59,12 +59,15 @@ func (inv *Inventory) awaitMoves(ctx context.Context, sku string, home int, user
 // one and not yet credited to another.
 func (inv *Inventory) inFlight(ctx context.Context, sku string) (int64, error) {
 	n := inv.cfg.buckets
-	cmds := make([]*redis.SliceCmd, n)
-	_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b := 0; b < n; b++ {
-			cmds[b] = p.HMGet(ctx, inv.keys(sku, b).meta, "xin", "xout")
-		}
-		return nil
+	cmds, err := do(inv.calls, ctx, func(ctx context.Context) ([]*redis.SliceCmd, error) {
+		cmds := make([]*redis.SliceCmd, n)
+		_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for b := 0; b < n; b++ {
+				cmds[b] = p.HMGet(ctx, inv.keys(sku, b).meta, "xin", "xout")
+			}
+			return nil
+		})
+		return cmds, err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("stock: reserve %s: moves: %w", sku, err)

@@ -80,13 +80,20 @@ func (inv *Inventory) Reconcile(ctx context.Context, sku string, ledger Ledger, 
 	if err := checkSKU(sku); err != nil {
 		return Report{}, err
 	}
-	if group == "" {
-		group = "stock"
+	if ledger == nil {
+		return Report{}, fmt.Errorf("%w: nil ledger", ErrInvalidArgument)
+	}
+	group, err := groupName(group)
+	if err != nil {
+		return Report{}, err
 	}
 	rep := Report{SKU: sku}
 	stock, err := ledger.Stock(ctx, sku)
 	if err != nil {
 		return rep, err
+	}
+	if stock < 0 || stock > MaxQty {
+		return rep, fmt.Errorf("%w: the ledger's stock of %s is %d", ErrInvalidQty, sku, stock)
 	}
 	rep.DBStock = stock
 	orders, err := ledger.Orders(ctx, sku)
@@ -148,26 +155,41 @@ func (inv *Inventory) Reconcile(ctx context.Context, sku string, ledger Ledger, 
 	return rep, nil
 }
 
+// groupName is the consumer group a caller named ("stock" for "").
+func groupName(group string) (string, error) {
+	if group == "" {
+		return "stock", nil
+	}
+	return group, checkID(group, ErrInvalidArgument, "group")
+}
+
 // records reads every reservation record (answers that reserved) of the sale.
 func (inv *Inventory) records(ctx context.Context, sku string, n int) (map[string]record, error) {
 	out := map[string]record{}
 	for b := 0; b < n; b++ {
-		iter := inv.rdb.HScan(ctx, inv.keys(sku, b).reqs, 0, "", 500).Iterator()
-		for iter.Next(ctx) {
-			id := iter.Val()
-			if !iter.Next(ctx) {
-				break
+		recs, err := do(inv.calls, ctx, func(ctx context.Context) (map[string]record, error) {
+			recs := map[string]record{}
+			iter := inv.rdb.HScan(ctx, inv.keys(sku, b).reqs, 0, "", 500).Iterator()
+			for iter.Next(ctx) {
+				id := iter.Val()
+				if !iter.Next(ctx) {
+					break
+				}
+				r, err := decodeRecord(iter.Val())
+				if err != nil {
+					return nil, err
+				}
+				if r.O == "reserved" {
+					recs[id] = r
+				}
 			}
-			r, err := decodeRecord(iter.Val())
-			if err != nil {
-				return nil, err
-			}
-			if r.O == "reserved" {
-				out[id] = r
-			}
-		}
-		if err := iter.Err(); err != nil {
+			return recs, iter.Err()
+		})
+		if err != nil {
 			return nil, fmt.Errorf("stock: records of %s: %w", sku, err)
+		}
+		for id, r := range recs {
+			out[id] = r
 		}
 	}
 	return out, nil
@@ -178,35 +200,32 @@ func (inv *Inventory) pending(ctx context.Context, sku string, n int, group stri
 	var total int64
 	for b := 0; b < n; b++ {
 		k := inv.keys(sku, b).outbox
-		groups, err := inv.rdb.XInfoGroups(ctx, k).Result()
-		if err != nil && !redis.HasErrorPrefix(err, "ERR no such key") {
+		p, err := do(inv.calls, ctx, func(ctx context.Context) (int64, error) { return inv.outboxPending(ctx, k, group) })
+		if err != nil {
 			return 0, fmt.Errorf("stock: outbox of %s: %w", sku, err)
 		}
-		found := false
-		for _, g := range groups {
-			if g.Name != group {
-				continue
-			}
-			found = true
+		total += p
+	}
+	return total, nil
+}
+
+// outboxPending is pending for one outbox stream.
+func (inv *Inventory) outboxPending(ctx context.Context, k, group string) (int64, error) {
+	groups, err := inv.rdb.XInfoGroups(ctx, k).Result()
+	if err != nil && !redis.HasErrorPrefix(err, "ERR no such key") {
+		return 0, err
+	}
+	for _, g := range groups {
+		if g.Name == group {
 			// Entries never delivered: those after the group's last
 			// delivered id (counted, rather than XINFO's lag, which
 			// Redis cannot always compute and some servers misreport),
 			// up to a cap that is enough to say "not drained".
 			after, err := inv.rdb.XRangeN(ctx, k, "("+g.LastDeliveredID, "+", 10000).Result()
-			if err != nil {
-				return 0, fmt.Errorf("stock: outbox of %s: %w", sku, err)
-			}
-			total += g.Pending + int64(len(after))
-		}
-		if !found {
-			l, err := inv.rdb.XLen(ctx, k).Result()
-			if err != nil {
-				return 0, fmt.Errorf("stock: outbox of %s: %w", sku, err)
-			}
-			total += l
+			return g.Pending + int64(len(after)), err
 		}
 	}
-	return total, nil
+	return inv.rdb.XLen(ctx, k).Result()
 }
 
 // Repair rebuilds the sale of sku in Redis from the ledger: the stock, every
@@ -219,6 +238,10 @@ func (inv *Inventory) pending(ctx context.Context, sku string, n int, group stri
 // in the database and so are forgotten: a retry of one is decided anew.
 // Reservations must not be made while it runs.
 func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w Window, group string) (Report, error) {
+	start, end, err := w.millis()
+	if err != nil {
+		return Report{SKU: sku}, err
+	}
 	rep, err := inv.Reconcile(ctx, sku, ledger, group)
 	if err != nil {
 		return rep, err
@@ -263,14 +286,9 @@ func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w W
 		}
 	}
 	left := max(0, rep.DBStock-active)
-	start, end := int64(0), int64(0)
-	if !w.Start.IsZero() {
-		start = w.Start.UnixMilli()
-	}
-	if !w.End.IsZero() {
-		end = w.End.UnixMilli()
-	}
-	if err := inv.rdb.HSet(ctx, salesKey(inv.cfg.ns), sku, n).Err(); err != nil {
+	if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
+		return inv.rdb.HSet(ctx, salesKey(inv.cfg.ns), sku, n).Err()
+	}); err != nil {
 		return rep, fmt.Errorf("stock: repair %s: %w", sku, err)
 	}
 	for i, b := range bs {
@@ -279,21 +297,24 @@ func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w W
 			share++
 		}
 		k := inv.keys(sku, i)
-		_, err := inv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Del(ctx, k.meta, k.reqs, k.users, k.due, k.xin)
-			p.HSet(ctx, k.meta, "stock", share+b.reserved+b.sold, "start", start, "end", end, "buckets", n,
-				"total", rep.DBStock, "limit", inv.cfg.perUser, "hold", inv.cfg.holdFor.Milliseconds(),
-				"remaining", share, "reserved", b.reserved, "sold", b.sold, "xin", 0, "xout", 0)
-			if len(b.recs) > 0 {
-				p.HSet(ctx, k.reqs, b.recs)
-			}
-			for u, q := range b.users {
-				p.HSet(ctx, k.users, u, q)
-			}
-			if len(b.due) > 0 {
-				p.ZAdd(ctx, k.due, b.due...)
-			}
-			return nil
+		err := doErr(inv.calls, ctx, func(ctx context.Context) error {
+			_, err := inv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Del(ctx, k.meta, k.reqs, k.users, k.due, k.xin)
+				p.HSet(ctx, k.meta, "stock", share+b.reserved+b.sold, "start", start, "end", end, "buckets", n,
+					"total", rep.DBStock, "limit", inv.cfg.perUser, "hold", inv.cfg.holdFor.Milliseconds(),
+					"remaining", share, "reserved", b.reserved, "sold", b.sold, "xin", 0, "xout", 0)
+				if len(b.recs) > 0 {
+					p.HSet(ctx, k.reqs, b.recs)
+				}
+				for u, q := range b.users {
+					p.HSet(ctx, k.users, u, q)
+				}
+				if len(b.due) > 0 {
+					p.ZAdd(ctx, k.due, b.due...)
+				}
+				return nil
+			})
+			return err
 		})
 		if err != nil {
 			return rep, fmt.Errorf("stock: repair %s bucket %d: %w", sku, i, err)
@@ -311,8 +332,9 @@ func (inv *Inventory) Unload(ctx context.Context, sku, group string) error {
 	if err := checkSKU(sku); err != nil {
 		return err
 	}
-	if group == "" {
-		group = "stock"
+	group, err := groupName(group)
+	if err != nil {
+		return err
 	}
 	n, err := inv.loadedBuckets(ctx, sku)
 	if err != nil {
@@ -325,12 +347,16 @@ func (inv *Inventory) Unload(ctx context.Context, sku, group string) error {
 	if p > 0 {
 		return fmt.Errorf("%w: %s has %d entries pending", ErrNotDrained, sku, p)
 	}
-	if err := inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err(); err != nil {
+	if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
+		return inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err()
+	}); err != nil {
 		return fmt.Errorf("stock: unload %s: %w", sku, err)
 	}
 	for b := 0; b < n; b++ {
 		k := inv.keys(sku, b)
-		if err := inv.rdb.Del(ctx, k.list()...).Err(); err != nil {
+		if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
+			return inv.rdb.Del(ctx, k.list()...).Err()
+		}); err != nil {
 			return fmt.Errorf("stock: unload %s bucket %d: %w", sku, b, err)
 		}
 	}

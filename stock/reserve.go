@@ -39,7 +39,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now < tonumber(m[2]) then return {'early', m[2]} end
 local e = tonumber(m[3])
 if e > 0 and now >= e then return {'ended', m[3]} end
-if qty > tonumber(m[4]) then return {'toomany', m[4]} end
+local total = tonumber(m[4])
+if qty > total and total > 0 then return {'toomany', m[4]} end
 local function answer(o, s)
   local rec = cjson.encode({o = o, s = s, u = user, q = qty, t = now})
   redis.call('HSET', reqs, rid, rec)
@@ -163,7 +164,9 @@ func (inv *Inventory) reserveAt(ctx context.Context, sku string, b int, user, ri
 		fin = "1"
 	}
 	args := append([]any{rid, user, qty, inv.cfg.buckets, fin, inv.cfg.maxOutbox}, credits...)
-	v, err := reserveScript.Run(ctx, inv.rdb, k.list(), args...).StringSlice()
+	v, err := do(inv.calls, ctx, func(ctx context.Context) ([]string, error) {
+		return reserveScript.Run(ctx, inv.rdb, k.list(), args...).StringSlice()
+	})
 	if err != nil {
 		return Result{}, false, fmt.Errorf("stock: reserve %s: %w", sku, err)
 	}
@@ -178,6 +181,11 @@ func (inv *Inventory) reserveAt(ctx context.Context, sku string, b int, user, ri
 	case "empty":
 		return Result{}, true, nil
 	case "nosale":
+		// The bucket may be missing because the sale has fewer buckets
+		// than this client, not because nothing is on sale.
+		if err := inv.checkBuckets(ctx, sku); err != nil {
+			return Result{}, false, fmt.Errorf("stock: reserve %s: %w", sku, err)
+		}
 		return Result{Outcome: NotOnSale, User: user, Qty: qty, Bucket: b}, false, nil
 	case "buckets":
 		return Result{}, false, fmt.Errorf("%w: %s loaded with %s, client has %d", ErrBucketsMismatch, sku, arg, inv.cfg.buckets)
@@ -222,17 +230,23 @@ func (inv *Inventory) borrow(ctx context.Context, sku string, to int, qty int64)
 	// (a restarted server) load the script and send the missing ones again.
 	for attempt := 0; attempt < 2; attempt++ {
 		ids := make([]string, n)
-		cmds := make([]*redis.Cmd, n)
-		_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for b := 0; b < n; b++ {
-				if !todo[b] {
-					continue
-				}
-				k := inv.keys(sku, b)
+		for b := range ids {
+			if todo[b] {
 				ids[b] = newID()
-				cmds[b] = borrowScript.EvalSha(ctx, p, []string{k.meta, k.outbox}, to, qty, ids[b], inv.cfg.maxOutbox)
 			}
-			return nil
+		}
+		cmds, err := do(inv.calls, ctx, func(ctx context.Context) ([]*redis.Cmd, error) {
+			cmds := make([]*redis.Cmd, n)
+			_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for b := 0; b < n; b++ {
+					if todo[b] {
+						k := inv.keys(sku, b)
+						cmds[b] = borrowScript.EvalSha(ctx, p, []string{k.meta, k.outbox}, to, qty, ids[b], inv.cfg.maxOutbox)
+					}
+				}
+				return nil
+			})
+			return cmds, err
 		})
 		noscript := false
 		for b, c := range cmds {
@@ -256,7 +270,9 @@ func (inv *Inventory) borrow(ctx context.Context, sku string, to int, qty int64)
 			}
 			break
 		}
-		if err := borrowScript.Load(ctx, inv.rdb).Err(); err != nil {
+		if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
+			return borrowScript.Load(ctx, inv.rdb).Err()
+		}); err != nil {
 			return credits, nil
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -100,7 +101,9 @@ func (inv *Inventory) settle(ctx context.Context, sku, rid, op string) (Result, 
 	// know: look in each (one round trip without buckets).
 	for b := 0; b < inv.cfg.buckets; b++ {
 		k := inv.keys(sku, b)
-		v, err := settleScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, rid, op, inv.cfg.maxOutbox).StringSlice()
+		v, err := do(inv.calls, ctx, func(ctx context.Context) ([]string, error) {
+			return settleScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, rid, op, inv.cfg.maxOutbox).StringSlice()
+		})
 		if err != nil {
 			return Result{}, fmt.Errorf("stock: %s %s/%s: %w", op, sku, rid, err)
 		}
@@ -123,15 +126,36 @@ func (inv *Inventory) settle(ctx context.Context, sku, rid, op string) (Result, 
 		}
 		return res, nil
 	}
+	if err := inv.checkBuckets(ctx, sku); err != nil {
+		return Result{}, fmt.Errorf("stock: %s %s/%s: %w", op, sku, rid, err)
+	}
 	return Result{}, fmt.Errorf("%w: %s/%s", ErrUnknownRequest, sku, rid)
 }
 
 // ExpireDue releases the reservations of one bucket whose hold has run out,
-// at most limit of them, and returns how many. The consumer calls it on every
+// at most limit (>= 1) of them, and returns how many; bucket is 0 to the
+// Inventory's bucket count - 1. The consumer calls it on every
 // pass; it is exported for processes that run no consumer.
 func (inv *Inventory) ExpireDue(ctx context.Context, sku string, bucket, limit int) (int, error) {
+	if err := checkSKU(sku); err != nil {
+		return 0, err
+	}
+	if bucket < 0 || bucket >= inv.cfg.buckets {
+		return 0, fmt.Errorf("%w: bucket %d (0 to %d)", ErrInvalidArgument, bucket, inv.cfg.buckets-1)
+	}
+	if limit < 1 {
+		return 0, fmt.Errorf("%w: limit %d (at least 1)", ErrInvalidArgument, limit)
+	}
+	return inv.expireDue(ctx, inv.calls, sku, bucket, limit)
+}
+
+// expireDue is ExpireDue on a bucket of the sale as loaded (the consumer
+// drains sales of any bucket count).
+func (inv *Inventory) expireDue(ctx context.Context, calls call.Bound, sku string, bucket, limit int) (int, error) {
 	k := inv.keys(sku, bucket)
-	n, err := expireScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, limit, inv.cfg.maxOutbox).Int()
+	n, err := do(calls, ctx, func(ctx context.Context) (int, error) {
+		return expireScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, limit, inv.cfg.maxOutbox).Int()
+	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("stock: expire %s/%d: %w", sku, bucket, err)
 	}
@@ -149,7 +173,9 @@ func (inv *Inventory) Lookup(ctx context.Context, sku, requestID string) (Result
 		return Result{}, err
 	}
 	for b := 0; b < inv.cfg.buckets; b++ {
-		s, err := inv.rdb.HGet(ctx, inv.keys(sku, b).reqs, requestID).Result()
+		s, err := do(inv.calls, ctx, func(ctx context.Context) (string, error) {
+			return inv.rdb.HGet(ctx, inv.keys(sku, b).reqs, requestID).Result()
+		})
 		if errors.Is(err, redis.Nil) {
 			continue
 		}
@@ -161,6 +187,9 @@ func (inv *Inventory) Lookup(ctx context.Context, sku, requestID string) (Result
 			return Result{}, err
 		}
 		return rec.result(b, true), nil
+	}
+	if err := inv.checkBuckets(ctx, sku); err != nil {
+		return Result{}, fmt.Errorf("stock: lookup %s/%s: %w", sku, requestID, err)
 	}
 	return Result{}, fmt.Errorf("%w: %s/%s", ErrUnknownRequest, sku, requestID)
 }

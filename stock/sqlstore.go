@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -24,6 +25,7 @@ type SQLStore struct {
 	db     *sql.DB
 	sku    string // table names
 	order  string
+	err    error // a nil db or a prefix that is not a plain name
 	parked atomic.Int64
 	joined atomic.Int64
 }
@@ -44,15 +46,40 @@ type Order struct {
 
 // NewSQLStore returns a store whose tables are named prefix+"sku" and
 // prefix+"order" ("stock_" if prefix is empty). Create them with CreateTables.
+// The prefix is letters, digits and underscores (it is written into the
+// SQL); with another prefix or a nil db every method returns an error
+// wrapping ErrInvalidOption.
 func NewSQLStore(db *sql.DB, prefix string) *SQLStore {
 	if prefix == "" {
 		prefix = "stock_"
 	}
-	return &SQLStore{db: db, sku: prefix + "sku", order: prefix + "order"}
+	s := &SQLStore{db: db, sku: prefix + "sku", order: prefix + "order"}
+	switch {
+	case db == nil:
+		s.err = fmt.Errorf("%w: nil database", ErrInvalidOption)
+	case len(prefix) > 64 || strings.TrimFunc(prefix, plainNameRune) != "":
+		s.err = fmt.Errorf("%w: table prefix %q (letters, digits, underscores)", ErrInvalidOption, prefix)
+	}
+	return s
+}
+
+func plainNameRune(r rune) bool {
+	return r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
+}
+
+// usable is the store's configuration error, if any.
+func (s *SQLStore) usable() error {
+	if s == nil {
+		return fmt.Errorf("%w: nil store", ErrInvalidOption)
+	}
+	return s.err
 }
 
 // CreateTables creates the store's tables if they do not exist.
 func (s *SQLStore) CreateTables(ctx context.Context) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
 	for _, q := range []string{
 		`CREATE TABLE IF NOT EXISTS ` + s.sku + ` (
 			sku VARCHAR(128) NOT NULL PRIMARY KEY,
@@ -77,6 +104,9 @@ func (s *SQLStore) CreateTables(ctx context.Context) error {
 
 // SetStock records the stock of sku (what Load will put on sale).
 func (s *SQLStore) SetStock(ctx context.Context, sku string, qty int64) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
 	if err := checkSKU(sku); err != nil {
 		return err
 	}
@@ -101,6 +131,12 @@ func (s *SQLStore) SetStock(ctx context.Context, sku string, qty int64) error {
 
 // Stock returns the recorded stock of sku, or an error wrapping ErrNoSale.
 func (s *SQLStore) Stock(ctx context.Context, sku string) (int64, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	if err := checkSKU(sku); err != nil {
+		return 0, err
+	}
 	var n int64
 	err := s.db.QueryRowContext(ctx, `SELECT stock FROM `+s.sku+` WHERE sku = ?`, sku).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -112,21 +148,20 @@ func (s *SQLStore) Stock(ctx context.Context, sku string) (int64, error) {
 	return n, nil
 }
 
-// Apply writes ev to the order table; see the type's comment.
+// Apply writes ev to the order table; see the type's comment. An event
+// that cannot be a row (an invalid id, a quantity <= 0, an op or version
+// unknown) is refused with ErrPoison.
 func (s *SQLStore) Apply(ctx context.Context, ev Event) error {
-	state := "reserved"
-	switch ev.Op {
-	case OpReserve:
-	case OpConfirm:
-		state = "confirmed"
-	case OpRelease, OpExpire:
-		state = "released"
-	default:
-		return fmt.Errorf("%w: op %q", ErrPoison, ev.Op)
+	if err := s.usable(); err != nil {
+		return err
+	}
+	state, err := rowState(ev)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPoison, err)
 	}
 	now := time.Now().UnixMilli()
 	var version, applied int
-	err := s.db.QueryRowContext(ctx, `SELECT version, applied FROM `+s.order+` WHERE sku = ? AND request_id = ?`,
+	err = s.db.QueryRowContext(ctx, `SELECT version, applied FROM `+s.order+` WHERE sku = ? AND request_id = ?`,
 		ev.SKU, ev.RequestID).Scan(&version, &applied)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -164,6 +199,9 @@ func (s *SQLStore) Apply(ctx context.Context, ev Event) error {
 
 // Parked counts rows waiting for their reservation since since or earlier.
 func (s *SQLStore) Parked(ctx context.Context, since time.Time) (int64, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
 	var n int64
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+s.order+` WHERE applied = 0 AND updated_ms <= ?`, since.UnixMilli()).Scan(&n)
 	if err != nil {
@@ -174,10 +212,53 @@ func (s *SQLStore) Parked(ctx context.Context, since time.Time) (int64, error) {
 
 // ParkStats returns how many releases or confirms this store parked, and how
 // many parked rows a late reservation completed, since NewSQLStore.
-func (s *SQLStore) ParkStats() (parked, joined int64) { return s.parked.Load(), s.joined.Load() }
+func (s *SQLStore) ParkStats() (parked, joined int64) {
+	if s == nil {
+		return 0, 0
+	}
+	return s.parked.Load(), s.joined.Load()
+}
+
+// rowState is the state column an event writes, after checking that the
+// event can be a row.
+func rowState(ev Event) (string, error) {
+	if err := checkSKU(ev.SKU); err != nil {
+		return "", err
+	}
+	if err := checkID(ev.RequestID, ErrInvalidRequestID, "request id"); err != nil {
+		return "", err
+	}
+	if err := checkID(ev.User, ErrInvalidUser, "user"); err != nil {
+		return "", err
+	}
+	if ev.Qty <= 0 || ev.Qty > MaxQty {
+		return "", fmt.Errorf("%w: %d", ErrInvalidQty, ev.Qty)
+	}
+	var state State
+	switch ev.Op {
+	case OpReserve:
+		state = StateReserved
+	case OpConfirm:
+		state = StateConfirmed
+	case OpRelease, OpExpire:
+		state = StateReleased
+	default:
+		return "", fmt.Errorf("op %q", ev.Op)
+	}
+	if ev.Version != ev.Op.version() {
+		return "", fmt.Errorf("%s with version %d", ev.Op, ev.Version)
+	}
+	return state.String(), nil
+}
 
 // Orders returns every order row of sku.
 func (s *SQLStore) Orders(ctx context.Context, sku string) ([]Order, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if err := checkSKU(sku); err != nil {
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT request_id, user_id, qty, state, version, applied, updated_ms FROM `+s.order+` WHERE sku = ?`, sku)
 	if err != nil {
 		return nil, fmt.Errorf("stock: orders of %s: %w", sku, err)

@@ -152,3 +152,8 @@ func TestSentinelFailoverAndKill(t *testing.T) {
 		t.Fatalf("write after the kill: %v", err)
 	}
 }
+
+// With AOF on every node, a killed master restarts with its data, rejoins
+// as the replica of the node promoted in its place, and can take its shard
+// back by the next failover: a write acknowledged before either kill
+// survives both.

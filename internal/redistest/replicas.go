@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +25,11 @@ const replicatedNodeTimeout = "1000"
 
 // StartClusterWithReplicas starts three masters and three replicas, assigns
 // the slots evenly to the masters, attaches a replica to each and waits until
-// every node sees the cluster as ok and every replica is in sync. It skips
-// the test without redis-server, like StartCluster.
-func StartClusterWithReplicas(t testing.TB) (*ReplicatedCluster, redis.UniversalClient) {
+// every node sees the cluster as ok and every replica is in sync. extra are
+// config directives for every node, as for Start (e.g. "appendonly", "yes",
+// "appendfsync", "always"). It skips the test without redis-server, like
+// StartCluster.
+func StartClusterWithReplicas(t testing.TB, extra ...string) (*ReplicatedCluster, redis.UniversalClient) {
 	t.Helper()
 	NeedServer(t)
 	conf := []string{
@@ -37,6 +40,7 @@ func StartClusterWithReplicas(t testing.TB) (*ReplicatedCluster, redis.Universal
 		// A replica's first sync waits 5 s by default for others to join it.
 		"repl-diskless-sync-delay", "0",
 	}
+	conf = append(conf, extra...)
 	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}}
 	for i := 0; i < 3; i++ {
 		rc.Masters = append(rc.Masters, Start(t, conf...))
@@ -130,6 +134,71 @@ func (rc *ReplicatedCluster) KillMaster(i int) {
 	if err := waitClusterState(ctx, rc.Replicas[i].Addr); err != nil {
 		rc.t.Fatalf("redistest: after failover: %v", err)
 	}
+}
+
+// KillMasterInSync is KillMaster for a crash that loses no acknowledged
+// write: it pauses writes on Masters[i] (CLIENT PAUSE WRITE: commands
+// arriving now wait, unanswered, and die with the process), waits until the
+// replica has processed the master's whole replication stream, and then
+// kills it. KillMaster alone can lose the writes of the last instant, as a
+// real crash can: replication is asynchronous.
+func (rc *ReplicatedCluster) KillMasterInSync(i int) {
+	rc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m := redis.NewClient(&redis.Options{Addr: rc.Masters[i].Addr})
+	defer m.Close()
+	if err := m.Do(ctx, "CLIENT", "PAUSE", 30000, "WRITE").Err(); err != nil {
+		rc.t.Fatalf("redistest: CLIENT PAUSE on master %d: %v", i, err)
+	}
+	want, err := replOffset(ctx, m, "master_repl_offset")
+	if err != nil {
+		rc.t.Fatalf("redistest: master %d: %v", i, err)
+	}
+	r := redis.NewClient(&redis.Options{Addr: rc.Replicas[i].Addr})
+	defer r.Close()
+	for {
+		got, err := replOffset(ctx, r, "slave_repl_offset")
+		if err == nil && got >= want {
+			break
+		}
+		if serr := sleepCtx(ctx, 10*time.Millisecond); serr != nil {
+			rc.t.Fatalf("redistest: replica %d never reached offset %d (last %d, %v)", i, want, got, err)
+		}
+	}
+	rc.KillMaster(i)
+}
+
+// replOffset reads one offset field of INFO replication.
+func replOffset(ctx context.Context, c *redis.Client, field string) (int64, error) {
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in INFO replication", field)
+}
+
+// RejoinAsReplica restarts Masters[i] after KillMaster(i), with the data
+// its persistence kept (none without AOF or RDB), waits until it has
+// rejoined as the replica of the promoted node and is in sync, and swaps
+// the two in Masters and Replicas, so that Masters[i] is again shard i's
+// master and KillMaster(i) can fail it over again.
+func (rc *ReplicatedCluster) RejoinAsReplica(i int) {
+	rc.t.Helper()
+	rc.Masters[i].Restart()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, want := range []string{"role:slave", "master_link_status:up"} {
+		if err := waitInfo(ctx, rc.Masters[i].Addr, want); err != nil {
+			rc.t.Fatalf("redistest: restarted master %d not a replica in sync: %v", i, err)
+		}
+	}
+	rc.Masters[i], rc.Replicas[i] = rc.Replicas[i], rc.Masters[i]
 }
 
 // Failover promotes Replicas[i] with CLUSTER FAILOVER (the master agrees and

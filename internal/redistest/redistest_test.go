@@ -157,3 +157,49 @@ func TestSentinelFailoverAndKill(t *testing.T) {
 // as the replica of the node promoted in its place, and can take its shard
 // back by the next failover: a write acknowledged before either kill
 // survives both.
+func TestPersistentClusterRejoin(t *testing.T) {
+	rc, c := StartClusterWithReplicas(t, "appendonly", "yes", "appendfsync", "always")
+	ctx := context.Background()
+	cc := c.(*redis.ClusterClient)
+	set := func(k string) {
+		t.Helper()
+		for i := 0; ; i++ {
+			err := c.Set(ctx, k, k, 0).Err()
+			if err == nil {
+				return
+			}
+			if i > 50 {
+				t.Fatalf("set %s: %v", k, err)
+			}
+			cc.ReloadState(ctx) // go-redis reloads its slot map lazily
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	keys := []string{"a", "b", "c", "d", "e", "f"}
+	for _, k := range keys {
+		set(k)
+	}
+	for i, m := range rc.Masters {
+		if n, err := m.Client().Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n < 1 {
+			t.Fatalf("master %d: WAIT = %d, %v", i, n, err)
+		}
+	}
+	for round := 0; round < 2; round++ {
+		rc.KillMasterInSync(0)
+		rc.RejoinAsReplica(0)
+	}
+	for _, k := range keys {
+		var v string
+		var err error
+		for i := 0; i < 50; i++ {
+			if v, err = c.Get(ctx, k).Result(); err == nil {
+				break
+			}
+			cc.ReloadState(ctx)
+			time.Sleep(100 * time.Millisecond)
+		}
+		if v != k {
+			t.Fatalf("%s after two failovers: %q, %v", k, v, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/sync/singleflight"
@@ -265,11 +266,11 @@ func (c *Cache[V]) uncacheable(key string, err error) {
 func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload []byte) ([]byte, time.Duration) {
 	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
 	if null {
-		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), flagNull
+		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), wire.FlagNull
 	}
 	payload, flags = c.compress(payload, flags)
-	c.observedSize("write", headerSize+len(payload))
-	return appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload), ttl
+	c.observedSize("write", wire.HeaderSize+len(payload))
+	return wire.AppendEnvelope(make([]byte, 0, wire.HeaderSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload), ttl
 }
 
 func (c *Cache[V]) now() time.Time {

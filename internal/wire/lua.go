@@ -8,10 +8,11 @@ import (
 // Lua is the prelude of every script that reads a cache key's value: local
 // constants and functions generated from this package's constants, so that
 // no script spells a length, an offset or a magic byte itself. Lua strings
-// are 1-based: a Go offset o is Lua position o+1.
+// are 1-based: a Go offset o is Lua position o+1. Every function takes what
+// GET returns: a string, or false for a missing key.
 //
 //	HEADER_SIZE                  envelope header length
-//	FLAGS_AT, NONCE_AT           positions of the flags byte and the nonce
+//	FLAGS_AT, NONCE_AT, NONCE_END  positions of the flags byte and the nonce
 //	FLAG_NULL, FLAG_STALE, FLAG_REFRESHING
 //	ZERO_VERSION                 the version of an unversioned entry
 //	is_envelope(v)               v starts with an envelope header
@@ -25,6 +26,7 @@ import (
 //	tombstone(ver)               a version tombstone of ver
 //	tombstone_version(v)         the version of a version tombstone, or nil
 //	version_of(v)                the version an envelope, tombstone or placeholder carries, or nil
+//	version_newer(a, b)          version a is above version b (unsigned, byte by byte)
 //	has_flag(f, bit)             flag arithmetic (not every Lua Redis embeds has the bit library)
 var Lua = buildLua()
 
@@ -39,6 +41,7 @@ func buildLua() string {
 		"$VERSION_AT", fmt.Sprint(VersionOffset+1),
 		"$VERSION_END", fmt.Sprint(VersionOffset+VersionSize),
 		"$NONCE_AT", fmt.Sprint(NonceOffset+1),
+		"$NONCE_END", fmt.Sprint(NonceOffset+NonceSize),
 		"$VERSION_SIZE", fmt.Sprint(VersionSize),
 		"$FLAG_NULL", fmt.Sprint(FlagNull),
 		"$FLAG_STALE", fmt.Sprint(FlagStale),
@@ -62,20 +65,20 @@ func buildLua() string {
 // the replacer, so that no name is cut by a shorter one).
 const luaTemplate = `
 local HEADER_SIZE = $HEADER
-local FLAGS_AT, NONCE_AT = $FLAGS_AT, $NONCE_AT
+local FLAGS_AT, NONCE_AT, NONCE_END = $FLAGS_AT, $NONCE_AT, $NONCE_END
 local FLAG_NULL, FLAG_STALE, FLAG_REFRESHING = $FLAG_NULL, $FLAG_STALE, $FLAG_REFRESHING
 local ZERO_VERSION = string.rep('\0', $VERSION_SIZE)
 local WAIT_MARK = '$WAIT_MARK'
 local function has_flag(f, bit) return math.floor(f / bit) % 2 == 1 end
 local function is_envelope(v)
-	return v ~= nil and #v >= $HEADER and string.byte(v, 1) == $MAGIC and string.byte(v, 2) == $MAGIC_ENVELOPE and string.byte(v, $FORMAT_AT) == $FORMAT
+	return type(v) == 'string' and #v >= $HEADER and string.byte(v, 1) == $MAGIC and string.byte(v, 2) == $MAGIC_ENVELOPE and string.byte(v, $FORMAT_AT) == $FORMAT
 end
 local function envelope_version(v) return string.sub(v, $VERSION_AT, $VERSION_END) end
 local function with_version(env, ver)
 	return string.sub(env, 1, $VERSION_AT - 1) .. ver .. string.sub(env, $VERSION_END + 1)
 end
 local function placeholder(v)
-	if not v or #v < $PH or string.byte(v, 1) ~= $MAGIC or string.byte(v, 2) ~= $MAGIC_LEASE then
+	if type(v) ~= 'string' or #v < $PH or string.byte(v, 1) ~= $MAGIC or string.byte(v, 2) ~= $MAGIC_LEASE then
 		return nil
 	end
 	local n = #v
@@ -110,7 +113,7 @@ local function owns(v, base)
 end
 local function tombstone(ver) return '$TOMBSTONE_PREFIX' .. ver end
 local function tombstone_version(v)
-	if v and #v == $TOMBSTONE_SIZE and string.byte(v, 1) == $MAGIC and string.byte(v, 2) == $MAGIC_TOMBSTONE then
+	if type(v) == 'string' and #v == $TOMBSTONE_SIZE and string.byte(v, 1) == $MAGIC and string.byte(v, 2) == $MAGIC_TOMBSTONE then
 		return string.sub(v, 3)
 	end
 	return nil
@@ -121,6 +124,15 @@ local function with_kept_version(ph, v)
 		return ph .. ver
 	end
 	return ph
+end
+local function version_newer(a, b)
+	for i = 1, $VERSION_SIZE do
+		local x, y = string.byte(a, i), string.byte(b, i)
+		if x ~= y then
+			return x > y
+		end
+	end
+	return false
 end
 local function version_of(v)
 	if is_envelope(v) then

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,10 +34,8 @@ type Redis struct {
 }
 
 // redisKeys are the filter's keys (see the package comment), all under the
-// hash tag {N}.
-type redisKeys struct {
-	cfg, bits, next, delta, build string
-}
+// hash tag {N}: wire.BloomKeys.
+type redisKeys = wire.BloomKeys
 
 // NewRedis opens the Redis filter called name, sized for n keys at
 // false-positive rate fp, creating it (empty and not ready) if it does not
@@ -54,13 +53,9 @@ func NewRedis(ctx context.Context, rdb redis.UniversalClient, name string, n uin
 	if err != nil {
 		return nil, err
 	}
-	tag := "{" + name + "}"
 	r := &Redis{
 		rdb: rdb, name: name, n: n, p: p, cfg: newConfig(opts),
-		k: redisKeys{
-			cfg: tag + ":cfg", bits: tag + ":bits",
-			next: tag + ":next", delta: tag + ":delta", build: tag + ":build",
-		},
+		k:    wire.BloomFilterKeys(name),
 		head: [3]any{fmt.Sprintf("%v v=%d", p, schemeVersion), p.M, p.K},
 	}
 	// An add of no keys creates the filter or checks its parameters.
@@ -87,7 +82,7 @@ func (r *Redis) Ready() bool { return r.ready.Load() }
 // using it recreate it empty and not ready on their next Add.
 func (r *Redis) Drop(ctx context.Context) error {
 	k := r.k
-	if err := r.rdb.Del(ctx, k.cfg, k.bits, k.next, k.delta, k.build).Err(); err != nil {
+	if err := r.rdb.Del(ctx, k.Cfg, k.Bits, k.Next, k.Delta, k.Build).Err(); err != nil {
 		return r.wrap(err)
 	}
 	r.ready.Store(false)

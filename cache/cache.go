@@ -150,7 +150,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	}
 	c.channel = cfg.local.channel
 	if c.channel == "" {
-		c.channel = "cacheguard:invalidate:" + cfg.prefix
+		c.channel = wire.InvalidationChannelPrefix + cfg.prefix
 	}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		o := cc.Options()

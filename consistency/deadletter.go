@@ -19,7 +19,7 @@ func (q *Queue) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 	}
 	var out []DeadLetter
 	for _, l := range q.shards {
-		raw, err := q.rdb.LRange(ctx, l.dead, 0, int64(n-1)).Result()
+		raw, err := q.rdb.LRange(ctx, l.Dead, 0, int64(n-1)).Result()
 		if err != nil {
 			return nil, q.redisError("dead letters", err)
 		}
@@ -47,7 +47,7 @@ func (q *Queue) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 func (q *Queue) DeadLetterCount(ctx context.Context, target string) (int64, error) {
 	var total int64
 	for _, l := range q.shards {
-		s, err := q.rdb.HGet(ctx, l.deadCount, target).Result()
+		s, err := q.rdb.HGet(ctx, l.DeadCount, target).Result()
 		if errors.Is(err, redis.Nil) {
 			continue
 		}

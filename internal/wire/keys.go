@@ -56,10 +56,17 @@ const (
 	LockWritersSuffix   = ":writers"
 	LockSemaphoreSuffix = ":sem"
 
-	LockFieldOwner = "owner"
-	LockFieldHolds = "n"
-	LockFieldToken = "token"
+	LockFieldOwner  = "owner"
+	LockFieldHolds  = "n"
+	LockFieldToken  = "token"
+	LockFieldWaited = "w"
 )
+
+// LockLua is the prelude of the lock scripts that read or write a lock hash:
+// its field names as Lua locals.
+const LockLua = `
+local F_OWNER, F_HOLDS, F_TOKEN, F_WAITED = '` + LockFieldOwner + `', '` + LockFieldHolds + `', '` + LockFieldToken + `', '` + LockFieldWaited + `'
+`
 
 // Kinds of lock key, as LockKey tells them.
 const (
@@ -111,8 +118,9 @@ func ParseUnfencedLock(v string) (holds int64, owner string, ok bool) {
 //	{ns}:claims        hash: entry id -> token of the claim that holds it
 //	{ns}:dead          list of dead letters (JSON), newest first, capped
 //	{ns}:dead:count    hash: target -> number of dead letters ever
+//	{ns}:wait          counter a writer increments before WAIT (shard 0)
 type Queue struct {
-	Prefix, Data, Claims, Dead, DeadCount string
+	Prefix, Data, Claims, Dead, DeadCount, Wait string
 }
 
 const (
@@ -121,6 +129,7 @@ const (
 	queueClaims    = "claims"
 	queueDead      = "dead"
 	queueDeadCount = "dead:count"
+	queueWait      = "wait"
 )
 
 // QueueKeys returns the keys of shard of namespace ns.
@@ -130,7 +139,7 @@ func QueueKeys(ns string, shard int) Queue {
 		tag = ns + ":" + strconv.Itoa(shard)
 	}
 	p := "{" + tag + "}:"
-	return Queue{Prefix: p, Data: p + queueData, Claims: p + queueClaims, Dead: p + queueDead, DeadCount: p + queueDeadCount}
+	return Queue{Prefix: p, Data: p + queueData, Claims: p + queueClaims, Dead: p + queueDead, DeadCount: p + queueDeadCount, Wait: p + queueWait}
 }
 
 // Due returns the key of target's sorted set of due entries.

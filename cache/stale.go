@@ -35,22 +35,12 @@ if not v then
 	return 0
 end
 local envelope = is_envelope(v)
-if envelope and not has_flag(string.byte(v, FLAGS_AT), FLAG_NULL) then
-	local f = string.byte(v, FLAGS_AT)
+if envelope and not has_flag(envelope_flags(v), FLAG_NULL) then
+	local f = envelope_flags(v)
 	if not has_flag(f, FLAG_STALE) then f = f + FLAG_STALE end
 	if has_flag(f, FLAG_REFRESHING) then f = f - FLAG_REFRESHING end
-	local n = 0
-	for i = NONCE_AT, NONCE_END do
-		n = n * 256 + string.byte(v, i)
-	end
-	n = n + 1
-	local nonce = ''
-	for i = NONCE_AT, NONCE_END do
-		nonce = string.char(n % 256) .. nonce
-		n = math.floor(n / 256)
-	end
 	redis.call('SETRANGE', KEYS[1], FLAGS_AT - 1, string.char(f))
-	redis.call('SETRANGE', KEYS[1], NONCE_AT - 1, nonce)
+	redis.call('SETRANGE', KEYS[1], NONCE_AT - 1, next_nonce(v))
 	local pttl = redis.call('PTTL', KEYS[1])
 	if pttl < 0 or pttl > tonumber(ARGV[1]) then
 		redis.call('PEXPIRE', KEYS[1], ARGV[1])

@@ -16,7 +16,9 @@ import (
 //	FLAG_NULL, FLAG_STALE, FLAG_REFRESHING
 //	ZERO_VERSION                 the version of an unversioned entry
 //	is_envelope(v)               v starts with an envelope header
+//	envelope_flags(v)            the flags byte of an envelope
 //	envelope_version(v)          the 8 version bytes of an envelope
+//	next_nonce(v)                the envelope's fill nonce plus one (modulo 2^32), as bytes
 //	with_version(env, ver)       env with its version bytes replaced by ver
 //	placeholder(v)               base, kept version (or nil), marked; nil if v is not a placeholder
 //	owns(v, base)                mine, marked: v is the placeholder base (any shape)
@@ -73,7 +75,21 @@ local function has_flag(f, bit) return math.floor(f / bit) % 2 == 1 end
 local function is_envelope(v)
 	return type(v) == 'string' and #v >= $HEADER and string.byte(v, 1) == $MAGIC and string.byte(v, 2) == $MAGIC_ENVELOPE and string.byte(v, $FORMAT_AT) == $FORMAT
 end
+local function envelope_flags(v) return string.byte(v, FLAGS_AT) end
 local function envelope_version(v) return string.sub(v, $VERSION_AT, $VERSION_END) end
+local function next_nonce(v)
+	local n = 0
+	for i = NONCE_AT, NONCE_END do
+		n = n * 256 + string.byte(v, i)
+	end
+	n = n + 1
+	local nonce = ''
+	for i = NONCE_AT, NONCE_END do
+		nonce = string.char(n % 256) .. nonce
+		n = math.floor(n / 256)
+	end
+	return nonce
+end
 local function with_version(env, ver)
 	return string.sub(env, 1, $VERSION_AT - 1) .. ver .. string.sub(env, $VERSION_END + 1)
 end

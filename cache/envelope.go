@@ -24,10 +24,10 @@ const (
 )
 
 func classify(b []byte) kind {
-	switch s := wire.Classify(b); {
-	case s == wire.ShapeEnvelope || s == wire.ShapeNullEnvelope:
-		return kindEnvelope
-	case s.IsPlaceholder():
+	if wire.IsEnvelope(b) {
+		return kindEnvelope // decodeEnvelope refuses what this reader cannot read
+	}
+	if _, ok := wire.ParsePlaceholder(b); ok {
 		return kindLease
 	}
 	return kindForeign // a version tombstone is taken over like foreign bytes (swapScript)

@@ -127,120 +127,77 @@ func shapeScripts() []tableScript {
 	}
 }
 
+// Outcomes shared by several samples.
+var (
+	// notHeld: a value that is not the caller's lease.
+	notHeld = map[string]outcome{"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0)}
+	// versionZero: a value carrying no version; the writes land, a take
+	// over installs a plain placeholder.
+	versionZero = map[string]outcome{
+		"SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3}, "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
+		"DeleteKeepingVersion": {reply: 1, after: wire.ShapeAbsent}, "Set": {reply: 1, after: wire.ShapeEnvelope},
+		"take over": {reply: 1, after: wire.ShapePlaceholder},
+	}
+	// version5: a value carrying version 5, in any shape: an older write is
+	// refused, a newer one lands, and the version survives every other
+	// write.
+	version5 = map[string]outcome{
+		"SetVersioned(3)": unchanged(0), "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
+		"DeleteKeepingVersion": {reply: 2, after: wire.ShapeTombstone, version: 5}, "Set": {reply: 1, after: wire.ShapeEnvelope, version: 5},
+		"take over": {reply: 1, after: wire.ShapePlaceholder},
+	}
+	// ours: the caller's lease, with what its fill leaves (version) and
+	// what a waiter's mark makes of it.
+	ours = func(version uint64, marked outcome, released wire.Shape) map[string]outcome {
+		return map[string]outcome{
+			"fill": {reply: 1, after: wire.ShapeEnvelope, version: version}, "extend": unchanged(1),
+			"release": {reply: 1, after: released, version: version}, "wait-mark": marked,
+		}
+	}
+	staleMarked = map[string]outcome{"MarkStale": {reply: 1, after: wire.ShapeEnvelope, stale: true}}
+	deleted     = map[string]outcome{"MarkStale": {reply: 2, after: wire.ShapeAbsent}}
+	keptAsTomb  = map[string]outcome{"MarkStale": {reply: 2, after: wire.ShapeTombstone, version: 5}}
+	left        = map[string]outcome{"MarkStale": unchanged(3)}
+)
+
+// row merges the outcomes of parts; a later part overrides an earlier one.
+func row(parts ...map[string]outcome) map[string]outcome {
+	r := map[string]outcome{}
+	for _, p := range parts {
+		for k, v := range p {
+			r[k] = v
+		}
+	}
+	return r
+}
+
 // shapeTable: sample -> script -> outcome. The read path's and inspect's
 // classification is the sample's shape itself (checked for every sample).
 var shapeTable = map[string]map[string]outcome{
-	"absent": {
-		"fill": {reply: 0, after: wire.ShapeAbsent}, "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale": unchanged(0), "SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3},
-		"DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7}, "DeleteKeepingVersion": unchanged(0),
-		"Set": {reply: 1, after: wire.ShapeEnvelope}, "take over": unchanged(0),
-	},
-	"envelope": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       {reply: 1, after: wire.ShapeEnvelope, stale: true},
-		"SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3}, "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 1, after: wire.ShapeAbsent}, "Set": {reply: 1, after: wire.ShapeEnvelope},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"envelope v5": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       {reply: 1, after: wire.ShapeEnvelope, version: 5, stale: true},
-		"SetVersioned(3)": unchanged(0), "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 2, after: wire.ShapeTombstone, version: 5}, "Set": {reply: 1, after: wire.ShapeEnvelope, version: 5},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"compressed envelope": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       {reply: 1, after: wire.ShapeEnvelope, stale: true},
-		"SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3}, "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 1, after: wire.ShapeAbsent}, "Set": {reply: 1, after: wire.ShapeEnvelope},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"refreshing envelope": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       {reply: 1, after: wire.ShapeEnvelope, stale: true},
-		"SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3}, "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 1, after: wire.ShapeAbsent}, "Set": {reply: 1, after: wire.ShapeEnvelope},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"null envelope": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       {reply: 2, after: wire.ShapeAbsent},
-		"SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3}, "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 1, after: wire.ShapeAbsent}, "Set": {reply: 1, after: wire.ShapeEnvelope},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"null envelope v5": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       unchanged(3),
-		"SetVersioned(3)": unchanged(0), "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 2, after: wire.ShapeTombstone, version: 5}, "Set": {reply: 1, after: wire.ShapeEnvelope, version: 5},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"our placeholder": {
-		"fill": {reply: 1, after: wire.ShapeEnvelope}, "extend": unchanged(1), "release": {reply: 1, after: wire.ShapeAbsent},
-		"wait-mark": {reply: 1, after: wire.ShapePlaceholderMarked}, "MarkStale": {reply: 2, after: wire.ShapeAbsent},
-		"SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3}, "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 1, after: wire.ShapeAbsent}, "Set": {reply: 1, after: wire.ShapeEnvelope},
-		"take over": unchanged(1),
-	},
-	"our placeholder, waited on": {
-		"fill": {reply: 1, after: wire.ShapeEnvelope}, "extend": unchanged(1), "release": {reply: 1, after: wire.ShapeAbsent},
-		"wait-mark": unchanged(1), "MarkStale": {reply: 2, after: wire.ShapeAbsent},
-		"SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3}, "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 1, after: wire.ShapeAbsent}, "Set": {reply: 1, after: wire.ShapeEnvelope},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"our placeholder, kept v5": {
-		"fill": {reply: 1, after: wire.ShapeEnvelope, version: 5}, "extend": unchanged(1), "release": {reply: 1, after: wire.ShapeTombstone, version: 5},
-		"wait-mark": {reply: 1, after: wire.ShapePlaceholderKeptMarked, version: 5}, "MarkStale": {reply: 2, after: wire.ShapeTombstone, version: 5},
-		"SetVersioned(3)": unchanged(0), "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 2, after: wire.ShapeTombstone, version: 5}, "Set": {reply: 1, after: wire.ShapeEnvelope, version: 5},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"our placeholder, kept v5, waited on": {
-		"fill": {reply: 1, after: wire.ShapeEnvelope, version: 5}, "extend": unchanged(1), "release": {reply: 1, after: wire.ShapeTombstone, version: 5},
-		"wait-mark": unchanged(1), "MarkStale": {reply: 2, after: wire.ShapeTombstone, version: 5},
-		"SetVersioned(3)": unchanged(0), "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 2, after: wire.ShapeTombstone, version: 5}, "Set": {reply: 1, after: wire.ShapeEnvelope, version: 5},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"other placeholder": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       {reply: 2, after: wire.ShapeAbsent},
-		"SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3}, "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 1, after: wire.ShapeAbsent}, "Set": {reply: 1, after: wire.ShapeEnvelope},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"other placeholder, kept v5, waited on": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       {reply: 2, after: wire.ShapeTombstone, version: 5},
-		"SetVersioned(3)": unchanged(0), "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 2, after: wire.ShapeTombstone, version: 5}, "Set": {reply: 1, after: wire.ShapeEnvelope, version: 5},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"tombstone v5": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       unchanged(3),
-		"SetVersioned(3)": unchanged(0), "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 2, after: wire.ShapeTombstone, version: 5}, "Set": {reply: 1, after: wire.ShapeEnvelope, version: 5},
+	"absent": row(notHeld, versionZero, map[string]outcome{
+		"MarkStale": unchanged(0), "DeleteKeepingVersion": unchanged(0), "take over": unchanged(0),
+	}),
+	"envelope":            row(notHeld, versionZero, staleMarked),
+	"envelope v5":         row(notHeld, version5, map[string]outcome{"MarkStale": {reply: 1, after: wire.ShapeEnvelope, version: 5, stale: true}}),
+	"compressed envelope": row(notHeld, versionZero, staleMarked),
+	"refreshing envelope": row(notHeld, versionZero, staleMarked),
+	"null envelope":       row(notHeld, versionZero, deleted),
+	"null envelope v5":    row(notHeld, version5, left),
+	"our placeholder": row(ours(0, outcome{reply: 1, after: wire.ShapePlaceholderMarked}, wire.ShapeAbsent), versionZero, deleted,
+		map[string]outcome{"take over": unchanged(1)}),
+	"our placeholder, waited on": row(ours(0, unchanged(1), wire.ShapeAbsent), versionZero, deleted),
+	"our placeholder, kept v5": row(ours(5, outcome{reply: 1, after: wire.ShapePlaceholderKeptMarked, version: 5}, wire.ShapeTombstone),
+		version5, keptAsTomb),
+	"our placeholder, kept v5, waited on":   row(ours(5, unchanged(1), wire.ShapeTombstone), version5, keptAsTomb),
+	"other placeholder":                     row(notHeld, versionZero, deleted),
+	"other placeholder, kept v5, waited on": row(notHeld, version5, keptAsTomb),
+	"tombstone v5": row(notHeld, version5, left, map[string]outcome{
 		"take over": {reply: 1, after: wire.ShapePlaceholderKept, version: 5},
-	},
-	"foreign": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       {reply: 2, after: wire.ShapeAbsent},
-		"SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3}, "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 1, after: wire.ShapeAbsent}, "Set": {reply: 1, after: wire.ShapeEnvelope},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
-	"envelope of a newer writer": {
-		"fill": unchanged(0), "extend": unchanged(0), "release": unchanged(0), "wait-mark": unchanged(0),
-		"MarkStale":       {reply: 1, after: wire.ShapeForeign, stale: true},
-		"SetVersioned(3)": {reply: 1, after: wire.ShapeEnvelope, version: 3}, "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
-		"DeleteKeepingVersion": {reply: 1, after: wire.ShapeAbsent}, "Set": {reply: 1, after: wire.ShapeEnvelope},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
-	},
+	}),
+	"foreign": row(notHeld, versionZero, deleted),
+	"envelope of a newer writer": row(notHeld, versionZero, map[string]outcome{
+		"MarkStale": {reply: 1, after: wire.ShapeForeign, stale: true},
+	}),
 }
 
 // versionIn is the version v carries in whatever shape (0: none).

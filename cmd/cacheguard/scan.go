@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cacheguard/cacheguard/consistency"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -262,10 +263,7 @@ func (s *scanner) showProgress(final bool) {
 // isDeadLetter reports whether v is a dead letter as consistency writes them
 // (consistency.DeadLetter in JSON): an object naming a target and its keys.
 func isDeadLetter(v string) bool {
-	var d struct {
-		Target string   `json:"target"`
-		Keys   []string `json:"keys"`
-	}
+	var d consistency.DeadLetter
 	return json.Unmarshal([]byte(v), &d) == nil && d.Target != "" && len(d.Keys) > 0
 }
 

@@ -56,7 +56,7 @@ func NewRedis(ctx context.Context, rdb redis.UniversalClient, name string, n uin
 	r := &Redis{
 		rdb: rdb, name: name, n: n, p: p, cfg: newConfig(opts),
 		k:    wire.BloomFilterKeys(name),
-		head: [3]any{fmt.Sprintf("%v v=%d", p, schemeVersion), p.M, p.K},
+		head: [3]any{wire.BloomConfig(uint64(p.M), uint64(p.K), schemeVersion), p.M, p.K},
 	}
 	// An add of no keys creates the filter or checks its parameters.
 	if err := r.Add(ctx); err != nil {
@@ -99,12 +99,12 @@ func (r *Redis) args(extra ...any) []any {
 // missing cfg passes with ready false. cfg is one string, "m=… k=… v=…
 // ready=0|1", because one GET is the cheapest read a script can make and
 // this one runs on every test.
-const checkLua = `
+const checkLua = wire.BloomLua + `
 local cfg = redis.call('GET', KEYS[1])
 local ready = false
 if cfg then
   if string.sub(cfg, 1, #ARGV[1] + 1) ~= ARGV[1] .. ' ' then
-    return redis.error_reply('BLOOMMISMATCH ' .. string.gsub(cfg, ' ready=%d$', ''))
+    return redis.error_reply('BLOOMMISMATCH ' .. string.gsub(cfg, READY_PATTERN, ''))
   end
   ready = string.sub(cfg, -1) == '1'
 end
@@ -117,10 +117,10 @@ end
 // up front (m is ARGV[2]), so its memory shows at once and SETBIT never grows
 // it piecemeal.
 const createLua = `
-if not cfg then redis.call('SET', KEYS[1], ARGV[1] .. ' ready=0') end
+if not cfg then redis.call('SET', KEYS[1], ARGV[1] .. NOT_READY) end
 if redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('SETBIT', KEYS[2], tonumber(ARGV[2]) - 1, 0)
-  if ready then redis.call('SET', KEYS[1], ARGV[1] .. ' ready=0'); ready = false end
+  if ready then redis.call('SET', KEYS[1], ARGV[1] .. NOT_READY); ready = false end
 end
 `
 

@@ -76,7 +76,7 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
 end
 redis.call('RENAME', KEYS[3], KEYS[2])
 redis.call('DEL', KEYS[4], KEYS[5])
-redis.call('SET', KEYS[1], ARGV[1] .. ' ready=1')
+redis.call('SET', KEYS[1], ARGV[1] .. READY)
 return 1
 `)
 

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -248,6 +249,28 @@ func BloomName(key string) (name string, ok bool) {
 	return name, true
 }
 
+// The fields of a filter's configuration value.
+const (
+	bloomM     = "m"
+	bloomK     = "k"
+	bloomV     = "v"
+	bloomReady = "ready"
+)
+
+// BloomConfig is the configuration value of a filter of m bits and k hash
+// functions mapping keys to bits by scheme, without its ready flag, which the
+// scripts append (BloomLua).
+func BloomConfig(m, k uint64, scheme int) string {
+	return fmt.Sprintf("%s=%d %s=%d %s=%d", bloomM, m, bloomK, k, bloomV, scheme)
+}
+
+// BloomLua is the prelude of the filter scripts: the ready flag as they
+// append it to a configuration (NOT_READY, READY) and a pattern that
+// matches it (READY_PATTERN).
+const BloomLua = `
+local NOT_READY, READY, READY_PATTERN = ' ` + bloomReady + `=0', ' ` + bloomReady + `=1', ' ` + bloomReady + `=%d$'
+`
+
 // ParseBloomConfig parses a filter's configuration value.
 func ParseBloomConfig(s string) (m, k uint64, ready, ok bool) {
 	var haveM bool
@@ -257,19 +280,19 @@ func ParseBloomConfig(s string) (m, k uint64, ready, ok bool) {
 			continue
 		}
 		switch name {
-		case "m":
+		case bloomM:
 			n, err := strconv.ParseUint(val, 10, 64)
 			if err != nil || n == 0 {
 				return 0, 0, false, false
 			}
 			m, haveM = n, true
-		case "k":
+		case bloomK:
 			n, err := strconv.ParseUint(val, 10, 64)
 			if err != nil {
 				return 0, 0, false, false
 			}
 			k = n
-		case "ready":
+		case bloomReady:
 			ready = val == "1"
 		}
 	}

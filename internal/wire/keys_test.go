@@ -46,6 +46,9 @@ func TestKeyLayouts(t *testing.T) {
 	if m, k, ready, ok := ParseBloomConfig("m=96 k=7 v=1 ready=1"); !ok || m != 96 || k != 7 || !ready {
 		t.Errorf("ParseBloomConfig = %d %d %v %v", m, k, ready, ok)
 	}
+	if m, k, ready, ok := ParseBloomConfig(BloomConfig(96, 7, 1) + " ready=0"); !ok || m != 96 || k != 7 || ready {
+		t.Errorf("BloomConfig read back as %d %d %v %v", m, k, ready, ok)
+	}
 	if StockBucketKeys("s", "sku", 2).Meta != "{s:sku:2}:m" {
 		t.Error("stock bucket keys")
 	}

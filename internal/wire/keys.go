@@ -63,10 +63,22 @@ const (
 	LockFieldWaited = "w"
 )
 
-// LockLua is the prelude of the lock scripts that read or write a lock hash:
-// its field names as Lua locals.
+// unfencedSep separates the hold count from the owner in the string a Mutex
+// WithoutFencing stores.
+const unfencedSep = ":"
+
+// LockLua is the prelude of the lock scripts: the lock hash's field names as
+// Lua locals, and the string of a Mutex WithoutFencing, "<holds>:<owner>",
+// read by owner_of(v) (holds and owner; 0 and nil for another string) and
+// written by unfenced(holds, owner).
 const LockLua = `
 local F_OWNER, F_HOLDS, F_TOKEN, F_WAITED = '` + LockFieldOwner + `', '` + LockFieldHolds + `', '` + LockFieldToken + `', '` + LockFieldWaited + `'
+local function owner_of(v)
+  local c = string.find(v, '` + unfencedSep + `', 1, true)
+  if not c then return 0, nil end
+  return tonumber(string.sub(v, 1, c - 1)) or 0, string.sub(v, c + 1)
+end
+local function unfenced(holds, owner) return holds .. '` + unfencedSep + `' .. owner end
 `
 
 // Kinds of lock key, as LockKey tells them.
@@ -100,7 +112,7 @@ func LockKey(key string) (base, kind string, ok bool) {
 // ParseUnfencedLock reads the string a Mutex WithoutFencing stores,
 // "<holds>:<owner>".
 func ParseUnfencedLock(v string) (holds int64, owner string, ok bool) {
-	n, owner, found := strings.Cut(v, ":")
+	n, owner, found := strings.Cut(v, unfencedSep)
 	holds, err := strconv.ParseInt(n, 10, 64)
 	if !found || err != nil || holds < 1 || owner == "" {
 		return 0, "", false

@@ -12,8 +12,10 @@ import (
 // GET returns: a string, or false for a missing key.
 //
 //	HEADER_SIZE                  envelope header length
-//	FLAGS_AT, NONCE_AT, NONCE_END  positions of the flags byte and the nonce
-//	FLAG_NULL, FLAG_STALE, FLAG_REFRESHING
+//	FLAGS_AT                     position of the flags byte
+//	NONCE_AT, NONCE_END          first and last positions of the fill nonce
+//	FLAG_NULL, FLAG_STALE        flags
+//	FLAG_REFRESHING              flag
 //	ZERO_VERSION                 the version of an unversioned entry
 //	is_envelope(v)               v starts with an envelope header
 //	envelope_flags(v)            the flags byte of an envelope

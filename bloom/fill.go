@@ -18,7 +18,7 @@ func (l *Local) FillRatio(context.Context) (float64, error) {
 // bitmap in Redis (O(m/8) bytes of work on the server), so call it at a
 // metrics interval, not per request. A missing bitmap counts as empty.
 func (r *Redis) FillRatio(ctx context.Context) (float64, error) {
-	n, err := r.rdb.BitCount(ctx, r.k.bits, nil).Result()
+	n, err := r.rdb.BitCount(ctx, r.k.Bits, nil).Result()
 	if err != nil {
 		return 0, r.wrap(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,10 +34,8 @@ type Redis struct {
 }
 
 // redisKeys are the filter's keys (see the package comment), all under the
-// hash tag {N}.
-type redisKeys struct {
-	cfg, bits, next, delta, build string
-}
+// hash tag {N}: wire.BloomKeys.
+type redisKeys = wire.BloomKeys
 
 // NewRedis opens the Redis filter called name, sized for n keys at
 // false-positive rate fp, creating it (empty and not ready) if it does not
@@ -54,14 +53,10 @@ func NewRedis(ctx context.Context, rdb redis.UniversalClient, name string, n uin
 	if err != nil {
 		return nil, err
 	}
-	tag := "{" + name + "}"
 	r := &Redis{
 		rdb: rdb, name: name, n: n, p: p, cfg: newConfig(opts),
-		k: redisKeys{
-			cfg: tag + ":cfg", bits: tag + ":bits",
-			next: tag + ":next", delta: tag + ":delta", build: tag + ":build",
-		},
-		head: [3]any{fmt.Sprintf("%v v=%d", p, schemeVersion), p.M, p.K},
+		k:    wire.BloomFilterKeys(name),
+		head: [3]any{wire.BloomConfig(uint64(p.M), uint64(p.K), schemeVersion), p.M, p.K},
 	}
 	// An add of no keys creates the filter or checks its parameters.
 	if err := r.Add(ctx); err != nil {
@@ -87,7 +82,7 @@ func (r *Redis) Ready() bool { return r.ready.Load() }
 // using it recreate it empty and not ready on their next Add.
 func (r *Redis) Drop(ctx context.Context) error {
 	k := r.k
-	if err := r.rdb.Del(ctx, k.cfg, k.bits, k.next, k.delta, k.build).Err(); err != nil {
+	if err := r.rdb.Del(ctx, k.Cfg, k.Bits, k.Next, k.Delta, k.Build).Err(); err != nil {
 		return r.wrap(err)
 	}
 	r.ready.Store(false)
@@ -104,12 +99,12 @@ func (r *Redis) args(extra ...any) []any {
 // missing cfg passes with ready false. cfg is one string, "m=… k=… v=…
 // ready=0|1", because one GET is the cheapest read a script can make and
 // this one runs on every test.
-const checkLua = `
+const checkLua = wire.BloomLua + `
 local cfg = redis.call('GET', KEYS[1])
 local ready = false
 if cfg then
   if string.sub(cfg, 1, #ARGV[1] + 1) ~= ARGV[1] .. ' ' then
-    return redis.error_reply('BLOOMMISMATCH ' .. string.gsub(cfg, ' ready=%d$', ''))
+    return redis.error_reply('BLOOMMISMATCH ' .. string.gsub(cfg, READY_PATTERN, ''))
   end
   ready = string.sub(cfg, -1) == '1'
 end
@@ -122,10 +117,10 @@ end
 // up front (m is ARGV[2]), so its memory shows at once and SETBIT never grows
 // it piecemeal.
 const createLua = `
-if not cfg then redis.call('SET', KEYS[1], ARGV[1] .. ' ready=0') end
+if not cfg then redis.call('SET', KEYS[1], ARGV[1] .. NOT_READY) end
 if redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('SETBIT', KEYS[2], tonumber(ARGV[2]) - 1, 0)
-  if ready then redis.call('SET', KEYS[1], ARGV[1] .. ' ready=0'); ready = false end
+  if ready then redis.call('SET', KEYS[1], ARGV[1] .. NOT_READY); ready = false end
 end
 `
 

@@ -28,7 +28,7 @@ return 0
 // (WithBatchSize) is one script call; more are pipelined, up to 16 batches
 // per round trip.
 func (r *Redis) Add(ctx context.Context, keys ...string) error {
-	skeys := []string{r.k.cfg, r.k.bits, r.k.delta, r.k.build}
+	skeys := []string{r.k.Cfg, r.k.Bits, r.k.Delta, r.k.Build}
 	if len(keys) <= r.cfg.batch {
 		// The insert path: one script call, no pipeline. With no keys it
 		// only creates the filter or checks its parameters.

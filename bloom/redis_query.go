@@ -62,7 +62,7 @@ return table.concat(out)
 // error still does not reject a key.
 func (r *Redis) MayContain(ctx context.Context, key string) (bool, error) {
 	packed := r.p.pack(make([]byte, 0, 4*r.p.K), key)
-	v, err := testScript.Run(ctx, r.rdb, []string{r.k.cfg, r.k.bits}, r.args(packed)...).Int64()
+	v, err := testScript.Run(ctx, r.rdb, []string{r.k.Cfg, r.k.Bits}, r.args(packed)...).Int64()
 	if err != nil {
 		return true, r.wrap(err)
 	}
@@ -77,7 +77,7 @@ func (r *Redis) MayContainMany(ctx context.Context, keys []string) ([]bool, erro
 	out := make([]bool, 0, len(keys))
 	for window := range r.windows(keys) {
 		batches := r.batches(window)
-		cmds, err := r.pipeline(ctx, testManyScript, []string{r.k.cfg, r.k.bits}, batches)
+		cmds, err := r.pipeline(ctx, testManyScript, []string{r.k.Cfg, r.k.Bits}, batches)
 		if err != nil {
 			return nil, err
 		}

@@ -76,7 +76,7 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
 end
 redis.call('RENAME', KEYS[3], KEYS[2])
 redis.call('DEL', KEYS[4], KEYS[5])
-redis.call('SET', KEYS[1], ARGV[1] .. ' ready=1')
+redis.call('SET', KEYS[1], ARGV[1] .. READY)
 return 1
 `)
 
@@ -117,7 +117,7 @@ func (r *Redis) Rebuild(ctx context.Context, src iter.Seq2[string, error]) (err 
 	k := r.k
 	lease := r.cfg.lease
 	leaseMS := max(lease.Milliseconds(), 1)
-	if err := claimScript.Run(ctx, r.rdb, []string{k.cfg, k.bits, k.next, k.delta, k.build}, r.args(token, leaseMS)...).Err(); err != nil {
+	if err := claimScript.Run(ctx, r.rdb, []string{k.Cfg, k.Bits, k.Next, k.Delta, k.Build}, r.args(token, leaseMS)...).Err(); err != nil {
 		return r.wrap(err)
 	}
 	defer func() {
@@ -126,7 +126,7 @@ func (r *Redis) Rebuild(ctx context.Context, src iter.Seq2[string, error]) (err 
 		}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 		defer cancel()
-		if aerr := abortScript.Run(actx, r.rdb, []string{k.next, k.delta, k.build}, token).Err(); aerr != nil {
+		if aerr := abortScript.Run(actx, r.rdb, []string{k.Next, k.Delta, k.Build}, token).Err(); aerr != nil {
 			err = errors.Join(err, r.wrap(aerr))
 		}
 	}()
@@ -140,7 +140,7 @@ func (r *Redis) Rebuild(ctx context.Context, src iter.Seq2[string, error]) (err 
 		// Renew a third of the way through the lease, so one slow batch
 		// does not lose it.
 		if now := r.cfg.now(); now.Sub(renewed) >= lease/3 {
-			if err := renewScript.Run(ctx, r.rdb, []string{k.build}, token, leaseMS).Err(); err != nil {
+			if err := renewScript.Run(ctx, r.rdb, []string{k.Build}, token, leaseMS).Err(); err != nil {
 				return r.wrap(err)
 			}
 			renewed = now
@@ -153,7 +153,7 @@ func (r *Redis) Rebuild(ctx context.Context, src iter.Seq2[string, error]) (err 
 	if err := r.upload(ctx, f, token, leaseMS); err != nil {
 		return err
 	}
-	if err := swapScript.Run(ctx, r.rdb, []string{k.cfg, k.bits, k.next, k.delta, k.build}, r.args(token)...).Err(); err != nil {
+	if err := swapScript.Run(ctx, r.rdb, []string{k.Cfg, k.Bits, k.Next, k.Delta, k.Build}, r.args(token)...).Err(); err != nil {
 		return r.wrap(err)
 	}
 	r.ready.Store(true)
@@ -171,12 +171,12 @@ func (r *Redis) upload(ctx context.Context, f *bbloom.BloomFilter, token string,
 		if allZero(chunk) {
 			continue
 		}
-		if err := uploadScript.Run(ctx, r.rdb, []string{r.k.next, r.k.build}, token, leaseMS, start, chunk).Err(); err != nil {
+		if err := uploadScript.Run(ctx, r.rdb, []string{r.k.Next, r.k.Build}, token, leaseMS, start, chunk).Err(); err != nil {
 			return r.wrap(err)
 		}
 	}
 	// A last renewal-and-check even if every chunk was zero.
-	if err := renewScript.Run(ctx, r.rdb, []string{r.k.build}, token, leaseMS).Err(); err != nil {
+	if err := renewScript.Run(ctx, r.rdb, []string{r.k.Build}, token, leaseMS).Err(); err != nil {
 		return r.wrap(err)
 	}
 	return nil

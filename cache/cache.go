@@ -11,6 +11,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/sync/singleflight"
@@ -162,7 +163,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	}
 	c.channel = cfg.local.channel
 	if c.channel == "" {
-		c.channel = "cacheguard:invalidate:" + cfg.prefix
+		c.channel = wire.InvalidationChannelPrefix + cfg.prefix
 	}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		o := cc.Options()
@@ -284,11 +285,11 @@ func (c *Cache[V]) uncacheable(key string, err error) {
 func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload []byte) ([]byte, time.Duration) {
 	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
 	if null {
-		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), flagNull
+		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), wire.FlagNull
 	}
 	payload, flags = c.compress(payload, flags)
-	c.observedSize("write", headerSize+len(payload))
-	return appendEnvelope(make([]byte, 0, headerSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload), ttl
+	c.observedSize("write", wire.HeaderSize+len(payload))
+	return wire.AppendEnvelope(make([]byte, 0, wire.HeaderSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload), ttl
 }
 
 func (c *Cache[V]) now() time.Time {

@@ -3,11 +3,12 @@ package cache
 import (
 	"fmt"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/klauspost/compress/s2"
 )
 
 // Compression. Values whose encoded size reaches the threshold set by
-// WithCompression are stored S2-compressed, with flagCompressed in the
+// WithCompression are stored S2-compressed, with the compressed flag in the
 // envelope header; readers decompress whatever carries the flag, whatever
 // their own setting, so instances can turn compression on one at a time.
 //
@@ -33,14 +34,14 @@ func WithCompression(threshold int) Option {
 // compress returns the payload to store and its flags: compressed when the
 // threshold is reached and compression pays.
 func (c *Cache[V]) compress(payload []byte, flags byte) ([]byte, byte) {
-	if c.cfg.compressAt <= 0 || len(payload) < c.cfg.compressAt || flags&flagNull != 0 {
+	if c.cfg.compressAt <= 0 || len(payload) < c.cfg.compressAt || flags&wire.FlagNull != 0 {
 		return payload, flags
 	}
 	z := s2.Encode(nil, payload)
 	if len(z) >= len(payload) {
 		return payload, flags
 	}
-	return z, flags | flagCompressed
+	return z, flags | wire.FlagCompressed
 }
 
 // maxDecompressed bounds what a compressed payload may expand to when no size
@@ -51,11 +52,11 @@ const maxDecompressed = 64 << 20
 // decodePayload decompresses env's payload if it is flagged so, then decodes
 // it with the codec.
 func (c *Cache[V]) decodePayload(env envelope) (V, error) {
-	if env.flags&flagCompressed == 0 {
-		return c.codec.decode(env.payload)
+	if env.Flags&wire.FlagCompressed == 0 {
+		return c.codec.decode(env.Payload)
 	}
 	var zero V
-	n, err := s2.DecodedLen(env.payload)
+	n, err := s2.DecodedLen(env.Payload)
 	if err != nil {
 		return zero, fmt.Errorf("decompress: %w", err)
 	}
@@ -66,7 +67,7 @@ func (c *Cache[V]) decodePayload(env envelope) (V, error) {
 	if n > limit {
 		return zero, fmt.Errorf("decompress: %d bytes, over the limit of %d", n, limit)
 	}
-	b, err := s2.Decode(nil, env.payload)
+	b, err := s2.Decode(nil, env.Payload)
 	if err != nil {
 		return zero, fmt.Errorf("decompress: %w", err)
 	}

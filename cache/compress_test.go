@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/klauspost/compress/s2"
 	"github.com/redis/go-redis/v9"
 )
@@ -52,8 +53,8 @@ func TestCompressionRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 			env, ok := decodeEnvelope(raw)
-			if !ok || env.flags&flagCompressed == 0 || len(env.payload) >= len(encoded)/2 {
-				t.Fatalf("%s: stored %d payload bytes (flags %b) for %d encoded, want compressed", key, len(env.payload), env.flags, len(encoded))
+			if !ok || env.Flags&wire.FlagCompressed == 0 || len(env.Payload) >= len(encoded)/2 {
+				t.Fatalf("%s: stored %d payload bytes (flags %b) for %d encoded, want compressed", key, len(env.Payload), env.Flags, len(encoded))
 			}
 			for _, r := range []*Cache[report]{c, plain} {
 				got, err := r.Get(ctx, key, l.load)
@@ -69,8 +70,8 @@ func TestCompressionRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw, _ := rdb.Get(ctx, prefixFor(t)+"small").Bytes()
-		if env, ok := decodeEnvelope(raw); !ok || env.flags&flagCompressed != 0 {
-			t.Fatalf("small value stored with flags %b, want uncompressed", env.flags)
+		if env, ok := decodeEnvelope(raw); !ok || env.Flags&wire.FlagCompressed != 0 {
+			t.Fatalf("small value stored with flags %b, want uncompressed", env.Flags)
 		}
 	})
 }
@@ -87,8 +88,8 @@ func TestCompressionSkipsIncompressible(t *testing.T) {
 	}
 	raw, _ := rdb.Get(ctx, prefixFor(t)+"k").Bytes()
 	env, ok := decodeEnvelope(raw)
-	if !ok || env.flags&flagCompressed != 0 || !bytes.Equal(env.payload, noise) {
-		t.Fatalf("random bytes stored with flags %b", env.flags)
+	if !ok || env.Flags&wire.FlagCompressed != 0 || !bytes.Equal(env.Payload, noise) {
+		t.Fatalf("random bytes stored with flags %b", env.Flags)
 	}
 	got, err := c.Get(ctx, "k", func(context.Context, string) ([]byte, error) { return nil, errors.New("no load") })
 	if err != nil || !bytes.Equal(got, noise) {
@@ -109,7 +110,7 @@ func TestCompressedGarbageIsAMiss(t *testing.T) {
 		tooBig := s2.Encode(nil, []byte(strings.Repeat("a", 4<<10)))
 		for i, payload := range [][]byte{[]byte("not s2 at all"), bomb, tooBig, nil} {
 			key := fmt.Sprint("g", i)
-			rdb.Set(ctx, prefixFor(t)+key, appendEnvelope(nil, flagCompressed, 0, exp, 0, payload), time.Hour)
+			rdb.Set(ctx, prefixFor(t)+key, wire.AppendEnvelope(nil, wire.FlagCompressed, 0, exp, 0, payload), time.Hour)
 			l := &countingLoader[string]{rows: map[string]string{key: "fresh"}}
 			v, err := c.Get(ctx, key, l.load)
 			if err != nil || v != "fresh" || l.calls.Load() != 1 {

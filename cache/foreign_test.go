@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -57,10 +58,10 @@ func TestPersistentPlaceholderHeals(t *testing.T) {
 		ctx := context.Background()
 		c := newCache[string](t, rdb, WithWait(200*time.Millisecond))
 		p := prefixFor(t)
-		var tok [leaseTokenSize]byte
+		var tok [wire.TokenSize]byte
 		copy(tok[:], "stuck-forever...")
 		for _, k := range []string{"a", "b"} {
-			if err := rdb.Set(ctx, p+k, placeholder(tok), 0).Err(); err != nil {
+			if err := rdb.Set(ctx, p+k, wire.Placeholder(tok), 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -133,7 +134,7 @@ func TestUnknownEnvelopeFlagIsAMiss(t *testing.T) {
 		unread := []byte{1 << 7, 1 << 5}
 		for i, flag := range unread {
 			k := fmt.Sprint("k", i)
-			env := appendEnvelope(nil, flag, 0, time.Now().Add(time.Hour), 0, []byte("\x1f\x8bgarbage"))
+			env := wire.AppendEnvelope(nil, flag, 0, time.Now().Add(time.Hour), 0, []byte("\x1f\x8bgarbage"))
 			if err := rdb.Set(ctx, p+k, env, time.Hour).Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -364,7 +365,7 @@ func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, boo
 		return result[V]{}, env, false
 	}
 	c.observedSize("read", len(raw))
-	r := result[V]{null: env.null(), size: len(raw), noLocal: env.flags&(flagStale|flagRefreshing) != 0}
+	r := result[V]{null: env.Null(), size: len(raw), noLocal: env.Flags&(wire.FlagStale|wire.FlagRefreshing) != 0}
 	if !r.null {
 		v, err := c.decodePayload(env)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -107,8 +108,8 @@ func TestLookalikeValuesRoundTrip(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		c := newCache[string](t, rdb)
-		lookalikes := []string{"", "*", "null", "\xfe", "\xfel", "\xfec", string(placeholder([16]byte{1, 2, 3})),
-			string(appendEnvelope(nil, flagNull, 0, time.Now(), 0, nil))}
+		lookalikes := []string{"", "*", "null", "\xfe", "\xfel", "\xfec", string(wire.Placeholder([16]byte{1, 2, 3})),
+			string(wire.AppendEnvelope(nil, wire.FlagNull, 0, time.Now(), 0, nil))}
 		for i, want := range lookalikes {
 			key := fmt.Sprint("k", i)
 			got, err := c.Get(ctx, key, func(context.Context, string) (string, error) { return want, nil })
@@ -229,7 +230,7 @@ func TestForeignBytesAreReplaced(t *testing.T) {
 		ctx := context.Background()
 		c := newCache[user](t, rdb)
 		garbage := []string{"hello", "\xfec\x01", "\xfec\x09" + strings.Repeat("x", 40), "\xfel123",
-			string(appendEnvelope(nil, 0, 0, time.Now().Add(time.Hour), 0, []byte("{not json")))}
+			string(wire.AppendEnvelope(nil, 0, 0, time.Now().Add(time.Hour), 0, []byte("{not json")))}
 		for i, g := range garbage {
 			key := fmt.Sprint("g", i)
 			rdb.Set(ctx, prefixFor(t)+key, g, time.Hour)

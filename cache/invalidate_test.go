@@ -12,6 +12,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/internal/faultproxy"
 	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -328,9 +329,9 @@ func TestInvalidationMessageCodec(t *testing.T) {
 		t.Fatalf("with a trailer: %v", err)
 	}
 	good := encodeInvalidation(m)
-	bad := [][]byte{nil, make([]byte, 5), make([]byte, 40), good[:len(good)-1], good[:invalHeaderSize],
+	bad := [][]byte{nil, make([]byte, 5), make([]byte, 40), good[:len(good)-1], good[:wire.InvalidationHeaderSize],
 		// a key count far beyond the bytes present
-		append(append([]byte{}, good[:invalHeaderSize+1]...), 0xff, 0xff, 0xff, 0xff, 0x0f),
+		append(append([]byte{}, good[:wire.InvalidationHeaderSize+1]...), 0xff, 0xff, 0xff, 0xff, 0x0f),
 		// the previous layout: 16 bytes of source id, then keys
 		append(make([]byte, 16), 1, 'a')}
 	for _, b := range bad {
@@ -344,7 +345,7 @@ func TestInvalidationMessageCodec(t *testing.T) {
 // decodes encodes back to an equal message.
 func FuzzDecodeInvalidation(f *testing.F) {
 	f.Add(encodeInvalidation(invalidation{seq: 1, keys: []string{"k"}}))
-	f.Add([]byte{invalMagic0, invalMagic1, invalFormat})
+	f.Add([]byte{wire.Magic, wire.MagicInvalidation, wire.InvalidationFormat})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decodeInvalidation(b)
 		if err != nil {

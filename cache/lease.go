@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -43,39 +44,19 @@ import (
 // after its token, and the fill of such a placeholder writes that version
 // into the envelope (fillScript), so a fill never leaves a key below a
 // version it held.
-var swapScript = redis.NewScript(`
+var swapScript = redis.NewScript(wire.Lua + `
 local cur = redis.call('GET', KEYS[1])
 if not cur or cur ~= ARGV[1] then
 	return 0
 end
-local new = ARGV[2]
-if #cur == 10 and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 118 and #new == 18 and string.byte(new, 2) == 108 then
-	new = new .. string.sub(cur, 3, 10)
-end
-redis.call('SET', KEYS[1], new, 'PX', ARGV[3])
+redis.call('SET', KEYS[1], with_kept_version(ARGV[2], cur), 'PX', ARGV[3])
 return 1
 `)
 
-// ownsLua sets the Lua locals mine and marked from the string in the Lua local
-// cur: mine, whether it is our placeholder ARGV[1] (magic and token, 18
-// bytes), possibly followed by a kept version (8 bytes, versionkeep.go) and a
-// waiter's mark (waitMark, notify.go); marked, whether a waiter marked it.
-const ownsLua = `
-local mine, marked = false, false
-if cur and #ARGV[1] == 18 and string.sub(cur, 1, 18) == ARGV[1] then
-	local n = #cur
-	if n == 18 or n == 26 then
-		mine = true
-	elseif (n == 19 or n == 27) and string.sub(cur, n) == '` + waitMark + `' then
-		mine, marked = true, true
-	end
-end
-`
-
-// extendScript renews the lease if KEYS[1] still holds our placeholder.
-var extendScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-` + ownsLua + `
+// extendScript renews the lease if KEYS[1] still holds our placeholder
+// ARGV[1] (in any of its shapes: owns).
+var extendScript = redis.NewScript(wire.Lua + `
+local mine = owns(redis.call('GET', KEYS[1]), ARGV[1])
 if mine then
 	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
@@ -86,17 +67,18 @@ return 0
 // failed load does not make the next caller wait out the lease. A placeholder
 // that kept a version gives it back as a version tombstone. Waiters that
 // marked it are woken (ARGV[2] ARGV[3]: see fillScript).
-var releaseScript = redis.NewScript(`
+var releaseScript = redis.NewScript(wire.Lua + `
 local cur = redis.call('GET', KEYS[1])
-` + ownsLua + `
+local mine, marked = owns(cur, ARGV[1])
 if not mine then
 	return 0
 end
 local kept = false
-if #cur >= 26 then
+local ver = placeholder_version(cur)
+if ver then
 	local pttl = redis.call('PTTL', KEYS[1])
 	if pttl > 0 then
-		redis.call('SET', KEYS[1], '\254v' .. string.sub(cur, 19, 26), 'PX', pttl)
+		redis.call('SET', KEYS[1], tombstone(ver), 'PX', pttl)
 		kept = true
 	end
 end
@@ -147,11 +129,11 @@ type lease struct {
 }
 
 func newLease(key string) (lease, error) {
-	var tok [leaseTokenSize]byte
+	var tok [wire.TokenSize]byte
 	if _, err := rand.Read(tok[:]); err != nil {
 		return lease{}, err
 	}
-	return lease{key: key, ph: placeholder(tok)}, nil
+	return lease{key: key, ph: wire.Placeholder(tok)}, nil
 }
 
 // acquire tries to take the lease. held reports success; otherwise prev is

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -69,7 +70,7 @@ func TestDeleteDuringLoadRejectsStaleFill(t *testing.T) {
 			t.Fatalf("rejected fills %d, want 1", st.RejectedFills)
 		}
 		raw, _ := rdb.Get(ctx, prefixFor(t)+"k").Bytes()
-		if e, ok := decodeEnvelope(raw); !ok || string(e.payload) != "new" {
+		if e, ok := decodeEnvelope(raw); !ok || string(e.Payload) != "new" {
 			t.Fatalf("Redis holds %q, want the new row", raw)
 		}
 	})
@@ -235,7 +236,7 @@ func TestDeadHolderLeaseIsTakenOver(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		c := newCache[string](t, rdb, WithWait(10*time.Second))
-		dead := placeholder([16]byte{9})
+		dead := wire.Placeholder([16]byte{9})
 		rdb.Set(ctx, prefixFor(t)+"k", dead, 100*time.Millisecond)
 		l := &countingLoader[string]{rows: map[string]string{"k": "v"}}
 		v, err := c.Get(ctx, "k", l.load)
@@ -253,7 +254,7 @@ func TestDeadHolderLeaseIsTakenOver(t *testing.T) {
 func TestWaitTimeout(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		other := placeholder([16]byte{7})
+		other := wire.Placeholder([16]byte{7})
 		rdb.Set(ctx, prefixFor(t)+"k", other, time.Minute)
 		l := &countingLoader[string]{rows: map[string]string{"k": "v"}}
 
@@ -270,7 +271,7 @@ func TestWaitTimeout(t *testing.T) {
 			t.Fatalf("direct load: %q, %v", v, err)
 		}
 		// The waiters marked it as waited for (notify.go): still its lease.
-		if got := rdb.Get(ctx, prefixFor(t)+"k").Val(); got != other && got != other+waitMark {
+		if got := rdb.Get(ctx, prefixFor(t)+"k").Val(); got != other && got != other+string(rune(wire.WaitMark)) {
 			t.Fatal("direct load overwrote another holder's lease")
 		}
 	})

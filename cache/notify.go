@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -13,7 +14,8 @@ import (
 //  1. registers with this Cache's fill listener (notify_listen.go), which
 //     subscribes, on one pub/sub connection per Redis node, to the key's
 //     fill channel and confirms the subscription;
-//  2. marks the placeholder as waited for (markWaitScript appends waitMark);
+//  2. marks the placeholder as waited for (markWaitScript appends
+//     wire.WaitMark);
 //  3. waits for a message on the channel, retrying SET NX GET when it comes.
 //
 // The fill's compare-and-set (fillScript), a release (releaseScript) and a
@@ -30,9 +32,6 @@ import (
 // Ring, a server without SPUBLISH, a subscription that is not confirmed in
 // time) waiters poll as before.
 
-// waitMark is the byte appended to a placeholder by a waiter.
-const waitMark = "w"
-
 // notifiedPoll is how often a waiter that will be notified still retries
 // (at most; see Cache.notifiedPoll).
 const notifiedPoll = 200 * time.Millisecond
@@ -43,19 +42,20 @@ const confirmTimeout = 50 * time.Millisecond
 
 // fillScript stores ARGV[2] (PX ARGV[3]) in KEYS[1] if it holds our
 // placeholder ARGV[1] (marked or not, with or without a kept version: see
-// ownsLua) and returns 1; else it returns 0. A version the placeholder kept
+// owns in wire.Lua) and returns 1; else it returns 0. A version the placeholder kept
 // is written into the envelope's header (versionkeep.go). When the
 // placeholder was marked, or the fill is refused (a write replaced the
 // placeholder; its waiters should look again), it publishes with ARGV[4]
 // (PUBLISH or SPUBLISH, empty for none) on channel ARGV[5]. pcall: a server
 // that lacks the command still fills.
-var fillScript = redis.NewScript(`
+var fillScript = redis.NewScript(wire.Lua + `
 local cur = redis.call('GET', KEYS[1])
-` + ownsLua + `
+local mine, marked = owns(cur, ARGV[1])
 if mine then
 	local new = ARGV[2]
-	if #cur >= 26 and #new >= ` + headerSizeLua + ` and string.byte(new, 1) == 254 and string.byte(new, 2) == 99 then
-		new = string.sub(new, 1, 4) .. string.sub(cur, 19, 26) .. string.sub(new, 13)
+	local ver = placeholder_version(cur)
+	if ver and is_envelope(new) then
+		new = with_version(new, ver)
 	end
 	redis.call('SET', KEYS[1], new, 'PX', ARGV[3])
 	if marked and ARGV[4] ~= '' then
@@ -69,18 +69,17 @@ end
 return 0
 `)
 
-// markWaitScript marks the placeholder whose first 18 bytes are ARGV[1]
-// under KEYS[1] as waited for (APPEND keeps its TTL and any kept version). It
-// returns 1 if KEYS[1] holds it (marked now or before), 0 if the key changed
-// meanwhile: look again at once.
-var markWaitScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-` + ownsLua + `
+// markWaitScript marks the placeholder whose base (magic and token) is
+// ARGV[1] under KEYS[1] as waited for (APPEND keeps its TTL and any kept
+// version). It returns 1 if KEYS[1] holds it (marked now or before), 0 if the
+// key changed meanwhile: look again at once.
+var markWaitScript = redis.NewScript(wire.Lua + `
+local mine, marked = owns(redis.call('GET', KEYS[1]), ARGV[1])
 if not mine then
 	return 0
 end
 if not marked then
-	redis.call('APPEND', KEYS[1], '` + waitMark + `')
+	redis.call('APPEND', KEYS[1], WAIT_MARK)
 end
 return 1
 `)
@@ -113,20 +112,7 @@ func (c *Cache[V]) notifyTarget(rkey string) notifyTarget {
 	case *redis.ClusterClient:
 		return notifyTarget{"spublish", rkey}
 	}
-	return notifyTarget{"publish", fillChannelPrefix + rkey}
-}
-
-// fillChannelPrefix names the fill channels on a single node (a cluster's
-// shard channels are named like the key).
-const fillChannelPrefix = "cacheguard:filled:"
-
-// placeholderBase is a placeholder as read, without the version it may have
-// kept or a wait mark: the magic and the token that ownsLua compares.
-func placeholderBase(prev []byte) []byte {
-	if len(prev) > 2+leaseTokenSize {
-		return prev[:2+leaseTokenSize]
-	}
-	return prev
+	return notifyTarget{"publish", wire.FillChannelPrefix + rkey}
 }
 
 // markWaited marks the placeholders prev[i] of keys as waited for, in one
@@ -134,7 +120,7 @@ func placeholderBase(prev []byte) []byte {
 func (c *Cache[V]) markWaited(ctx context.Context, keys []string, prev [][]byte) ([]bool, error) {
 	calls := make([]scriptCall, len(keys))
 	for i, k := range keys {
-		calls[i] = scriptCall{markWaitScript, []string{k}, []any{placeholderBase(prev[i])}}
+		calls[i] = scriptCall{markWaitScript, []string{k}, []any{wire.PlaceholderBase(prev[i])}}
 	}
 	cmds, err := runScripts(ctx, c.rdb, calls)
 	held := make([]bool, len(keys))

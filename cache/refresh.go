@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,7 +22,7 @@ import (
 // slower the load, the likelier a refresh; a hot key is then reloaded by one
 // caller shortly before it expires, instead of by a stampede after.
 //
-// Across processes, the refresher marks the entry by setting flagRefreshing in
+// Across processes, the refresher marks the entry by setting the refreshing flag in
 // its header (SETRANGE keeps the TTL) if the header is still the one it read,
 // so others skip; it then replaces the entry only if the header is still the
 // marked one. A Delete, Set or MarkStale in between changes or removes the
@@ -29,12 +30,12 @@ import (
 // again cannot recreate it), so the refreshed value is refused like any stale
 // fill.
 
-// markRefreshScript sets the flags byte (offset 3) to ARGV[2] if the entry's
-// header is still ARGV[1].
-var markRefreshScript = redis.NewScript(`
+// markRefreshScript sets the flags byte to ARGV[2] if the entry's header is
+// still ARGV[1].
+var markRefreshScript = redis.NewScript(wire.Lua + `
 local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, ` + headerSizeLua + `) == ARGV[1] then
-	redis.call('SETRANGE', KEYS[1], 3, ARGV[2])
+if v and string.sub(v, 1, HEADER_SIZE) == ARGV[1] then
+	redis.call('SETRANGE', KEYS[1], FLAGS_AT - 1, ARGV[2])
 	return 1
 end
 return 0
@@ -42,23 +43,21 @@ return 0
 
 // refreshFillScript replaces the entry with ARGV[2] (PX ARGV[3]) if its header
 // is still ARGV[1].
-var refreshFillScript = redis.NewScript(`
+var refreshFillScript = redis.NewScript(wire.Lua + `
 local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, ` + headerSizeLua + `) == ARGV[1] then
+if v and string.sub(v, 1, HEADER_SIZE) == ARGV[1] then
 	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 	return 1
 end
 return 0
 `)
 
-const headerSizeLua = "28" // headerSize, spelled for the scripts
-
 // shouldRefresh applies the XFetch test.
 func (c *Cache[V]) shouldRefresh(env envelope) bool {
-	if env.flags&flagRefreshing != 0 {
+	if env.Flags&wire.FlagRefreshing != 0 {
 		return false
 	}
-	if env.flags&flagStale != 0 {
+	if env.Flags&wire.FlagStale != 0 {
 		return true // stale-while-revalidate: the first reader refreshes
 	}
 	beta := c.cfg.earlyBeta
@@ -71,9 +70,9 @@ func (c *Cache[V]) shouldRefresh(env envelope) bool {
 	}
 	// Compared in floating point: the gap can exceed what a Duration holds
 	// (a large beta, a slow load), and converted it would wrap negative.
-	delta := max(env.delta, time.Millisecond)
+	delta := max(env.Delta, time.Millisecond)
 	gap := float64(delta) * beta * -math.Log(u)
-	return gap >= float64(env.expiry.Sub(c.now()))
+	return gap >= float64(env.Expiry.Sub(c.now()))
 }
 
 // maybeRefresh starts a background refresh of key if XFetch says so and none
@@ -88,7 +87,7 @@ func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envel
 	if !c.shouldRefresh(env) {
 		return
 	}
-	gen := string(env.header)
+	gen := string(env.Header)
 	for {
 		old, busy := c.refreshing.LoadOrStore(rkey, gen)
 		if !busy {
@@ -125,8 +124,8 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 		}
 	}()
 	marked := append([]byte(nil), header...)
-	marked[3] |= flagRefreshing
-	ok, err := markRefreshScript.Run(ctx, c.rdb, []string{rkey}, header, marked[3:4]).Int()
+	marked[wire.FlagsOffset] |= wire.FlagRefreshing
+	ok, err := markRefreshScript.Run(ctx, c.rdb, []string{rkey}, header, marked[wire.FlagsOffset:wire.FlagsOffset+1]).Int()
 	if err != nil {
 		c.report(logRefreshFailed, key, c.redisError(key, "mark refresh", err))
 		return

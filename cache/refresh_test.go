@@ -120,7 +120,7 @@ func TestEarlyRefreshWithAHugeGap(t *testing.T) {
 	_, rdb := newSingle(t)
 	for _, beta := range []float64{1e12, math.Inf(1)} {
 		c := newCache[string](t, rdb, WithEarlyRefresh(beta), withHooks(&hooks{rand: func() float64 { return 0.5 }}))
-		env := envelope{delta: 50 * time.Millisecond, expiry: time.Now().Add(10 * time.Minute)}
+		env := envelope{Delta: 50 * time.Millisecond, Expiry: time.Now().Add(10 * time.Minute)}
 		if !c.shouldRefresh(env) {
 			t.Errorf("beta %v, load 50ms, 10 minutes left: no refresh", beta)
 		}

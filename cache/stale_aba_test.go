@@ -73,7 +73,7 @@ func TestMarkStaleABA(t *testing.T) {
 			t.Error("the refresh that started after the second MarkStale was refused")
 		}
 		raw, _ := rdb.Get(ctx, prefixFor(t)+"k").Bytes()
-		if e, ok := decodeEnvelope(raw); !ok || string(e.payload) != `"v3"` && string(e.payload) != "v3" {
+		if e, ok := decodeEnvelope(raw); !ok || string(e.Payload) != `"v3"` && string(e.Payload) != "v3" {
 			t.Fatalf("Redis holds %q, want v3", raw)
 		}
 	})

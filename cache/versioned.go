@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,58 +20,19 @@ import (
 //
 // A plain delete would wipe the stored version with the value, and a late
 // older write would then land. DeleteKeepingVersion removes the value but
-// leaves a version tombstone behind for a while: the bytes 0xFE 'v' followed
-// by the 8-byte version. Readers see a miss and reload (the bytes are not an
+// leaves a version tombstone behind for a while (wire.AppendTombstone). Readers see a miss and reload (the bytes are not an
 // envelope); versioned writes compare against the version it carries.
-
-// magicTombstone is the second byte of a version tombstone.
-const magicTombstone = 'v'
-
-// versionTombstoneSize is the length of a version tombstone.
-const versionTombstoneSize = 10
-
-// isVersionTombstone reports whether b is a version tombstone (a miss to
-// readers, not foreign data).
-func isVersionTombstone(b []byte) bool {
-	return len(b) == versionTombstoneSize && b[0] == magic0 && b[1] == magicTombstone
-}
-
-// versionOfLua sets the Lua local ver to the 8 version bytes of the string
-// in the Lua local cur (an envelope, a version tombstone or a placeholder
-// that kept a version), or nil.
-const versionOfLua = `
-local ver = nil
-if cur and #cur >= ` + headerSizeLua + ` and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 99 then
-	ver = string.sub(cur, 5, 12)
-elseif cur and #cur == 10 and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 118 then
-	ver = string.sub(cur, 3, 10)
-elseif cur and #cur == 26 and string.byte(cur, 1) == 254 and string.byte(cur, 2) == 108 then
-	ver = string.sub(cur, 19, 26)
-end
-`
 
 // versionedSetScript writes ARGV[2] with PX ARGV[3] unless KEYS[1] holds an
 // envelope (version in bytes 5..12) or a version tombstone whose version is
-// at least ARGV[1]. A placeholder or foreign bytes count as version zero: a
-// versioned write replaces them (and an in-flight fill is then refused, as
+// at least ARGV[1], or a placeholder that kept such a version (any of its
+// shapes: version_of in wire.Lua). Another placeholder or foreign bytes count
+// as version zero: a versioned write replaces them (and an in-flight fill is then refused, as
 // after Set).
-var versionedSetScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-` + versionOfLua + `
-if ver then
-	local have = ver
-	local want = ARGV[1]
-	local newer = false
-	for i = 1, 8 do
-		local a, b = string.byte(want, i), string.byte(have, i)
-		if a ~= b then
-			newer = a > b
-			break
-		end
-	end
-	if not newer then
-		return 0
-	end
+var versionedSetScript = redis.NewScript(wire.Lua + `
+local ver = version_of(redis.call('GET', KEYS[1]))
+if ver and not version_newer(ARGV[1], ver) then
+	return 0
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1
@@ -122,17 +84,16 @@ func (c *Cache[V]) runVersioned(ctx context.Context, key string, version uint64,
 // a tombstone with a non-zero version, it leaves a version tombstone with
 // that version and a PX of ARGV[1]. Only the header is read, so a big value
 // is not copied. Reply: 2 tombstone left, 1 deleted, 0 missing.
-var deleteKeepingVersionScript = redis.NewScript(`
+var deleteKeepingVersionScript = redis.NewScript(wire.Lua + `
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t == 'none' then
 	return 0
 end
 if t == 'string' then
-	local cur = redis.call('GETRANGE', KEYS[1], 0, ` + headerSizeLua + ` - 1)
-	` + versionOfLua + `
-	if ver and ver ~= string.rep('\0', 8) then
+	local ver = version_of(redis.call('GETRANGE', KEYS[1], 0, HEADER_SIZE - 1))
+	if ver and ver ~= ZERO_VERSION then
 		redis.call('UNLINK', KEYS[1])
-		redis.call('SET', KEYS[1], '\254v' .. ver, 'PX', ARGV[1])
+		redis.call('SET', KEYS[1], tombstone(ver), 'PX', ARGV[1])
 		return 2
 	end
 end

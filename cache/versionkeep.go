@@ -1,6 +1,9 @@
 package cache
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/cacheguard/cacheguard/internal/wire"
+	"github.com/redis/go-redis/v9"
+)
 
 // A key's version is a high-water mark. Versioned writes (SetVersioned,
 // DeleteVersioned, and consistency's writers built on them) land only above
@@ -25,15 +28,14 @@ import "github.com/redis/go-redis/v9"
 // ARGV[2], copying into the envelope's header the version the key holds, if
 // any. Only the header is read, so a big value is not copied; a key of
 // another Redis type is simply replaced.
-var setKeepingVersionScript = redis.NewScript(`
+var setKeepingVersionScript = redis.NewScript(wire.Lua + `
 local t = redis.call('TYPE', KEYS[1])
 if type(t) == 'table' then t = t.ok or t['ok'] end
 local new = ARGV[1]
 if t == 'string' then
-	local cur = redis.call('GETRANGE', KEYS[1], 0, ` + headerSizeLua + ` - 1)
-	` + versionOfLua + `
-	if ver and ver ~= string.rep('\0', 8) then
-		new = string.sub(new, 1, 4) .. ver .. string.sub(new, 13)
+	local ver = version_of(redis.call('GETRANGE', KEYS[1], 0, HEADER_SIZE - 1))
+	if ver and ver ~= ZERO_VERSION then
+		new = with_version(new, ver)
 	end
 end
 redis.call('SET', KEYS[1], new, 'PX', ARGV[2])

@@ -17,7 +17,7 @@ func BenchmarkUpdate(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer q.Close()
-	defer rdb.Del(ctx, q.shards[0].due("users"), q.shards[0].data)
+	defer rdb.Del(ctx, q.shards[0].Due("users"), q.shards[0].Data)
 	users, _ := q.Register("users", unlinkInvalidator{rdb.Unlink})
 	nop := func(context.Context) error { return nil }
 	keys := []string{"bench:k"}

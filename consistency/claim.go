@@ -74,9 +74,9 @@ func (q *Queue) claim(ctx context.Context, shard int, targets []*Target, token s
 	l := q.shards[shard]
 	keys := make([]string, 0, len(targets)+2)
 	for _, t := range targets {
-		keys = append(keys, l.due(t.name))
+		keys = append(keys, l.Due(t.name))
 	}
-	keys = append(keys, l.data, l.claims)
+	keys = append(keys, l.Data, l.Claims)
 	res, err := q.script(ctx, claimScript, keys,
 		q.nowArg(), q.cfg.visibility.Milliseconds(), q.cfg.batch, token).Slice()
 	if err != nil {

@@ -21,7 +21,7 @@ func (q *Queue) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 	var out []DeadLetter
 	for _, l := range q.shards {
 		raw, err := call.Do(q.calls, ctx, 0, func(ctx context.Context) ([]string, error) {
-			return q.rdb.LRange(ctx, l.dead, 0, int64(n-1)).Result()
+			return q.rdb.LRange(ctx, l.Dead, 0, int64(n-1)).Result()
 		}, nil)
 		if err != nil {
 			return nil, q.redisError("dead letters", err)
@@ -51,7 +51,7 @@ func (q *Queue) DeadLetterCount(ctx context.Context, target string) (int64, erro
 	var total int64
 	for _, l := range q.shards {
 		s, err := call.Do(q.calls, ctx, 0, func(ctx context.Context) (string, error) {
-			return q.rdb.HGet(ctx, l.deadCount, target).Result()
+			return q.rdb.HGet(ctx, l.DeadCount, target).Result()
 		}, nil)
 		if errors.Is(err, redis.Nil) {
 			continue

@@ -7,41 +7,21 @@ import (
 	"fmt"
 	"hash/fnv"
 	randv2 "math/rand/v2"
-	"strconv"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
-// The queue's Redis keys. They are split into shards (WithShards, 1 by
-// default); each shard's keys share one hash tag, so that every script, which
-// only ever touches one shard, can touch several of them on a Redis Cluster,
-// and the shards spread the queue over as many slots. Shard 0 is tagged
-// {ns}, shard i > 0 {ns:i}. Per shard:
-//
-//	{ns}:due:<target>  sorted set: entry id -> due time (Unix ms); a claimed
-//	                   entry's score is its claim's visibility deadline
-//	{ns}:data          hash: entry id -> entry (JSON)
-//	{ns}:claims        hash: entry id -> token of the claim that holds it
-//	{ns}:dead          list of dead letters (JSON), newest first, capped
-//	{ns}:dead:count    hash: target -> number of dead letters ever
-//
-// One sorted set per target means an instance only ever claims entries of
-// targets it has registered, so it never holds a delete it cannot run.
-type layout struct {
-	prefix    string
-	data      string
-	claims    string
-	dead      string
-	deadCount string
-}
+// The queue's Redis keys: wire.Queue, one per shard (WithShards, 1 by
+// default), each shard's keys under one hash tag ({ns} for shard 0, {ns:i}
+// for shard i), so that every script, which only ever touches one shard, can
+// touch several of them on a Redis Cluster, and the shards spread the queue
+// over as many slots. One sorted set per target means an instance only ever
+// claims entries of targets it has registered, so it never holds a delete it
+// cannot run.
+type layout = wire.Queue
 
-func newLayout(ns string, shard int) layout {
-	tag := ns
-	if shard > 0 {
-		tag = ns + ":" + strconv.Itoa(shard)
-	}
-	p := "{" + tag + "}:"
-	return layout{prefix: p, data: p + "data", claims: p + "claims", dead: p + "dead", deadCount: p + "dead:count"}
-}
+func newLayout(ns string, shard int) layout { return wire.QueueKeys(ns, shard) }
 
 // shardOf is the shard entry id lives in: the same for every write of it,
 // so that Update moving its due time finds it.
@@ -53,8 +33,6 @@ func shardOf(id string, n int) int {
 	h.Write([]byte(id))
 	return int(h.Sum32() % uint32(n))
 }
-
-func (l layout) due(target string) string { return l.prefix + "due:" + target }
 
 // entry is one recorded delete: the keys of one target, and how it fared.
 type entry struct {

@@ -132,7 +132,7 @@ func (q *Queue) Pending(ctx context.Context) (int64, error) {
 	cmds, err := q.pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, t := range ts {
 			for _, l := range q.shards {
-				p.ZCard(ctx, l.due(t.name))
+				p.ZCard(ctx, l.Due(t.name))
 			}
 		}
 		return nil

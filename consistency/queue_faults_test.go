@@ -28,8 +28,8 @@ func TestCorruptEntriesDoNotBlockTheirBatch(t *testing.T) {
 	}
 	l := newLayout(prefixFor(t)+"q", 0)
 	now := float64(clk.Now().UnixMilli())
-	rdb.ZAdd(ctx, l.due("users"), redisZ("garbage", now), redisZ("nodata", now))
-	rdb.HSet(ctx, l.data, "garbage", "{not json")
+	rdb.ZAdd(ctx, l.Due("users"), redisZ("garbage", now), redisZ("nodata", now))
+	rdb.HSet(ctx, l.Data, "garbage", "{not json")
 	n, _, err := q.drain(ctx)
 	if err != nil {
 		t.Logf("drain error (tolerated): %v", err)
@@ -49,10 +49,10 @@ func TestCorruptEntriesDoNotBlockTheirBatch(t *testing.T) {
 	if p, err := q.Pending(ctx); err != nil || p != 0 {
 		t.Fatalf("pending %d, %v: corrupt entries stay in the queue", p, err)
 	}
-	if left, _ := rdb.HLen(ctx, l.data).Result(); left != 0 {
+	if left, _ := rdb.HLen(ctx, l.Data).Result(); left != 0 {
 		t.Fatalf("%d data fields left", left)
 	}
-	if left, _ := rdb.HLen(ctx, l.claims).Result(); left != 0 {
+	if left, _ := rdb.HLen(ctx, l.Claims).Result(); left != 0 {
 		t.Fatalf("%d claims left", left)
 	}
 }

@@ -51,7 +51,7 @@ func (q *Queue) recordDetached(ctx context.Context, t *Target, id string, e entr
 // put is record's write, unbounded.
 func (q *Queue) put(ctx context.Context, t *Target, id string, e entry, delay time.Duration) error {
 	l := q.shards[shardOf(id, len(q.shards))]
-	err := putScript.Run(ctx, q.rdb, []string{l.due(t.name), l.data, l.claims},
+	err := putScript.Run(ctx, q.rdb, []string{l.Due(t.name), l.Data, l.Claims},
 		q.nowArg(), delay.Milliseconds(), id, e.encode()).Err()
 	if err != nil {
 		return q.redisError("record delete", err)

@@ -46,7 +46,7 @@ func WaitReplicas(n int, timeout time.Duration) TargetOption {
 func (q *Queue) waitReplicas(ctx context.Context, n int, timeout time.Duration) error {
 	var wait *redis.Cmd
 	_, err := q.pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Incr(ctx, q.shards[0].prefix+"wait")
+		p.Incr(ctx, q.shards[0].Wait)
 		wait = p.Do(ctx, "WAIT", n, timeout.Milliseconds())
 		return nil
 	})

@@ -92,7 +92,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 		good = append(good, held{c.id, e})
 	}
 	errs := q.runEntries(ctx, t, good)
-	sk := []string{l.due(t.name), l.data, l.claims}
+	sk := []string{l.Due(t.name), l.Data, l.Claims}
 	// Settle even when Close cancelled ctx meanwhile: the deletes ran.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.opTimeout)
 	defer cancel()
@@ -161,7 +161,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 		}
 	}
 	if len(dead) > 3 {
-		dk := []string{l.due(t.name), l.data, l.claims, l.dead, l.deadCount}
+		dk := []string{l.Due(t.name), l.Data, l.Claims, l.Dead, l.DeadCount}
 		n, err := q.script(sctx, deadScript, dk, dead...).Int()
 		if err != nil {
 			q.report(t.name, deadKeys, q.redisError("dead letter", err))

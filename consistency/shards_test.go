@@ -26,10 +26,10 @@ func TestShardedQueueOnCluster(t *testing.T) {
 	nodes := map[string]bool{}
 	cc := rdb.(*redis.ClusterClient)
 	for _, l := range producer.shards {
-		if cc.Exists(ctx, l.data).Val() != 1 {
+		if cc.Exists(ctx, l.Data).Val() != 1 {
 			continue
 		}
-		slot := cc.ClusterKeySlot(ctx, l.data).Val()
+		slot := cc.ClusterKeySlot(ctx, l.Data).Val()
 		for _, s := range cc.ClusterSlots(ctx).Val() {
 			if int64(s.Start) <= slot && slot <= int64(s.End) {
 				nodes[s.Nodes[0].Addr] = true

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -144,6 +145,6 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 	if m.cfg.unfenced {
 		newBackend = newUnfencedBackend
 	}
-	m.b = newBackend(c.rdb, name, base, base+releasedSuffix, base+waitersSuffix, c.pub, &m.cfg)
+	m.b = newBackend(c.rdb, name, base, base+wire.LockReleasedSuffix, base+wire.LockWaitersSuffix, c.pub, &m.cfg)
 	return m
 }

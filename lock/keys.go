@@ -5,32 +5,12 @@ import (
 	"strings"
 )
 
-// Key layout. Every key of one lock starts with base = prefix + "{" + name +
-// "}" (or prefix + name when the name carries its own hash tag), so they all
-// share one hash tag and live in one Redis Cluster slot; every script of the package can therefore touch all of them, and the
-// release notification (a shard channel on a cluster) is served by the same
-// node.
-//
-//	base                hash: owner, n (hold count), token, w  Mutex (and Redlock, per node);
-//	                    a release keeps token (the fencing counter) until the last lease ends;
-//	                    w: a waiter was refused, so the release looks at the wait list
-//	base:fence          last fencing token, expires with the lease  RWMutex writer
-//	base:released       channel announcing Mutex releases
-//	base:waiters        zset: client id -> expiry (ms)        clients waiting for the Mutex
-//	base:rw             hash: owner, n, token                 RWMutex writer
-//	base:readers        zset: owner -> lease expiry (ms)      RWMutex readers
-//	base:holds          hash: owner -> hold count             RWMutex readers
-//	base:writers        zset: waiting writer -> expiry (ms)   RWMutex writers queued ahead of readers
-//	base:rw:released    channel announcing RWMutex releases
-const (
-	fenceSuffix    = ":fence"
-	readersSuffix  = ":readers"
-	holdsSuffix    = ":holds"
-	releasedSuffix = ":released"
-	waitersSuffix  = ":waiters"
-	rwSuffix       = ":rw"
-	writersSuffix  = ":writers"
-)
+// Key layout: internal/wire (the lock section of keys.go). Every key of one
+// lock starts with base = prefix + "{" + name + "}" (or prefix + name when
+// the name carries its own hash tag), so they all share one hash tag and live
+// in one Redis Cluster slot; every script of the package can therefore touch
+// all of them, and the release notification (a shard channel on a cluster)
+// is served by the same node.
 
 // baseKey returns the common start of every key of the named lock: the name
 // wrapped in braces, so that it is the hash tag of every key of the lock.

@@ -1,6 +1,9 @@
 package lock
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/cacheguard/cacheguard/internal/wire"
+	"github.com/redis/go-redis/v9"
+)
 
 // The hold scripts: a lock is a hash {owner, n, token} under KEYS[1] with a
 // PEXPIRE lease. They serve Mutex, the writer side of RWMutex and each node
@@ -21,8 +24,8 @@ import "github.com/redis/go-redis/v9"
 // clock in microseconds: the clock floor is what makes the counter safe to
 // lose (see fenceLua). Four commands for a free lock: HMGET, TIME, HSET,
 // PEXPIRE.
-var acquireScript = redis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'owner', 'token')
+var acquireScript = redis.NewScript(wire.LockLua + `
+local h = redis.call('HMGET', KEYS[1], F_OWNER, F_TOKEN)
 local owner = h[1]
 if not owner then
   local token = 0
@@ -32,12 +35,12 @@ if not owner then
     local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
     if token < floor then token = floor end
   end
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'n', 1, 'token', string.format('%.0f', token))
+  redis.call('HSET', KEYS[1], F_OWNER, ARGV[1], F_HOLDS, 1, F_TOKEN, string.format('%.0f', token))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, token, tonumber(ARGV[2])}
 end
 if owner == ARGV[1] then
-  local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+  local n = redis.call('HINCRBY', KEYS[1], F_HOLDS, 1)
   local pttl = redis.call('PTTL', KEYS[1])
   if pttl < tonumber(ARGV[2]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -45,7 +48,7 @@ if owner == ARGV[1] then
   end
   return {n, tonumber(h[2]), pttl}
 end
-if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'w', '1') end
+if ARGV[4] == '1' then redis.call('HSET', KEYS[1], F_WAITED, '1') end
 return {0, redis.call('PTTL', KEYS[1])}
 `)
 
@@ -81,19 +84,19 @@ const takeHoldLua = `
 if not owner then
   onGrant()
   local token = fence()
-  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'n', 1, 'token', string.format('%.0f', token))
+  redis.call('HSET', KEYS[1], F_OWNER, ARGV[1], F_HOLDS, 1, F_TOKEN, string.format('%.0f', token))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, token, tonumber(ARGV[2])}
 end
 if owner == ARGV[1] then
   onGrant()
-  local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+  local n = redis.call('HINCRBY', KEYS[1], F_HOLDS, 1)
   local pttl = redis.call('PTTL', KEYS[1])
   if pttl < tonumber(ARGV[2]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     pttl = tonumber(ARGV[2])
   end
-  return {n, tonumber(redis.call('HGET', KEYS[1], 'token')), pttl}
+  return {n, tonumber(redis.call('HGET', KEYS[1], F_TOKEN)), pttl}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `
@@ -110,12 +113,12 @@ return {0, redis.call('PTTL', KEYS[1])}
 // successor's lock. With ARGV[6] set, only the hold with that fencing token
 // is touched: an acquisition given up on can then drop its own hold, never
 // one of a later lock of the same owner.
-var releaseScript = redis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'owner', 'n', 'token')
+var releaseScript = redis.NewScript(wire.LockLua + `
+local h = redis.call('HMGET', KEYS[1], F_OWNER, F_HOLDS, F_TOKEN)
 if h[1] ~= ARGV[1] then return -1 end
 if ARGV[6] and ARGV[6] ~= '' and h[3] ~= ARGV[6] then return -1 end
 if ARGV[2] ~= '1' and h[2] ~= '1' then
-  return redis.call('HINCRBY', KEYS[1], 'n', -1)
+  return redis.call('HINCRBY', KEYS[1], F_HOLDS, -1)
 end
 redis.call('DEL', KEYS[1])
 if ARGV[3] == '' then return 0 end
@@ -138,31 +141,31 @@ return 0
 // had. It looks at the wait list only when a refused waiter marked the hash
 // (field w), and clears the mark when the list is gone. Uncontended, two
 // commands: HMGET, HDEL.
-var holdReleaseScript = redis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'owner', 'n', 'token', 'w')
+var holdReleaseScript = redis.NewScript(wire.LockLua + `
+local h = redis.call('HMGET', KEYS[1], F_OWNER, F_HOLDS, F_TOKEN, F_WAITED)
 if h[1] ~= ARGV[1] then return -1 end
 if ARGV[6] and ARGV[6] ~= '' and h[3] ~= ARGV[6] then return -1 end
 if ARGV[2] ~= '1' and h[2] ~= '1' then
-  return redis.call('HINCRBY', KEYS[1], 'n', -1)
+  return redis.call('HINCRBY', KEYS[1], F_HOLDS, -1)
 end
 if ARGV[3] == '' or (KEYS[2] and not h[4]) then
-  redis.call('HDEL', KEYS[1], 'owner', 'n')
+  redis.call('HDEL', KEYS[1], F_OWNER, F_HOLDS)
   return 0
 end
 local target = ''
 if KEYS[2] then
   if redis.call('EXISTS', KEYS[2]) == 0 then
-    redis.call('HDEL', KEYS[1], 'owner', 'n', 'w')
+    redis.call('HDEL', KEYS[1], F_OWNER, F_HOLDS, F_WAITED)
     return 0
   end
-  redis.call('HDEL', KEYS[1], 'owner', 'n')
+  redis.call('HDEL', KEYS[1], F_OWNER, F_HOLDS)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
   target = redis.call('ZRANDMEMBER', KEYS[2])
   if not target then return 0 end
 else
-  redis.call('HDEL', KEYS[1], 'owner', 'n')
+  redis.call('HDEL', KEYS[1], F_OWNER, F_HOLDS)
 end
 redis.call(ARGV[3], ARGV[4], ARGV[5] .. '|' .. target)
 return 0
@@ -171,7 +174,7 @@ return 0
 // waitListScript registers client ARGV[1] on the wait list KEYS[1] for
 // ARGV[2] ms (ARGV[3] = "1"), or removes it ("0"). The list itself expires
 // when no client has refreshed it for that long.
-var waitListScript = redis.NewScript(`
+var waitListScript = redis.NewScript(wire.LockLua + `
 if ARGV[3] ~= '1' then return redis.call('ZREM', KEYS[1], ARGV[1]) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -188,8 +191,8 @@ return 1
 // lower bound of it (request sent + pttl), and the holder may keep the
 // largest bound it has seen. A script that could shorten the lease would
 // make a reply in flight a lie.
-var renewScript = redis.NewScript(`
-local owner = redis.call('HGET', KEYS[1], 'owner')
+var renewScript = redis.NewScript(wire.LockLua + `
+local owner = redis.call('HGET', KEYS[1], F_OWNER)
 if not owner then return 0 end
 if owner ~= ARGV[1] then return -1 end
 local pttl = redis.call('PTTL', KEYS[1])
@@ -202,7 +205,7 @@ return pttl
 
 // ttlScript replies the remaining lease in ms of ARGV[1]'s lock, or -3 when
 // ARGV[1] does not hold it.
-var ttlScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return -3 end
+var ttlScript = redis.NewScript(wire.LockLua + `
+if redis.call('HGET', KEYS[1], F_OWNER) ~= ARGV[1] then return -3 end
 return redis.call('PTTL', KEYS[1])
 `)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -202,11 +203,11 @@ func (b *redlockBackend) raiseFence(ctx context.Context, owner string, token int
 // raiseFenceScript raises the token of ARGV[1]'s hold at KEYS[1], which is
 // also the node's fencing counter (see acquireScript), to ARGV[2]. Replies
 // 1, or 0 when ARGV[1] does not hold the lock there.
-var raiseFenceScript = redis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'owner', 'token')
+var raiseFenceScript = redis.NewScript(wire.LockLua + `
+local h = redis.call('HMGET', KEYS[1], F_OWNER, F_TOKEN)
 if h[1] ~= ARGV[1] then return 0 end
 if tonumber(h[2] or '0') < tonumber(ARGV[2]) then
-  redis.call('HSET', KEYS[1], 'token', ARGV[2])
+  redis.call('HSET', KEYS[1], F_TOKEN, ARGV[2])
 end
 return 1
 `)

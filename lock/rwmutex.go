@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,8 +39,8 @@ func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
 	if err != nil && rw.cfg.err == nil {
 		rw.cfg.err = err
 	}
-	keys := []string{base + rwSuffix, base + readersSuffix, base + holdsSuffix, base + fenceSuffix, base + writersSuffix}
-	channel := base + rwSuffix + releasedSuffix
+	keys := []string{base + wire.LockRWSuffix, base + wire.LockReadersSuffix, base + wire.LockHoldsSuffix, base + wire.LockFenceSuffix, base + wire.LockWritersSuffix}
+	channel := base + wire.LockRWSuffix + wire.LockReleasedSuffix
 	// Releases of an RWMutex wake every client: all of their readers may
 	// get in at once.
 	writer := newHoldBackend(c.rdb, name, keys, writeAcquireScript, true, channel, "", c.pub, &rw.cfg)

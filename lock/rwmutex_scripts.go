@@ -1,6 +1,9 @@
 package lock
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/cacheguard/cacheguard/internal/wire"
+	"github.com/redis/go-redis/v9"
+)
 
 // The read-write lock scripts. KEYS[1] is the writer's hold hash (the same
 // layout as a Mutex), KEYS[2] a sorted set of reader owners scored by the
@@ -47,8 +50,8 @@ end
 // writer can downgrade) or a writer waits (writersLua). Replies {holds, current fencing counter (0 when it
 // expired), remaining read lease} or {0, pttl of the writer}. Like every hold
 // script, it never shortens a lease.
-var readAcquireScript = redis.NewScript(readersPrelude + writersLua + `
-local w = redis.call('HGET', KEYS[1], 'owner')
+var readAcquireScript = redis.NewScript(wire.LockLua + readersPrelude + writersLua + `
+local w = redis.call('HGET', KEYS[1], F_OWNER)
 if w and w ~= ARGV[1] then return {0, redis.call('PTTL', KEYS[1])} end
 if not w and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
   local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
@@ -71,8 +74,8 @@ return {n, tonumber(redis.call('GET', KEYS[4]) or '0'), cur - now}
 // or for the longest reader. A refused writer that will wait (ARGV[4], the
 // mark's life in ms, not "0") marks itself so that new readers queue behind
 // it; taking the lock removes its mark.
-var writeAcquireScript = redis.NewScript(readersPrelude + writersLua + `
-local owner = redis.call('HGET', KEYS[1], 'owner')
+var writeAcquireScript = redis.NewScript(wire.LockLua + readersPrelude + writersLua + `
+local owner = redis.call('HGET', KEYS[1], F_OWNER)
 if owner ~= ARGV[1] then
   if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return {-1, 0} end
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
@@ -96,7 +99,7 @@ end
 // readRenewScript makes ARGV[1]'s read lease last at least ARGV[2] ms (never
 // shorter, as renewScript). Replies the remaining read lease, or 0 when the
 // read hold is gone.
-var readRenewScript = redis.NewScript(readersPrelude + `
+var readRenewScript = redis.NewScript(wire.LockLua + readersPrelude + `
 local cur = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not cur then return 0 end
 cur = tonumber(cur)
@@ -113,7 +116,7 @@ return math.max(cur - now, 1)
 // "1"). When the last reader leaves it announces the release like
 // releaseScript (ARGV[3..5]). Replies the holds left, 0 when the lock became
 // free, -2 when other readers remain, -1 when ARGV[1] held no read lock.
-var readReleaseScript = redis.NewScript(readersPrelude + `
+var readReleaseScript = redis.NewScript(wire.LockLua + readersPrelude + `
 if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then return -1 end
 if ARGV[2] ~= '1' then
   local n = redis.call('HINCRBY', KEYS[3], ARGV[1], -1)
@@ -127,7 +130,7 @@ return 0
 `)
 
 // readTTLScript replies the remaining read lease of ARGV[1] in ms, or -3.
-var readTTLScript = redis.NewScript(readersPrelude + `
+var readTTLScript = redis.NewScript(wire.LockLua + readersPrelude + `
 local s = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not s then return -3 end
 return tonumber(s) - now
@@ -136,7 +139,7 @@ return tonumber(s) - now
 // writerGivesUpScript removes the mark of waiting writer ARGV[1] from KEYS[1]
 // and, if it was there, wakes the readers queued behind it (ARGV[2..4] as
 // releaseScript's ARGV[3..5]).
-var writerGivesUpScript = redis.NewScript(`
+var writerGivesUpScript = redis.NewScript(wire.LockLua + `
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 and ARGV[2] ~= '' then
   redis.call(ARGV[2], ARGV[3], ARGV[4])
 end

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,10 +27,6 @@ type Semaphore struct {
 	pub     publisher
 }
 
-// semaphoreSuffix names a semaphore's key: a zset of permit -> lease expiry
-// (server ms); its release channel adds releasedSuffix.
-const semaphoreSuffix = ":sem"
-
 // Semaphore returns the semaphore called name with size permits. Every user
 // of one name must give the same size. An invalid name, size or option is
 // reported by Acquire and TryAcquire.
@@ -43,8 +40,8 @@ func (c *Client) Semaphore(name string, size int, opts ...Option) *Semaphore {
 	if size <= 0 && s.cfg.err == nil {
 		s.cfg.err = fmt.Errorf("lock: semaphore %q: size %d is not positive", name, size)
 	}
-	s.key = base + semaphoreSuffix
-	s.channel = s.key + releasedSuffix
+	s.key = base + wire.LockSemaphoreSuffix
+	s.channel = s.key + wire.LockReleasedSuffix
 	return s
 }
 

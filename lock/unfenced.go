@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -75,36 +76,28 @@ func (b *holdBackend) acquireUnfenced(ctx context.Context, owner string, lease t
 }
 
 // The unfenced layout: KEYS[1] is a string "<holds>:<owner>" with a
-// PEXPIRE lease. ownerOfLua sets n and o to the hold count and the owner of
-// the value v (o is nil when v is not of that form).
-const ownerOfLua = `
-local function ownerOf(v)
-  local c = string.find(v, ':', 1, true)
-  if not c then return 0, nil end
-  return tonumber(string.sub(v, 1, c - 1)) or 0, string.sub(v, c + 1)
-end
-`
+// PEXPIRE lease, read by owner_of and written by unfenced (wire.LockLua).
 
 // unfencedAcquireScript takes the lock at KEYS[1] for ARGV[1] with lease
 // ARGV[2] ms, or adds a hold when ARGV[1] holds it (with a lease at least
 // as long as asked, never shorter: see renewScript). Replies as
 // acquireScript, with token 0: {holds, 0, pttl} when granted, {0, pttl}
 // when another owner holds it.
-var unfencedAcquireScript = redis.NewScript(ownerOfLua + `
+var unfencedAcquireScript = redis.NewScript(wire.LockLua + `
 local v = redis.call('GET', KEYS[1])
 if not v then
-  redis.call('SET', KEYS[1], '1:' .. ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', KEYS[1], unfenced(1, ARGV[1]), 'PX', ARGV[2])
   return {1, 0, tonumber(ARGV[2])}
 end
-local n, o = ownerOf(v)
+local n, o = owner_of(v)
 if o ~= ARGV[1] or n < 1 then return {0, redis.call('PTTL', KEYS[1])} end
 n = n + 1
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl < tonumber(ARGV[2]) then
-  redis.call('SET', KEYS[1], n .. ':' .. ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', KEYS[1], unfenced(n, ARGV[1]), 'PX', ARGV[2])
   pttl = tonumber(ARGV[2])
 else
-  redis.call('SET', KEYS[1], n .. ':' .. ARGV[1], 'KEEPTTL')
+  redis.call('SET', KEYS[1], unfenced(n, ARGV[1]), 'KEEPTTL')
 end
 return {n, 0, pttl}
 `)
@@ -112,13 +105,13 @@ return {n, 0, pttl}
 // unfencedReleaseScript is releaseScript for the unfenced layout, with the
 // same arguments and replies (ARGV[6], the token, is not used: there is
 // none). Uncontended, with a wait list: GET, DEL, EXISTS.
-var unfencedReleaseScript = redis.NewScript(ownerOfLua + `
+var unfencedReleaseScript = redis.NewScript(wire.LockLua + `
 local v = redis.call('GET', KEYS[1])
 if not v then return -1 end
-local n, o = ownerOf(v)
+local n, o = owner_of(v)
 if o ~= ARGV[1] or n < 1 then return -1 end
 if ARGV[2] ~= '1' and n > 1 then
-  redis.call('SET', KEYS[1], (n - 1) .. ':' .. ARGV[1], 'KEEPTTL')
+  redis.call('SET', KEYS[1], unfenced(n - 1, ARGV[1]), 'KEEPTTL')
   return n - 1
 end
 redis.call('DEL', KEYS[1])
@@ -137,10 +130,10 @@ return 0
 `)
 
 // unfencedRenewScript is renewScript for the unfenced layout.
-var unfencedRenewScript = redis.NewScript(ownerOfLua + `
+var unfencedRenewScript = redis.NewScript(wire.LockLua + `
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
-local n, o = ownerOf(v)
+local n, o = owner_of(v)
 if o ~= ARGV[1] or n < 1 then return -1 end
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl < tonumber(ARGV[2]) then
@@ -151,10 +144,10 @@ return pttl
 `)
 
 // unfencedTTLScript is ttlScript for the unfenced layout.
-var unfencedTTLScript = redis.NewScript(ownerOfLua + `
+var unfencedTTLScript = redis.NewScript(wire.LockLua + `
 local v = redis.call('GET', KEYS[1])
 if not v then return -3 end
-local n, o = ownerOf(v)
+local n, o = owner_of(v)
 if o ~= ARGV[1] or n < 1 then return -3 end
 return redis.call('PTTL', KEYS[1])
 `)

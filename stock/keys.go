@@ -3,23 +3,15 @@ package stock
 import (
 	"fmt"
 	"hash/fnv"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
-// The Redis layout. Every key of one bucket of one SKU shares the hash tag
-// {ns:sku:b}, so each script touches a single slot; different buckets have
-// different tags and so spread over a cluster.
-//
-//	{ns:sku:b}:m  hash   the bucket's counters and the sale's settings
-//	{ns:sku:b}:r  hash   request id -> first answer (JSON)
-//	{ns:sku:b}:u  hash   user -> units held in this sale
-//	{ns:sku:b}:o  stream the outbox: one entry per state change
-//	{ns:sku:b}:d  zset   request id -> due time (ms, Redis clock) of the hold
-//	{ns:sku:b}:x  set    ids of stock transfers already credited to this bucket
-//	ns:sales      hash   sku -> bucket count: the sales a consumer drains
-//	ns:dead       stream dead letters of every sale
+// The Redis layout: wire.StockBucket. Every key of one bucket of one SKU
+// shares the hash tag {ns:sku:b}, so each script touches a single slot;
+// different buckets have different tags and so spread over a cluster.
 type bucketKeys struct {
 	meta, reqs, users, outbox, due, xin string
 }
@@ -28,17 +20,13 @@ func (k bucketKeys) list() []string {
 	return []string{k.meta, k.reqs, k.users, k.outbox, k.due, k.xin}
 }
 
-func bucketTag(ns, sku string, b int) string {
-	return "{" + ns + ":" + sku + ":" + strconv.Itoa(b) + "}"
-}
-
 func keysFor(ns, sku string, b int) bucketKeys {
-	t := bucketTag(ns, sku, b)
-	return bucketKeys{meta: t + ":m", reqs: t + ":r", users: t + ":u", outbox: t + ":o", due: t + ":d", xin: t + ":x"}
+	k := wire.StockBucketKeys(ns, sku, b)
+	return bucketKeys{meta: k.Meta, reqs: k.Reqs, users: k.Users, outbox: k.Outbox, due: k.Due, xin: k.Xin}
 }
 
-func salesKey(ns string) string { return ns + ":sales" }
-func deadKey(ns string) string  { return ns + ":dead" }
+func salesKey(ns string) string { return wire.StockSalesKey(ns) }
+func deadKey(ns string) string  { return wire.StockDeadKey(ns) }
 
 // homeBucket is where a user's reservations, limit and request ids live:
 // all of one user's requests meet in one script, whatever the bucket count.

@@ -40,7 +40,7 @@ func plant(t *testing.T, rdb redis.UniversalClient) {
 		}
 		must(t, rdb.PExpireAt(ctx, fmt.Sprint("user:", i), at).Err())
 	}
-	// The lease placeholder format (cache/envelope.go) left without expiry,
+	// The lease placeholder format (internal/wire) left without expiry,
 	// as a server restored from a snapshot or a hand-made PERSIST leaves it.
 	stranded := "\xfel" + strings.Repeat("\x01", 16)
 	must(t, rdb.Set(ctx, "user:stranded", stranded, 0).Err())

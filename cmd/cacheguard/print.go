@@ -42,8 +42,8 @@ func printReport(out io.Writer, r *Report) {
 	}
 
 	e := r.Entries
-	fmt.Fprintf(w, "\ncache entries: %d (absences %d, compressed %d, stale %d, no expiry %d)\n",
-		e.Count, e.Null, e.Compressed, e.Stale, e.NoTTL)
+	fmt.Fprintf(w, "\ncache entries: %d (absences %d, compressed %d, stale %d, refreshing %d, no expiry %d); version tombstones %d\n",
+		e.Count, e.Null, e.Compressed, e.Stale, e.Refreshing, e.NoTTL, e.Tombstones)
 	if e.Count > 0 {
 		fmt.Fprintln(w, "  TTL")
 		for _, b := range e.TTLs {
@@ -62,16 +62,16 @@ func printReport(out io.Writer, r *Report) {
 		if s.TTLms >= 0 {
 			ttl = (time.Duration(s.TTLms) * time.Millisecond).String()
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", quote(s.Key), ttl, s.Node)
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", quote(s.Key), s.Shape, ttl, s.Node)
 	}
 
 	if len(r.Queues) > 0 || len(r.DeadLetters) > 0 {
 		fmt.Fprintln(w, "\nwrite-path retry queues")
 		for _, q := range r.Queues {
-			fmt.Fprintf(w, "  {%s} %s\t%d pending\t%d due\n", q.Namespace, q.Target, q.Depth, q.Due)
+			fmt.Fprintf(w, "  %s %s\t%d pending\t%d due\n", queueTag(q.Namespace, q.Shard), q.Target, q.Depth, q.Due)
 		}
 		for _, d := range r.DeadLetters {
-			fmt.Fprintf(w, "  {%s}\t%d dead letters kept\t%d ever\n", d.Namespace, d.Kept, d.Total)
+			fmt.Fprintf(w, "  %s\t%d dead letters kept\t%d ever\n", queueTag(d.Namespace, d.Shard), d.Kept, d.Total)
 		}
 	}
 	if len(r.Blooms) > 0 {

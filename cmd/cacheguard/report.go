@@ -48,6 +48,8 @@ type Entries struct {
 	Null       int64    `json:"null"`       // cached absences
 	Compressed int64    `json:"compressed"` // payload compressed
 	Stale      int64    `json:"stale"`      // marked stale, serving while one caller reloads
+	Refreshing int64    `json:"refreshing"` // a reload (early refresh or of a stale entry) is under way
+	Tombstones int64    `json:"tombstones"` // version tombstones: deleted, version kept against older writes
 	NoTTL      int64    `json:"no_ttl"`     // no expiry: never refreshed unless written
 	TTLs       []Bucket `json:"ttls"`
 	// BusiestSecond is the one-second window in which most entries expire.
@@ -65,6 +67,7 @@ type Leases struct {
 // its key wait for a fill that may never come.
 type Stranded struct {
 	Key   string `json:"key"`
+	Shape string `json:"shape"`  // which placeholder shape (waited on, kept a version)
 	TTLms int64  `json:"ttl_ms"` // -1: no expiry
 	Node  string `json:"node"`
 }
@@ -72,6 +75,7 @@ type Stranded struct {
 // Queue is one target's retry queue of the write path.
 type Queue struct {
 	Namespace string `json:"namespace"`
+	Shard     int    `json:"shard"` // the namespace's shard (consistency.WithShards)
 	Target    string `json:"target"`
 	Depth     int64  `json:"depth"` // recorded deletes not yet done
 	Due       int64  `json:"due"`   // of which due now (or claimed and overdue)
@@ -80,6 +84,7 @@ type Queue struct {
 // DeadLetter counts a namespace's dead letters.
 type DeadLetter struct {
 	Namespace string `json:"namespace"`
+	Shard     int    `json:"shard"`
 	Kept      int64  `json:"kept"`  // in the capped list
 	Total     int64  `json:"total"` // ever, all targets
 }

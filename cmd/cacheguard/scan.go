@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cacheguard/cacheguard/consistency"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -102,7 +104,7 @@ func (s *scanner) examine(ctx context.Context, c *redis.Client, addr string, key
 				mems[i] = p.MemoryUsage(ctx, k, 0)
 			}
 			strlens[i] = p.StrLen(ctx, k)
-			heads[i] = p.GetRange(ctx, k, 0, headerSize-1)
+			heads[i] = p.GetRange(ctx, k, 0, wire.HeaderSize-1)
 		}
 		return nil
 	})
@@ -150,47 +152,9 @@ func (s *scanner) examine(ctx context.Context, c *redis.Client, addr string, key
 		s.sizes.add(size, size)
 		s.biggest.add(BigKey{Key: k, Type: typ, Bytes: size, Node: addr})
 
-		switch typ {
-		case "string":
-			if h, ok := parseHeader(head); ok {
-				s.entry(h, ttl, now)
-				continue
-			}
-			if isPlaceholder(head, strlen) {
-				s.placeholder(k, ttl, addr)
-				continue
-			}
-			if l, ok := unfencedLock(k, head, strlen, ttl); ok {
-				s.rep.Locks = append(s.rep.Locks, l)
-				continue
-			}
-			if name, rest, ok := hashTagged(k); ok && rest == ":cfg" {
-				f := s.bloom(ctx, name, k)
-				follow = append(follow, f.queue)
-				after = append(after, f.done)
-			}
-		case "zset":
-			if ns, target, ok := queueDue(k); ok && target != "" {
-				f := s.queue(ns, target, k, now)
-				follow = append(follow, f.queue)
-				after = append(after, f.done)
-			} else if strings.HasSuffix(k, "}:readers") {
-				f := s.readers(k, ttl)
-				follow = append(follow, f.queue)
-				after = append(after, f.done)
-			}
-		case "list":
-			if ns, rest, ok := hashTagged(k); ok && rest == ":dead" {
-				f := s.dead(ns, k)
-				follow = append(follow, f.queue)
-				after = append(after, f.done)
-			}
-		case "hash":
-			if _, kind, ok := lockName(k); ok {
-				f := s.lock(k, kind, ttl)
-				follow = append(follow, f.queue)
-				after = append(after, f.done)
-			}
+		if f, ok := s.recognise(ctx, k, typ, head, strlen, ttl, addr, now); ok {
+			follow = append(follow, f.queue)
+			after = append(after, f.done)
 		}
 	}
 	if len(follow) == 0 {
@@ -209,160 +173,6 @@ func (s *scanner) examine(ctx context.Context, c *redis.Client, addr string, key
 		f()
 	}
 	return nil
-}
-
-// followUp is a second-round read: queue adds commands to the pipeline, done
-// reads their replies.
-type followUp struct {
-	queue func(redis.Pipeliner)
-	done  func()
-}
-
-func (s *scanner) entry(h entryHeader, ttl int64, now time.Time) {
-	e := &s.rep.Entries
-	e.Count++
-	if h.flags&flagNull != 0 {
-		e.Null++
-	}
-	if h.flags&flagCompressed != 0 {
-		e.Compressed++
-	}
-	if h.flags&flagStale != 0 {
-		e.Stale++
-	}
-	if ttl < 0 {
-		e.NoTTL++
-		s.ttls.add(-1, 0)
-		return
-	}
-	s.ttls.add(ttl, 0)
-	s.expiries = append(s.expiries, now.UnixMilli()+ttl)
-}
-
-func (s *scanner) placeholder(key string, ttl int64, addr string) {
-	if ttl >= 0 && ttl <= s.opts.maxLease.Milliseconds() {
-		s.rep.Leases.InFlight++
-		return
-	}
-	s.rep.Leases.Stranded = append(s.rep.Leases.Stranded, Stranded{Key: key, TTLms: ttl, Node: addr})
-}
-
-func (s *scanner) bloom(ctx context.Context, name, cfgKey string) followUp {
-	var cfg *redis.StringCmd
-	var bits *redis.IntCmd
-	bitsKey := "{" + name + "}:bits"
-	return followUp{
-		queue: func(p redis.Pipeliner) {
-			cfg = p.Get(ctx, cfgKey)
-			bits = p.BitCount(ctx, bitsKey, nil)
-		},
-		done: func() {
-			v, err := cfg.Result()
-			if err != nil {
-				return
-			}
-			m, k, ready, ok := bloomConfig(v)
-			if !ok {
-				return
-			}
-			set, err := bits.Result()
-			if err != nil {
-				s.errorf("BITCOUNT %q: %v", bitsKey, err)
-				return
-			}
-			b := Bloom{Name: name, M: m, K: k, Ready: ready, BitsSet: set, FillRatio: float64(set) / float64(m)}
-			s.rep.Blooms = append(s.rep.Blooms, b)
-		},
-	}
-}
-
-func (s *scanner) queue(ns, target, key string, now time.Time) followUp {
-	var depth, due *redis.IntCmd
-	return followUp{
-		queue: func(p redis.Pipeliner) {
-			depth = p.ZCard(context.Background(), key)
-			due = p.ZCount(context.Background(), key, "-inf", fmt.Sprint(now.UnixMilli()))
-		},
-		done: func() {
-			d, err1 := depth.Result()
-			n, err2 := due.Result()
-			if err1 != nil || err2 != nil {
-				s.errorf("queue %q: %v %v", key, err1, err2)
-				return
-			}
-			s.rep.Queues = append(s.rep.Queues, Queue{Namespace: ns, Target: target, Depth: d, Due: n})
-		},
-	}
-}
-
-func (s *scanner) dead(ns, key string) followUp {
-	var kept *redis.IntCmd
-	var newest *redis.StringCmd
-	var counts *redis.MapStringStringCmd
-	return followUp{
-		queue: func(p redis.Pipeliner) {
-			kept = p.LLen(context.Background(), key)
-			newest = p.LIndex(context.Background(), key, 0)
-			counts = p.HGetAll(context.Background(), key+":count")
-		},
-		done: func() {
-			n, err := kept.Result()
-			if err != nil {
-				s.errorf("dead letters %q: %v", key, err)
-				return
-			}
-			if v, err := newest.Result(); err != nil || !isDeadLetter(v) {
-				return // not the write path's list
-			}
-			dl := DeadLetter{Namespace: ns, Kept: n}
-			m, _ := counts.Result()
-			for _, v := range m {
-				var c int64
-				if _, err := fmt.Sscan(v, &c); err == nil && c > 0 {
-					dl.Total += c
-				}
-			}
-			s.rep.DeadLetters = append(s.rep.DeadLetters, dl)
-		},
-	}
-}
-
-func (s *scanner) lock(key, kind string, ttl int64) followUp {
-	var f *redis.SliceCmd
-	return followUp{
-		queue: func(p redis.Pipeliner) { f = p.HMGet(context.Background(), key, "owner", "n", "token") },
-		done: func() {
-			vals, err := f.Result()
-			if err != nil || len(vals) != 3 {
-				return
-			}
-			owner, ok := vals[0].(string)
-			if !ok { // not a lock hash after all
-				return
-			}
-			n, ok1 := vals[1].(string)
-			token, ok2 := vals[2].(string)
-			l := Lock{Key: key, Kind: kind, Owner: owner, Token: token, TTLms: ttl}
-			if _, err := fmt.Sscan(n, &l.Holds); !ok1 || !ok2 || err != nil || l.Holds < 1 {
-				return // some other program's hash
-			}
-			s.rep.Locks = append(s.rep.Locks, l)
-		},
-	}
-}
-
-func (s *scanner) readers(key string, ttl int64) followUp {
-	var n *redis.IntCmd
-	return followUp{
-		queue: func(p redis.Pipeliner) { n = p.ZCard(context.Background(), key) },
-		done: func() {
-			c, err := n.Result()
-			if err != nil || c == 0 {
-				return
-			}
-			s.rep.Locks = append(s.rep.Locks, Lock{Key: strings.TrimSuffix(key, ":readers"), Kind: "readers", Holds: c, TTLms: ttl})
-		},
-	}
 }
 
 // finish computes what needs every node's keys.
@@ -453,10 +263,7 @@ func (s *scanner) showProgress(final bool) {
 // isDeadLetter reports whether v is a dead letter as consistency writes them
 // (consistency.DeadLetter in JSON): an object naming a target and its keys.
 func isDeadLetter(v string) bool {
-	var d struct {
-		Target string   `json:"target"`
-		Keys   []string `json:"keys"`
-	}
+	var d consistency.DeadLetter
 	return json.Unmarshal([]byte(v), &d) == nil && d.Target != "" && len(d.Keys) > 0
 }
 

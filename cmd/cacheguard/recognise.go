@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/wire"
+)
+
+// recognise counts key (of Redis type typ; for a string, its first bytes
+// head of strlen in all) if it is one of cacheguard's, by the layouts of
+// internal/wire, and returns the second-round read it needs, if any.
+func (s *scanner) recognise(ctx context.Context, k, typ string, head []byte, strlen, ttl int64, addr string, now time.Time) (followUp, bool) {
+	switch typ {
+	case "string":
+		if h, ok := wire.ParseHeader(head); ok {
+			s.entry(h, ttl, now)
+			return followUp{}, false
+		}
+		if strlen == int64(len(head)) { // the whole value was read
+			switch shape := wire.Classify(head); {
+			case shape.IsPlaceholder():
+				s.placeholder(k, shape, ttl, addr)
+				return followUp{}, false
+			case shape == wire.ShapeTombstone:
+				s.rep.Entries.Tombstones++
+				return followUp{}, false
+			}
+		}
+		if l, ok := unfencedLock(k, head, strlen, ttl); ok {
+			s.rep.Locks = append(s.rep.Locks, l)
+			return followUp{}, false
+		}
+		if name, ok := wire.BloomName(k); ok {
+			return s.bloom(ctx, name, k), true
+		}
+	case "zset":
+		if ns, shard, target, ok := wire.QueueDue(k); ok {
+			return s.queue(ns, shard, target, k, now), true
+		}
+		if base, kind, ok := wire.LockKey(k); ok && kind == wire.LockReaders {
+			return s.readers(k, base, ttl), true
+		}
+	case "list":
+		if ns, shard, ok := wire.QueueDead(k); ok {
+			return s.dead(ns, shard, k), true
+		}
+	case "hash":
+		if _, kind, ok := wire.LockKey(k); ok && (kind == wire.LockMutex || kind == wire.LockRWMutex) {
+			return s.lock(k, kind, ttl), true
+		}
+	}
+	return followUp{}, false
+}
+
+func (s *scanner) entry(h wire.Header, ttl int64, now time.Time) {
+	e := &s.rep.Entries
+	e.Count++
+	if h.Flags&wire.FlagNull != 0 {
+		e.Null++
+	}
+	if h.Flags&wire.FlagCompressed != 0 {
+		e.Compressed++
+	}
+	if h.Flags&wire.FlagStale != 0 {
+		e.Stale++
+	}
+	if h.Flags&wire.FlagRefreshing != 0 {
+		e.Refreshing++
+	}
+	if ttl < 0 {
+		e.NoTTL++
+		s.ttls.add(-1, 0)
+		return
+	}
+	s.ttls.add(ttl, 0)
+	s.expiries = append(s.expiries, now.UnixMilli()+ttl)
+}
+
+func (s *scanner) placeholder(key string, shape wire.Shape, ttl int64, addr string) {
+	if ttl >= 0 && ttl <= s.opts.maxLease.Milliseconds() {
+		s.rep.Leases.InFlight++
+		return
+	}
+	s.rep.Leases.Stranded = append(s.rep.Leases.Stranded, Stranded{Key: key, Shape: string(shape), TTLms: ttl, Node: addr})
+}
+
+// unfencedLock reads a Mutex made WithoutFencing: a string "<holds>:<owner>"
+// under a lock key. head is the value's first bytes, of strlen in all; a
+// longer owner is shown cut, with "…".
+func unfencedLock(key string, head []byte, strlen, ttl int64) (Lock, bool) {
+	if _, kind, ok := wire.LockKey(key); !ok || kind != wire.LockMutex {
+		return Lock{}, false
+	}
+	holds, owner, ok := wire.ParseUnfencedLock(string(head))
+	if !ok {
+		return Lock{}, false // some other program's string
+	}
+	if strlen > int64(len(head)) {
+		owner += "…"
+	}
+	return Lock{Key: key, Kind: wire.LockMutex + " (unfenced)", Owner: owner, Holds: holds, TTLms: ttl}, true
+}
+
+// queueTag is how the report names a queue shard: its hash tag.
+func queueTag(ns string, shard int) string {
+	return strings.TrimSuffix(wire.QueueKeys(ns, shard).Prefix, ":")
+}

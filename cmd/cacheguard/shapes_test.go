@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/consistency"
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/cacheguard/cacheguard/internal/wire"
+	"github.com/cacheguard/cacheguard/lock"
+)
+
+// inspect reads every shape the writers leave under a key: the four
+// placeholder shapes, version tombstones, entries under refresh, locks whose
+// name carries its own hash tag and the retry queue's shards.
+func TestInspectKnowsEveryShape(t *testing.T) {
+	for _, topo := range redistest.Topologies() {
+		t.Run(topo.Name, func(t *testing.T) {
+			rdb := topo.New(t)
+			ctx := context.Background()
+			c, err := cache.New[string](rdb, cache.WithPrefix("s:"), cache.WithTTL(time.Hour))
+			must(t, err)
+			defer c.Close()
+
+			// Stranded placeholders of every shape (no expiry).
+			var tok [wire.TokenSize]byte
+			base := wire.Placeholder(tok)
+			ver := "\x00\x00\x00\x00\x00\x00\x00\x05"
+			phs := map[string]string{
+				"s:ph":            base,
+				"s:ph-marked":     base + string(rune(wire.WaitMark)),
+				"s:ph-kept":       base + ver,
+				"s:ph-kept-mark":  base + ver + string(rune(wire.WaitMark)),
+				"s:ph-kept-mark2": base + ver + string(rune(wire.WaitMark)),
+			}
+			for k, v := range phs {
+				must(t, rdb.Set(ctx, k, v, 0).Err())
+			}
+			must(t, rdb.Persist(ctx, "s:ph-kept-mark2").Err())
+			must(t, rdb.PExpire(ctx, "s:ph-kept-mark2", 20*time.Second).Err()) // in flight
+
+			// Version tombstones, through the cache.
+			for i := range 3 {
+				k := fmt.Sprint("t", i)
+				_, err := c.SetVersioned(ctx, k, "v", 7)
+				must(t, err)
+				must(t, c.DeleteKeepingVersion(ctx, time.Hour, k))
+			}
+			// An entry an early refresh has claimed.
+			env := wire.AppendEnvelope(nil, wire.FlagRefreshing, 0, time.Now().Add(time.Hour), time.Millisecond, []byte(`"v"`))
+			must(t, rdb.Set(ctx, "s:refreshing", env, time.Hour).Err())
+
+			// A lock named with its own hash tag.
+			lc, err := lock.New(rdb)
+			must(t, err)
+			defer lc.Close()
+			h, err := lc.Mutex("orders:{42}:lock").Lock(ctx)
+			must(t, err)
+			defer h.Unlock(context.Background())
+
+			// A sharded retry queue.
+			q, err := consistency.New(rdb, consistency.WithNamespace("sq"), consistency.WithShards(4))
+			must(t, err)
+			defer q.Close()
+			tg, err := q.Register("users", c)
+			must(t, err)
+			for i := range 40 {
+				must(t, tg.InvalidateAfter(ctx, time.Hour, fmt.Sprint("id", i)))
+			}
+
+			var out, errOut bytes.Buffer
+			if code := run(ctx, []string{"inspect", "-addr", addrOf(t, rdb), "-json"}, &out, &errOut); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			var r Report
+			must(t, json.Unmarshal(out.Bytes(), &r))
+
+			stranded := map[string]bool{}
+			for _, s := range r.Leases.Stranded {
+				stranded[s.Key] = true
+			}
+			for k := range phs {
+				if k != "s:ph-kept-mark2" && !stranded[k] {
+					t.Errorf("placeholder %q (%d bytes) not reported stranded: %+v", k, len(phs[k]), r.Leases.Stranded)
+				}
+			}
+			if len(r.Leases.Stranded) != 4 || r.Leases.InFlight != 1 {
+				t.Errorf("leases %+v: want 4 stranded and 1 in flight", r.Leases)
+			}
+			if r.Entries.Tombstones != 3 {
+				t.Errorf("version tombstones %d, want 3", r.Entries.Tombstones)
+			}
+			if r.Entries.Refreshing != 1 {
+				t.Errorf("entries under refresh %d, want 1", r.Entries.Refreshing)
+			}
+			if len(r.Locks) != 1 || r.Locks[0].Key != lock.DefaultPrefix+"orders:{42}:lock" || r.Locks[0].Holds != 1 {
+				t.Errorf("locks %+v, want orders:{42}:lock held", r.Locks)
+			}
+			var depth int64
+			shards := map[int]bool{}
+			for _, q := range r.Queues {
+				if q.Namespace != "sq" || q.Target != "users" {
+					t.Errorf("queue %+v: want namespace sq, target users", q)
+				}
+				depth += q.Depth
+				shards[q.Shard] = true
+			}
+			if depth != 40 || len(shards) < 2 {
+				t.Errorf("queues %+v: want 40 entries over several shards of sq", r.Queues)
+			}
+
+			out.Reset()
+			if code := run(ctx, []string{"inspect", "-addr", addrOf(t, rdb)}, &out, &errOut); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			for _, want := range []string{"version tombstones", "orders:{42}:lock", "{sq}"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("report lacks %q:\n%s", want, out.String())
+				}
+			}
+		})
+	}
+}

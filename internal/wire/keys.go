@@ -1,0 +1,312 @@
+package wire
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Cache entries. An entry's key is the cache's prefix followed by the user's
+// key. A fill publishes on FillChannelPrefix + key on a single node, and on a
+// shard channel named exactly like the key on a Redis Cluster (so that it
+// hashes to the key's slot, as a script's commands must). Invalidations of a
+// local tier go on InvalidationChannelPrefix + the cache's prefix.
+const (
+	FillChannelPrefix         = "cacheguard:filled:"
+	InvalidationChannelPrefix = "cacheguard:invalidate:"
+)
+
+// HashTag returns the hash tag Redis Cluster hashes key by: the part between
+// the first '{' and the first '}' after it, if not empty.
+func HashTag(key string) (tag string, ok bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return "", false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	if end <= 0 {
+		return "", false
+	}
+	return key[open+1 : open+1+end], true
+}
+
+// Locks. Every key of one lock starts with its base, prefix + "{" + name +
+// "}", or prefix + name when the name carries its own hash tag
+// ("orders:{42}:lock"), so that all of them share one hash tag:
+//
+//	base                hash: owner, n (hold count), token, w  Mutex (and Redlock, per node);
+//	                    a release keeps token (the fencing counter) until the last lease ends;
+//	                    w: a waiter was refused, so the release looks at the wait list
+//	                    string "<holds>:<owner>": a Mutex WithoutFencing
+//	base:fence          last fencing token, expires with the lease  RWMutex writer
+//	base:released       channel announcing Mutex releases
+//	base:waiters        zset: client id -> expiry (ms)        clients waiting for the Mutex
+//	base:rw             hash: owner, n, token                 RWMutex writer
+//	base:readers        zset: owner -> lease expiry (ms)      RWMutex readers
+//	base:holds          hash: owner -> hold count             RWMutex readers
+//	base:writers        zset: waiting writer -> expiry (ms)   RWMutex writers queued ahead of readers
+//	base:rw:released    channel announcing RWMutex releases
+//	base:sem            zset: permit -> lease expiry (ms)     Semaphore
+const (
+	LockFenceSuffix     = ":fence"
+	LockReadersSuffix   = ":readers"
+	LockHoldsSuffix     = ":holds"
+	LockReleasedSuffix  = ":released"
+	LockWaitersSuffix   = ":waiters"
+	LockRWSuffix        = ":rw"
+	LockWritersSuffix   = ":writers"
+	LockSemaphoreSuffix = ":sem"
+
+	LockFieldOwner  = "owner"
+	LockFieldHolds  = "n"
+	LockFieldToken  = "token"
+	LockFieldWaited = "w"
+)
+
+// unfencedSep separates the hold count from the owner in the string a Mutex
+// WithoutFencing stores.
+const unfencedSep = ":"
+
+// LockLua is the prelude of the lock scripts: the lock hash's field names as
+// Lua locals, and the string of a Mutex WithoutFencing, "<holds>:<owner>",
+// read by owner_of(v) (holds and owner; 0 and nil for another string) and
+// written by unfenced(holds, owner).
+const LockLua = `
+local F_OWNER, F_HOLDS, F_TOKEN, F_WAITED = '` + LockFieldOwner + `', '` + LockFieldHolds + `', '` + LockFieldToken + `', '` + LockFieldWaited + `'
+local function owner_of(v)
+  local c = string.find(v, '` + unfencedSep + `', 1, true)
+  if not c then return 0, nil end
+  return tonumber(string.sub(v, 1, c - 1)) or 0, string.sub(v, c + 1)
+end
+local function unfenced(holds, owner) return holds .. '` + unfencedSep + `' .. owner end
+`
+
+// Kinds of lock key, as LockKey tells them.
+const (
+	LockMutex   = "mutex"
+	LockRWMutex = "rwmutex"
+	LockReaders = "readers"
+)
+
+// LockKey tells which lock key might be: the base of a Mutex, the writer hash
+// of an RWMutex or its readers' set, and the lock's base. Only the name is
+// read: the caller checks the value (a hash with an owner, a count).
+func LockKey(key string) (base, kind string, ok bool) {
+	if _, ok := HashTag(key); !ok {
+		return "", "", false
+	}
+	switch {
+	case strings.HasSuffix(key, LockRWSuffix):
+		return strings.TrimSuffix(key, LockRWSuffix), LockRWMutex, true
+	case strings.HasSuffix(key, LockReadersSuffix):
+		return strings.TrimSuffix(key, LockReadersSuffix), LockReaders, true
+	}
+	for _, s := range []string{LockFenceSuffix, LockHoldsSuffix, LockWaitersSuffix, LockWritersSuffix, LockSemaphoreSuffix} {
+		if strings.HasSuffix(key, s) {
+			return "", "", false
+		}
+	}
+	return key, LockMutex, true
+}
+
+// ParseUnfencedLock reads the string a Mutex WithoutFencing stores,
+// "<holds>:<owner>".
+func ParseUnfencedLock(v string) (holds int64, owner string, ok bool) {
+	n, owner, found := strings.Cut(v, unfencedSep)
+	holds, err := strconv.ParseInt(n, 10, 64)
+	if !found || err != nil || holds < 1 || owner == "" {
+		return 0, "", false
+	}
+	return holds, owner, true
+}
+
+// Queue is the Redis layout of one shard of the write path's retry queue. The
+// queue is split into shards, each with its own hash tag, so that every
+// script (which touches one shard) is cluster safe and the shards spread
+// over as many slots: shard 0 is tagged {ns}, shard i > 0 {ns:i}. Per shard:
+//
+//	{ns}:due:<target>  sorted set: entry id -> due time (Unix ms); a claimed
+//	                   entry's score is its claim's visibility deadline
+//	{ns}:data          hash: entry id -> entry (JSON)
+//	{ns}:claims        hash: entry id -> token of the claim that holds it
+//	{ns}:dead          list of dead letters (JSON), newest first, capped
+//	{ns}:dead:count    hash: target -> number of dead letters ever
+//	{ns}:wait          counter a writer increments before WAIT (shard 0)
+type Queue struct {
+	Prefix, Data, Claims, Dead, DeadCount, Wait string
+}
+
+const (
+	queueDue       = "due:"
+	queueData      = "data"
+	queueClaims    = "claims"
+	queueDead      = "dead"
+	queueDeadCount = "dead:count"
+	queueWait      = "wait"
+)
+
+// QueueKeys returns the keys of shard of namespace ns.
+func QueueKeys(ns string, shard int) Queue {
+	tag := ns
+	if shard > 0 {
+		tag = ns + ":" + strconv.Itoa(shard)
+	}
+	p := "{" + tag + "}:"
+	return Queue{Prefix: p, Data: p + queueData, Claims: p + queueClaims, Dead: p + queueDead, DeadCount: p + queueDeadCount, Wait: p + queueWait}
+}
+
+// Due returns the key of target's sorted set of due entries.
+func (q Queue) Due(target string) string { return q.Prefix + queueDue + target }
+
+// QueueKey splits a key of the retry queue: its namespace and shard, and
+// what follows "}:" ("due:<target>", "data", "dead"…). A tag "{a:3}" is read
+// as namespace a, shard 3 (a namespace may itself end in ":<digits>": the
+// layout cannot tell, and reads it as a shard).
+func QueueKey(key string) (ns string, shard int, rest string, ok bool) {
+	if !strings.HasPrefix(key, "{") {
+		return "", 0, "", false
+	}
+	end := strings.IndexByte(key, '}')
+	if end <= 1 || !strings.HasPrefix(key[end+1:], ":") {
+		return "", 0, "", false
+	}
+	tag, rest := key[1:end], key[end+2:]
+	if i := strings.LastIndexByte(tag, ':'); i > 0 {
+		if n, err := strconv.Atoi(tag[i+1:]); err == nil && n > 0 && strconv.Itoa(n) == tag[i+1:] {
+			return tag[:i], n, rest, true
+		}
+	}
+	return tag, 0, rest, true
+}
+
+// QueueDue splits a queue's due key, "{ns}:due:<target>" or
+// "{ns:i}:due:<target>".
+func QueueDue(key string) (ns string, shard int, target string, ok bool) {
+	ns, shard, rest, ok := QueueKey(key)
+	if !ok || !strings.HasPrefix(rest, queueDue) || len(rest) == len(queueDue) {
+		return "", 0, "", false
+	}
+	return ns, shard, rest[len(queueDue):], true
+}
+
+// QueueDead tells whether key is a queue's dead-letter list, and whose.
+func QueueDead(key string) (ns string, shard int, ok bool) {
+	ns, shard, rest, ok := QueueKey(key)
+	return ns, shard, ok && rest == queueDead
+}
+
+// Stock. Every key of one bucket of one SKU shares the hash tag {ns:sku:b},
+// so each script touches a single slot; different buckets have different
+// tags and so spread over a cluster.
+//
+//	{ns:sku:b}:m  hash   the bucket's counters and the sale's settings
+//	{ns:sku:b}:r  hash   request id -> first answer (JSON)
+//	{ns:sku:b}:u  hash   user -> units held in this sale
+//	{ns:sku:b}:o  stream the outbox: one entry per state change
+//	{ns:sku:b}:d  zset   request id -> due time (ms, Redis clock) of the hold
+//	{ns:sku:b}:x  set    ids of stock transfers already credited to this bucket
+//	ns:sales      hash   sku -> bucket count: the sales a consumer drains
+//	ns:dead       stream dead letters of every sale
+type StockBucket struct {
+	Meta, Reqs, Users, Outbox, Due, Xin string
+}
+
+// StockBucketTag is the hash tag of bucket b of sku.
+func StockBucketTag(ns, sku string, b int) string {
+	return "{" + ns + ":" + sku + ":" + strconv.Itoa(b) + "}"
+}
+
+// StockBucketKeys returns the keys of bucket b of sku.
+func StockBucketKeys(ns, sku string, b int) StockBucket {
+	t := StockBucketTag(ns, sku, b)
+	return StockBucket{Meta: t + ":m", Reqs: t + ":r", Users: t + ":u", Outbox: t + ":o", Due: t + ":d", Xin: t + ":x"}
+}
+
+// StockSalesKey and StockDeadKey are a stock namespace's index of sales and
+// its dead letters.
+func StockSalesKey(ns string) string { return ns + ":sales" }
+func StockDeadKey(ns string) string  { return ns + ":dead" }
+
+// Bloom filters. A filter's keys share the hash tag {name}:
+//
+//	{name}:cfg    string "m=<bits> k=<hashes> v=<scheme> ready=0|1"
+//	{name}:bits   the bitmap
+//	{name}:next   the bitmap a rebuild is writing
+//	{name}:delta  keys added while a rebuild runs
+//	{name}:build  the rebuild's lease
+type BloomKeys struct {
+	Cfg, Bits, Next, Delta, Build string
+}
+
+const (
+	bloomCfgSuffix  = ":cfg"
+	bloomBitsSuffix = ":bits"
+)
+
+// BloomFilterKeys returns the keys of the filter called name.
+func BloomFilterKeys(name string) BloomKeys {
+	t := "{" + name + "}"
+	return BloomKeys{Cfg: t + bloomCfgSuffix, Bits: t + bloomBitsSuffix, Next: t + ":next", Delta: t + ":delta", Build: t + ":build"}
+}
+
+// BloomName tells whether key is a filter's configuration key, and whose.
+func BloomName(key string) (name string, ok bool) {
+	if !strings.HasPrefix(key, "{") || !strings.HasSuffix(key, "}"+bloomCfgSuffix) {
+		return "", false
+	}
+	name = key[1 : len(key)-len("}"+bloomCfgSuffix)]
+	if name == "" || strings.ContainsAny(name, "{}") {
+		return "", false
+	}
+	return name, true
+}
+
+// The fields of a filter's configuration value.
+const (
+	bloomM     = "m"
+	bloomK     = "k"
+	bloomV     = "v"
+	bloomReady = "ready"
+)
+
+// BloomConfig is the configuration value of a filter of m bits and k hash
+// functions mapping keys to bits by scheme, without its ready flag, which the
+// scripts append (BloomLua).
+func BloomConfig(m, k uint64, scheme int) string {
+	return fmt.Sprintf("%s=%d %s=%d %s=%d", bloomM, m, bloomK, k, bloomV, scheme)
+}
+
+// BloomLua is the prelude of the filter scripts: the ready flag as they
+// append it to a configuration (NOT_READY, READY) and a pattern that
+// matches it (READY_PATTERN).
+const BloomLua = `
+local NOT_READY, READY, READY_PATTERN = ' ` + bloomReady + `=0', ' ` + bloomReady + `=1', ' ` + bloomReady + `=%d$'
+`
+
+// ParseBloomConfig parses a filter's configuration value.
+func ParseBloomConfig(s string) (m, k uint64, ready, ok bool) {
+	var haveM bool
+	for _, f := range strings.Fields(s) {
+		name, val, found := strings.Cut(f, "=")
+		if !found {
+			continue
+		}
+		switch name {
+		case bloomM:
+			n, err := strconv.ParseUint(val, 10, 64)
+			if err != nil || n == 0 {
+				return 0, 0, false, false
+			}
+			m, haveM = n, true
+		case bloomK:
+			n, err := strconv.ParseUint(val, 10, 64)
+			if err != nil {
+				return 0, 0, false, false
+			}
+			k = n
+		case bloomReady:
+			ready = val == "1"
+		}
+	}
+	return m, k, ready, haveM
+}

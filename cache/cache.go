@@ -24,7 +24,6 @@ type Cache[V any] struct {
 	rdb   redis.UniversalClient
 	cfg   config
 	codec valueCodec[V]
-	group singleflight.Group
 	stats counters
 	log   *slog.Logger
 	logs  *logAggregator // report's lines, one per kind per interval (logagg.go)
@@ -339,13 +338,12 @@ func (c *Cache[V]) startLocal() error {
 	return nil
 }
 
-// forget makes callers that arrive after a write start a load of their own
-// instead of joining one that began before it (and may have loaded the old
-// row): a fill, which is refused when it tries to store and loads again, or
-// a fallback load, which stores nothing and is simply no longer shared.
+// forget makes callers that arrive after a write start a fallback load of
+// their own instead of joining one that began before it (and may have
+// loaded the old row), and lets them read without waiting for a read sent
+// before the write (flight.go; nobody joins a read already sent anyway).
 func (c *Cache[V]) forget(keys []string) {
 	for _, k := range keys {
-		c.group.Forget(c.cfg.prefix + k)
 		c.flights.forget(c.cfg.prefix + k)
 		c.fallbackGroup.Forget(k)
 	}

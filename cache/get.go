@@ -127,7 +127,7 @@ func (c *Cache[V]) remote(ctx context.Context, key string, load Loader[V], stale
 	}
 	for ; ; f = nil {
 		if f == nil {
-			if f, lead = c.flights.join(rkey, c.localClock); lead {
+			if f, lead = c.flights.join(rkey); lead {
 				c.lead(ctx, f, key, rkey, load)
 			}
 		}
@@ -188,29 +188,28 @@ func (c *Cache[V]) solo(ctx context.Context, key, rkey string, load Loader[V]) (
 	ended := false
 	defer func() {
 		if !ended { // a panic on the way: release whoever joined, re-raise
-			if f, _ := sh.endSolo(rkey, false); f != nil {
+			if f := sh.endSolo(rkey, false); f != nil {
 				c.flights.finish(rkey, f, flightResult[V]{gone: true})
 			}
 		}
 	}()
 	res, env, miss := c.read(ctx, key, rkey)
-	f, lead = sh.endSolo(rkey, miss)
+	f = sh.endSolo(rkey, miss)
 	ended = true
 	if !miss {
-		if f != nil { // callers that arrived during the read take its answer
+		if f != nil { // a flight queued behind this read: it may go now
 			c.flights.finish(rkey, f, res)
 		}
 		c.refreshAfterHit(ctx, key, rkey, res, env, load)
 		return nil, false, res, clock, true
 	}
-	if lead {
-		c.leadMiss(ctx, f, key, rkey, load)
-	}
-	return f, lead, res, clock, false
+	c.leadMiss(ctx, f, key, rkey, load)
+	return f, true, res, clock, false
 }
 
-// lead runs the read of flight f: one GET, and on a miss the fill (which
-// ends the flight when it is done). Whatever happens, f ends.
+// lead runs the read of flight f: it waits for the key's read under way
+// here, if any, then one GET, and on a miss the fill (which ends the flight
+// when it is done). Whatever happens, f ends.
 func (c *Cache[V]) lead(ctx context.Context, f *flight[V], key, rkey string, load Loader[V]) {
 	ended := false
 	defer func() {
@@ -218,6 +217,14 @@ func (c *Cache[V]) lead(ctx context.Context, f *flight[V], key, rkey string, loa
 			c.flights.finish(rkey, f, flightResult[V]{gone: true})
 		}
 	}()
+	if f.prev != nil && c.hooks.onJoin != nil {
+		c.hooks.onJoin(key) // queued behind the read under way
+	}
+	if err := f.send(ctx, c.localClock); err != nil {
+		ended = true
+		c.flights.finish(rkey, f, flightResult[V]{gone: true, err: err})
+		return
+	}
 	res, env, miss := c.read(ctx, key, rkey)
 	ended = true
 	if !miss {
@@ -372,30 +379,27 @@ func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, boo
 
 // sharedFill runs the fill of flight f, detached from any one caller's
 // context (keeping its values) so that the first caller giving up does not
-// fail the others, and ends f with its result; Close cancels it. The fill
-// runs under the singleflight group too, so that a fill started for a key
-// that a write made the flight table forget is still not run twice at once.
+// fail the others, and ends f with its result; Close cancels it. Flights of
+// one key run one after another, so a key has one fill under way here.
 func (c *Cache[V]) sharedFill(ctx context.Context, f *flight[V], key, rkey string, load Loader[V]) {
 	detached := context.WithoutCancel(ctx)
 	started := c.goBackground(func() {
-		v, err, shared := c.group.Do(rkey, func() (r any, err error) {
-			// A panic here (a codec's, say) would be re-raised by
-			// singleflight on a goroutine nobody can recover on.
+		var r result[V]
+		var err error
+		func() {
+			// A panic here (a codec's, say) would be raised on a
+			// goroutine nobody can recover on.
 			defer func() {
 				if p := recover(); p != nil {
-					r, err = nil, fmt.Errorf("cacheguard: fill of %q panicked: %v", key, p)
+					r, err = result[V]{}, fmt.Errorf("cacheguard: fill of %q panicked: %v", key, p)
 				}
 			}()
 			fctx, cancel := context.WithCancel(detached)
 			defer cancel()
 			stop := context.AfterFunc(c.closing, cancel)
 			defer stop()
-			return c.fill(fctx, key, rkey, load)
-		})
-		if shared {
-			c.observedShared(detached)
-		}
-		r, _ := v.(result[V])
+			r, err = c.fill(fctx, key, rkey, load)
+		}()
 		c.flights.finish(rkey, f, flightResult[V]{r: r, tier: TierFill, err: err})
 	})
 	if !started {
@@ -409,18 +413,18 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 	if err != nil {
 		return result[V]{}, err
 	}
-	refills := 0
-	// loadAndFill, again once if the fill was refused: a Delete, Set or
-	// versioned write landed while we loaded, so what we loaded may be older
-	// than it, and callers that joined this fill after that write must not
-	// get it. The second load sees the write. A further refusal means writes
-	// keep coming; the value is then returned as loaded, uncached.
+	// loadAndFill, and again after a refused fill: a Delete, Set or
+	// versioned write landed while we loaded, so what we loaded may be
+	// older than it, and nobody is handed it: the key is read again (SET
+	// NX GET) under a new lease. Writes that keep refusing fills are
+	// followed for one wait budget from the first refusal (refused.go);
+	// past it the last load is returned, uncached.
+	var refused refusals
 	loadAndFill := func() (result[V], bool, error) {
 		r, landed, err := c.loadAndFill(ctx, key, l, load)
-		if err != nil || landed || refills >= maxRefills {
+		if err != nil || landed || !refused.again(c.cfg.wait) {
 			return r, false, err
 		}
-		refills++
 		if l, err = c.newLease(rkey); err != nil {
 			return r, false, err
 		}
@@ -545,9 +549,6 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 		}
 	}
 }
-
-// maxRefills is how many times a refused fill is loaded again.
-const maxRefills = 1
 
 // loadAndFill runs the loader while keeping the lease alive, then fills the
 // key if the lease is still ours; landed reports whether the fill did.

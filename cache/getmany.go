@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -101,37 +102,34 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 			todo = append(todo, k)
 		}
 	}
-	// Keys another call in this process is reading (a Get or a GetMany) are
-	// joined, not read again; the keys this call leads are read and filled
-	// in one batch, and their results handed to whoever joined them. A key
-	// whose read was abandoned is joined (or led) again.
+	// Keys another call in this process is about to read (a Get or a
+	// GetMany) are joined; the keys this call leads are read and filled in
+	// one batch, those not read here at the moment first, then those queued
+	// behind a read under way here (flight.go). A key whose read was
+	// abandoned is joined (or led) again.
 	errs := map[string]error{} // per key; see BatchError
 	for len(todo) > 0 {
-		var own, joined []string
-		var ownF, joinedF []*flight[V]
+		var ready, queued, joined []string
+		var readyF, queuedF, joinedF []*flight[V]
 		for _, k := range todo {
-			f, lead := c.flights.join(c.cfg.prefix+k, c.localClock)
-			if lead {
-				own, ownF = append(own, k), append(ownF, f)
+			f, lead := c.flights.join(c.cfg.prefix + k)
+			switch {
+			case lead && f.prev == nil:
+				ready, readyF = append(ready, k), append(readyF, f)
 				continue
+			case lead:
+				queued, queuedF = append(queued, k), append(queuedF, f)
+			default:
+				f.joined.Add(1)
+				joined, joinedF = append(joined, k), append(joinedF, f)
 			}
-			f.joined.Add(1)
 			if c.hooks.onJoin != nil {
 				c.hooks.onJoin(k)
 			}
-			joined, joinedF = append(joined, k), append(joinedF, f)
 		}
 		todo = nil
-		if len(own) > 0 {
-			b := &batch[V]{out: out, res: make(map[string]flightResult[V], len(own)), errs: map[string]error{}}
-			c.leadMany(ctx, own, ownF, load, b)
-			// Keys that failed get Get's outage policy, each on its own.
-			for _, k := range own {
-				if err, failed := b.errs[k]; failed {
-					c.settleMany(ctx, k, load, stale[k], err, out, errs)
-				}
-			}
-		}
+		c.leadGroup(ctx, ready, readyF, load, stale, out, errs)
+		c.leadGroup(ctx, queued, queuedF, load, stale, out, errs)
 		for i, k := range joined {
 			res, err := joinedF[i].wait(ctx)
 			switch {
@@ -157,6 +155,41 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 		}
 	}
 	return out, newBatchError(keys, errs)
+}
+
+// leadGroup reads and fills the keys whose flights fs this GetMany leads,
+// once the reads they are queued behind have finished; keys that fail get
+// Get's outage policy, each on its own.
+func (c *Cache[V]) leadGroup(ctx context.Context, keys []string, fs []*flight[V], load BatchLoader[V], stale map[string]*LocalEntry[V], out map[string]V, errs map[string]error) {
+	var sent []string
+	var sentF []*flight[V]
+	for i, f := range fs {
+		if err := f.send(ctx, c.localClock); err != nil {
+			c.flights.finish(c.cfg.prefix+keys[i], f, flightResult[V]{gone: true})
+			errs[keys[i]] = err
+			continue
+		}
+		sent, sentF = append(sent, keys[i]), append(sentF, f)
+	}
+	if len(sent) == 0 {
+		return
+	}
+	b := &batch[V]{out: out, res: make(map[string]flightResult[V], len(sent)), errs: map[string]error{}}
+	byKey := make(map[string]*flight[V], len(sent))
+	for i, k := range sent {
+		byKey[k] = sentF[i]
+	}
+	b.end = func(k string, res flightResult[V]) {
+		if f := byKey[k]; f != nil {
+			c.flights.finish(c.cfg.prefix+k, f, res)
+		}
+	}
+	c.leadMany(ctx, sent, sentF, load, b)
+	for _, k := range sent {
+		if err, failed := b.errs[k]; failed {
+			c.settleMany(ctx, k, load, stale[k], err, out, errs)
+		}
+	}
 }
 
 // settleMany answers key of a GetMany that failed with err as Get would: a
@@ -191,6 +224,9 @@ type batch[V any] struct {
 	out  map[string]V
 	res  map[string]flightResult[V]
 	errs map[string]error
+	// end hands a decided key's result to whoever joined its read at
+	// once, not when the batch's slowest key is decided.
+	end func(k string, res flightResult[V])
 }
 
 // fail records err as k's error. An error that ends a whole step (a lost
@@ -207,6 +243,9 @@ func (b *batch[V]) put(k string, r result[V], tier Tier) {
 		b.out[k] = r.v
 	}
 	b.res[k] = flightResult[V]{r: r, tier: tier}
+	if b.end != nil {
+		b.end(k, b.res[k])
+	}
 }
 
 // leadMany reads the keys whose flights this GetMany leads, in one pipeline,
@@ -305,8 +344,13 @@ func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader
 	if len(misses) == 0 {
 		return nil
 	}
-	// Filled values reach the local tier on their next read from Redis.
-	return c.fillMany(ctx, misses, load, b)
+	err = c.fillMany(ctx, misses, load, b)
+	for _, k := range misses { // as a Get's fill would be
+		if res, ok := b.res[k]; ok {
+			c.admit(k, res.r, res.r.size, clock)
+		}
+	}
+	return err
 }
 
 // fillMany takes leases on misses, loads the ones it holds with one loader
@@ -315,6 +359,8 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 	deadline := time.Now().Add(c.cfg.wait)
 	backoff := minBackoff
 	waited := false
+	var refused refusals      // see refused.go
+	var healChecked []string // keys whose lease without a TTL was looked for
 	var w *fillWaiter // listening for fills of the keys we wait for
 	defer func() { w.leave() }()
 	for {
@@ -373,7 +419,8 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			}
 			switch classify(prev) {
 			case kindLease:
-				if !waited {
+				if !slices.Contains(healChecked, k) {
+					healChecked = append(healChecked, k)
 					lookalikes = append(lookalikes, i)
 				}
 				waiting, waitPrev = append(waiting, k), append(waitPrev, prev)
@@ -430,7 +477,8 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			}
 		}
 		if len(held) > 0 {
-			if err := c.loadAndFillMany(ctx, heldKeys, held, load, b); err != nil {
+			again, err := c.loadAndFillMany(ctx, heldKeys, held, load, b, &refused)
+			if err != nil {
 				// The loader's error is the error of the keys it was
 				// asked for; keys another caller is filling are still
 				// waited for.
@@ -440,6 +488,13 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 				if cerr := ctx.Err(); cerr != nil {
 					return cerr
 				}
+			}
+			if len(again) > 0 {
+				// Refused fills: read those keys again now, each
+				// wait with a budget of its own.
+				pending = append(waiting, again...)
+				deadline, backoff = time.Now().Add(c.cfg.wait), minBackoff
+				continue
 			}
 		}
 		if len(waiting) == 0 {
@@ -480,76 +535,82 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 }
 
 // loadAndFillMany loads keys (whose leases we hold) with one loader call and
-// fills them through their leases in one pipeline.
-func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], b *batch[V]) error {
+// fills them through their leases in one pipeline. A key whose fill was
+// refused (a write landed meanwhile) is returned in again, to be read
+// again, while refused allows; past it, it gets the value as loaded,
+// uncached.
+func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], b *batch[V], refused *refusals) (again []string, err error) {
 	c.hold(leases...)
 	defer c.unhold(leases...)
 	var rows map[string]V
-	var err error
 	start := time.Now()
 	c.whileLeased(ctx, leases, func() { rows, err = c.callBatchLoader(ctx, keys, load) })
 	delta := time.Since(start)
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		c.releaseLeases(ctx, leases)
-		return err
+		return nil, err
 	}
-	envs := make([][]byte, len(keys))
-	ttls := make([]time.Duration, len(keys))
+	rs := make([]result[V], len(keys))
+	calls := make([]scriptCall, len(keys))
 	for i, k := range keys {
 		v, found := rows[k]
+		var env []byte
+		var ttl time.Duration
 		if !found {
-			b.put(k, result[V]{null: true, noLocal: true}, TierFill)
-			envs[i], ttls[i] = c.entry(true, 0, delta, nil)
-			continue
-		}
-		b.put(k, result[V]{v: v, noLocal: true}, TierFill)
-		payload, err := c.encode(k, v)
-		if err != nil {
+			rs[i] = result[V]{null: true}
+			env, ttl = c.entry(true, 0, delta, nil)
+		} else if payload, err := c.encode(k, v); err != nil {
 			c.uncacheable(k, err)
-			continue // envs[i] stays nil: release instead of fill
+			rs[i] = result[V]{v: v, noLocal: true}
+		} else {
+			rs[i] = result[V]{v: v, size: len(payload)}
+			env, ttl = c.entry(false, 0, delta, payload)
 		}
-		envs[i], ttls[i] = c.entry(false, 0, delta, payload)
-	}
-	fills := make([]*redis.Cmd, len(keys))
-	calls := make([]scriptCall, len(leases))
-	for i, l := range leases {
-		if envs[i] == nil {
-			calls[i] = scriptCall{releaseScript, []string{l.key}, l.releaseArgs()}
+		if env == nil { // release instead of fill
+			calls[i] = scriptCall{releaseScript, []string{leases[i].key}, leases[i].releaseArgs()}
 			continue
 		}
-		calls[i] = scriptCall{fillScript, []string{l.key}, l.fillArgs(envs[i], ttls[i])}
+		calls[i] = scriptCall{fillScript, []string{leases[i].key}, leases[i].fillArgs(env, ttl)}
 	}
 	cmds, err := runScripts(ctx, c.rdb, calls)
-	for i := range leases {
-		if envs[i] != nil {
-			fills[i] = cmds[i]
-		}
-	}
 	if err != nil {
 		c.report(logFillFailed, keys[0], c.redisError(keys[0], "fill many", err))
 		// The values are good; they are just not cached. Release the
 		// leases that did not fill.
 		c.releaseLeases(ctx, leases)
-		return nil
+		for i, k := range keys {
+			b.put(k, rs[i], TierFill)
+		}
+		return nil, nil
 	}
-	for i, f := range fills {
-		if f == nil {
+	for i, k := range keys {
+		if calls[i].script != fillScript {
+			b.put(k, rs[i], TierFill)
 			continue
 		}
-		if err := f.Err(); err != nil {
-			c.report(logFillFailed, keys[i], c.redisError(keys[i], "fill", err))
+		if err := cmds[i].Err(); err != nil {
+			c.report(logFillFailed, k, c.redisError(k, "fill", err))
+			b.put(k, rs[i], TierFill)
 			continue
 		}
-		ok := f.Val() == int64(1)
-		if !ok {
-			c.stats.rejectedFills.Add(1)
-		}
+		ok := cmds[i].Val() == int64(1)
 		if c.hooks.onFill != nil {
-			c.hooks.onFill(keys[i], ok)
+			c.hooks.onFill(k, ok)
 		}
+		if ok {
+			b.put(k, rs[i], TierFill)
+			continue
+		}
+		c.stats.rejectedFills.Add(1)
+		if refused.again(c.cfg.wait) {
+			again = append(again, k)
+			continue
+		}
+		rs[i].noLocal = true
+		b.put(k, rs[i], TierFill)
 	}
-	return nil
+	return again, nil
 }
 
 // healMany takes, in one pipeline, the keys (pending[i] for i in idx) whose

@@ -359,9 +359,9 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 	deadline := time.Now().Add(c.cfg.wait)
 	backoff := minBackoff
 	waited := false
-	var refused refusals      // see refused.go
+	var refused refusals     // see refused.go
 	var healChecked []string // keys whose lease without a TTL was looked for
-	var w *fillWaiter // listening for fills of the keys we wait for
+	var w *fillWaiter        // listening for fills of the keys we wait for
 	defer func() { w.leave() }()
 	for {
 		leases := make([]lease, len(pending))

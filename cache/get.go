@@ -407,217 +407,33 @@ func (c *Cache[V]) sharedFill(ctx context.Context, f *flight[V], key, rkey strin
 	}
 }
 
-// fill takes the lease (or waits for whoever holds it) and loads.
+// fill is the fill of one key: the per-key state machine of fillMany
+// (lease, wait, load, fill, heal; a refused fill read again) for a batch of
+// one, so that Get and GetMany follow one set of rules.
 func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (result[V], error) {
-	l, err := c.newLease(rkey)
-	if err != nil {
-		return result[V]{}, err
+	b := &batch[V]{res: make(map[string]flightResult[V], 1), errs: map[string]error{}}
+	err := c.fillMany(ctx, []string{key}, batchOf(load), b)
+	if res, ok := b.res[key]; ok {
+		return res.r, nil
 	}
-	// loadAndFill, and again after a refused fill: a Delete, Set or
-	// versioned write landed while we loaded, so what we loaded may be
-	// older than it, and nobody is handed it: the key is read again (SET
-	// NX GET) under a new lease. Writes that keep refusing fills are
-	// followed for one wait budget from the first refusal (refused.go);
-	// past it the last load is returned, uncached.
-	var refused refusals
-	loadAndFill := func() (result[V], bool, error) {
-		r, landed, err := c.loadAndFill(ctx, key, l, load)
-		if err != nil || landed || !refused.again(c.cfg.wait) {
-			return r, false, err
-		}
-		if l, err = c.newLease(rkey); err != nil {
-			return r, false, err
-		}
-		return r, true, nil
+	if kerr, ok := b.errs[key]; ok {
+		return result[V]{}, kerr
 	}
-	// The wait budget runs from the start of each attempt: after a refused
-	// fill, whatever the slow load used of it is not held against the wait
-	// for the next holder.
-	freshBudget := func() (time.Time, time.Duration) { return time.Now().Add(c.cfg.wait), minBackoff }
-	deadline, backoff := freshBudget()
-	waited := false
-	var w *fillWaiter // listening for fills of rkey once we wait
-	defer func() { w.leave() }()
-	healChecked := false // a lease without a TTL was looked for (lease.go)
-	for {
-		done, err := c.allow(key)
+	if err == nil {
+		err = fmt.Errorf("cacheguard: %q left undecided", key)
+	}
+	return result[V]{}, err
+}
+
+// batchOf loads a batch of one key through a loader.
+func batchOf[V any](load Loader[V]) BatchLoader[V] {
+	return func(ctx context.Context, keys []string) (map[string]V, error) {
+		v, err := load(ctx, keys[0])
 		if err != nil {
-			return result[V]{}, err
+			return nil, err // ErrNotFound: the key is missing
 		}
-		held, prev, err := l.acquire(ctx, c.rdb, c.cfg.lease)
-		c.observedAttempt(ctx)
-		err = callerErr(ctx, err)
-		done(err)
-		if isWrongType(err) {
-			held, err = l.takeOverType(ctx, c.rdb, c.cfg.lease)
-			if err == nil && !held {
-				continue // it became a string meanwhile: look again
-			}
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				// Cancelled (by Close) with the SET possibly applied.
-				c.releaseLeases(ctx, []lease{l})
-			}
-			return result[V]{}, c.redisError(key, "acquire lease", err)
-		}
-		if held {
-			r, again, err := loadAndFill()
-			if again {
-				deadline, backoff = freshBudget()
-				continue
-			}
-			return r, err
-		}
-		switch classify(prev) {
-		case kindEnvelope:
-			if r, _, ok := c.decodeEntry(key, prev); ok {
-				return r, nil
-			}
-			fallthrough // undecodable: replace it
-		case kindForeign:
-			// Counted as corrupt where it was first read (decodeHit).
-			ok, err := l.takeOver(ctx, c.rdb, prev, c.cfg.lease)
-			if err != nil {
-				if ctx.Err() != nil {
-					c.releaseLeases(ctx, []lease{l})
-				}
-				return result[V]{}, c.redisError(key, "take over", err)
-			}
-			if ok {
-				r, again, err := loadAndFill()
-				if again {
-					deadline, backoff = freshBudget()
-					continue
-				}
-				return r, err
-			}
-			// The key changed under us: look again, within the wait
-			// budget and the caller's patience.
-			if time.Now().After(deadline) {
-				return result[V]{}, fmt.Errorf("%w: %q kept changing under takeover", ErrWaitTimeout, key)
-			}
-			if err := ctx.Err(); err != nil {
-				return result[V]{}, err
-			}
-			continue
-		case kindLease:
-			if !healChecked {
-				healChecked = true
-				ok, err := l.heal(ctx, c.rdb, prev, c.cfg.lease)
-				if err != nil {
-					return result[V]{}, c.redisError(key, "check lease", err)
-				}
-				if ok {
-					r, again, err := loadAndFill()
-					if again {
-						deadline, backoff = freshBudget()
-						continue
-					}
-					return r, err
-				}
-			}
-		}
-		// Someone else holds the lease.
-		if !waited {
-			waited = true
-			c.stats.leaseWaits.Add(1)
-		}
-		c.observedWait(ctx)
-		if c.hooks.onLeaseWait != nil {
-			c.hooks.onLeaseWait(key)
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			c.stats.waitTimeouts.Add(1)
-			if c.cfg.loadOnTimeout {
-				return c.loadDirect(ctx, key, load)
-			}
-			return result[V]{}, fmt.Errorf("%w: %q after %v", ErrWaitTimeout, key, c.cfg.wait)
-		}
-		if w == nil {
-			w = c.listenFills(ctx, []string{rkey})
-		}
-		if w != nil && w.ok {
-			held, err := c.markWaited(ctx, []string{rkey}, [][]byte{prev})
-			if err == nil && !held[0] {
-				continue // filled or released meanwhile: look again now
-			}
-		}
-		if err := c.awaitFill(ctx, w, &backoff, left, key); err != nil {
-			return result[V]{}, err
-		}
+		return map[string]V{keys[0]: v}, nil
 	}
-}
-
-// loadAndFill runs the loader while keeping the lease alive, then fills the
-// key if the lease is still ours; landed reports whether the fill did.
-func (c *Cache[V]) loadAndFill(ctx context.Context, key string, l lease, load Loader[V]) (r result[V], landed bool, err error) {
-	c.hold(l)
-	defer c.unhold(l)
-	var v V
-	start := time.Now()
-	c.whileLeased(ctx, []lease{l}, func() { v, err = c.callLoader(ctx, key, load) })
-	delta := time.Since(start)
-	if c.hooks.afterLoad != nil {
-		c.hooks.afterLoad(key)
-	}
-	if errors.Is(err, ErrNotFound) {
-		landed = c.store(ctx, key, l, nil, true, delta)
-		return result[V]{null: true, noLocal: !landed}, landed, nil
-	}
-	if err != nil {
-		c.stats.loadErrors.Add(1)
-		c.releaseLeases(ctx, []lease{l})
-		return result[V]{}, true, err
-	}
-	payload, err := c.encode(key, v)
-	if err != nil {
-		// The value is good; it just cannot be cached. Serve it, release
-		// the lease and say why.
-		c.uncacheable(key, err)
-		c.releaseLeases(ctx, []lease{l})
-		return result[V]{v: v, noLocal: true}, true, nil
-	}
-	landed = c.store(ctx, key, l, payload, false, delta)
-	return result[V]{v: v, size: len(payload), noLocal: !landed}, landed, nil
-}
-
-// store writes the envelope through the lease and reports whether it was
-// refused (false): a Delete or Set replaced the lease meanwhile, so the value
-// may be stale. A Redis error is reported, not returned (true: the value is
-// as good as it was, there is just no cached copy), and the lease released.
-func (c *Cache[V]) store(ctx context.Context, key string, l lease, payload []byte, null bool, delta time.Duration) bool {
-	env, ttl := c.entry(null, 0, delta, payload)
-	ok, err := l.fill(ctx, c.rdb, env, ttl)
-	if err != nil {
-		c.report(logFillFailed, key, c.redisError(key, "fill", err))
-		c.releaseLeases(ctx, []lease{l})
-		if c.hooks.onFill != nil {
-			c.hooks.onFill(key, false)
-		}
-		return true
-	}
-	if !ok {
-		c.stats.rejectedFills.Add(1)
-	}
-	if c.hooks.onFill != nil {
-		c.hooks.onFill(key, ok)
-	}
-	return ok
-}
-
-// loadDirect calls the loader without caching, for WithLoadOnWaitTimeout.
-func (c *Cache[V]) loadDirect(ctx context.Context, key string, load Loader[V]) (result[V], error) {
-	v, err := c.callLoader(ctx, key, load)
-	if errors.Is(err, ErrNotFound) {
-		return result[V]{null: true}, nil
-	}
-	if err != nil {
-		c.stats.loadErrors.Add(1)
-		return result[V]{}, err
-	}
-	return result[V]{v: v}, nil
 }
 
 // callLoader runs load through runLoad.

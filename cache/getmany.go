@@ -239,7 +239,7 @@ func (b *batch[V]) fail(k string, err error) {
 }
 
 func (b *batch[V]) put(k string, r result[V], tier Tier) {
-	if !r.null {
+	if !r.null && b.out != nil {
 		b.out[k] = r.v
 	}
 	b.res[k] = flightResult[V]{r: r, tier: tier}
@@ -546,6 +546,11 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 	start := time.Now()
 	c.whileLeased(ctx, leases, func() { rows, err = c.callBatchLoader(ctx, keys, load) })
 	delta := time.Since(start)
+	if c.hooks.afterLoad != nil {
+		for _, k := range keys {
+			c.hooks.afterLoad(k)
+		}
+	}
 	if err != nil {
 		c.stats.loadErrors.Add(1)
 		c.releaseLeases(ctx, leases)
@@ -580,6 +585,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		// leases that did not fill.
 		c.releaseLeases(ctx, leases)
 		for i, k := range keys {
+			c.filled(k, calls[i], false)
 			b.put(k, rs[i], TierFill)
 		}
 		return nil, nil
@@ -591,13 +597,12 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		}
 		if err := cmds[i].Err(); err != nil {
 			c.report(logFillFailed, k, c.redisError(k, "fill", err))
+			c.filled(k, calls[i], false)
 			b.put(k, rs[i], TierFill)
 			continue
 		}
 		ok := cmds[i].Val() == int64(1)
-		if c.hooks.onFill != nil {
-			c.hooks.onFill(k, ok)
-		}
+		c.filled(k, calls[i], ok)
 		if ok {
 			b.put(k, rs[i], TierFill)
 			continue
@@ -708,4 +713,12 @@ func (c *Cache[V]) markManyWaited(ctx context.Context, keys []string, prev [][]b
 func isReplyErr(err error) bool {
 	var reply redis.Error
 	return err != nil && !errors.Is(err, redis.Nil) && errors.As(err, &reply)
+}
+
+// filled tells the test hook whether a fill landed (calls to the release
+// script, for a value that cannot be cached, are not fills).
+func (c *Cache[V]) filled(k string, call scriptCall, ok bool) {
+	if call.script == fillScript && c.hooks.onFill != nil {
+		c.hooks.onFill(k, ok)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,18 +18,28 @@ type batch[V any] struct {
 	// end hands a decided key's result to whoever joined its read at
 	// once, not when the batch's slowest key is decided.
 	end func(k string, res flightResult[V])
+	// mu guards res and errs of a batch filled detached (fill.go).
+	mu *sync.Mutex
 }
 
 // fail records err as k's error. An error that ends a whole step (a lost
 // pipeline, the caller's context) is not recorded key by key: leadMany
 // gives it to every key left without a result or an error of its own.
 func (b *batch[V]) fail(k string, err error) {
+	if b.mu != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
 	if _, ok := b.res[k]; !ok {
 		b.errs[k] = err
 	}
 }
 
 func (b *batch[V]) put(k string, r result[V], tier Tier) {
+	if b.mu != nil {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+	}
 	if !r.null && b.out != nil {
 		b.out[k] = r.v
 	}
@@ -134,11 +145,43 @@ func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader
 	if len(misses) == 0 {
 		return nil
 	}
-	err = c.fillMany(ctx, misses, load, b)
+	err = c.fillDetached(ctx, misses, load, b)
 	for _, k := range misses { // as a Get's fill would be
 		if res, ok := b.res[k]; ok {
 			c.admit(k, res.r, res.r.size, clock)
 		}
 	}
 	return err
+}
+
+// endUndecided ends the flights of keys the batch left without a result,
+// with their error, or err (gone if it is a context's).
+func (b *batch[V]) endUndecided(keys []string, err error) {
+	if b.end == nil {
+		return
+	}
+	b.mu.Lock()
+	var ends []string
+	var errs []error
+	for _, k := range keys {
+		if _, ok := b.res[k]; ok {
+			continue
+		}
+		kerr := b.errs[k]
+		if kerr == nil {
+			kerr = err
+		}
+		if kerr == nil {
+			kerr = fmt.Errorf("cacheguard: %q left undecided", k)
+		}
+		ends, errs = append(ends, k), append(errs, kerr)
+	}
+	b.mu.Unlock()
+	for i, k := range ends {
+		res := flightResult[V]{err: errs[i]}
+		if isCtxErr(errs[i]) {
+			res = flightResult[V]{gone: true}
+		}
+		b.end(k, res)
+	}
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // sharedFill runs the fill of flight f, detached from any one caller's
@@ -91,4 +92,49 @@ func (c *Cache[V]) runLoad(ctx context.Context, what string, call func(context.C
 		}
 	}()
 	return call(ctx)
+}
+
+// fillDetached runs fillMany for a GetMany's misses as a Get's fill runs:
+// detached from the caller's context (keeping its values), so that the
+// caller giving up does not fail the others who joined its reads, and
+// cancelled by Close. If ctx ends first, the caller keeps what the fill
+// decided so far and leaves; the fill goes on and ends the keys' flights.
+func (c *Cache[V]) fillDetached(ctx context.Context, keys []string, load BatchLoader[V], b *batch[V]) error {
+	fb := &batch[V]{res: make(map[string]flightResult[V], len(keys)), errs: map[string]error{}, end: b.end, mu: new(sync.Mutex)}
+	done := make(chan struct{})
+	var err error
+	detached := context.WithoutCancel(ctx)
+	started := c.goBackground(func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil { // a codec's, say: nobody could recover it here
+				err = fmt.Errorf("cacheguard: fill of %q panicked: %v", keys, p)
+			}
+			fb.endUndecided(keys, err)
+		}()
+		fctx, cancel := context.WithCancel(detached)
+		defer cancel()
+		stop := context.AfterFunc(c.closing, cancel)
+		defer stop()
+		err = c.fillMany(fctx, keys, load, fb)
+	})
+	if !started {
+		return ErrClosed
+	}
+	var ferr error
+	select {
+	case <-done:
+		ferr = err
+	case <-ctx.Done():
+		ferr = ctx.Err()
+	}
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	for k, res := range fb.res {
+		b.put(k, res.r, res.tier)
+	}
+	for k, kerr := range fb.errs {
+		b.fail(k, kerr)
+	}
+	return ferr
 }

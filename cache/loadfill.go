@@ -76,11 +76,12 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 			continue
 		}
 		ok := cmds[i].Val() == int64(1)
-		c.filled(k, calls[i], ok)
 		if ok {
 			b.put(k, rs[i], TierFill)
+			c.filled(k, calls[i], ok)
 			continue
 		}
+		c.filled(k, calls[i], ok)
 		c.stats.rejectedFills.Add(1)
 		if refused.again(c.cfg.wait) {
 			again = append(again, k)

@@ -116,7 +116,7 @@ func twoInstances(t *testing.T, rdb, rdb2 redis.UniversalClient, opts ...Option)
 func TestGetAfterOtherInstanceWriteRefusedTwice(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		a, b, shared := twoInstances(t, rdb, redisClientLike(t, rdb))
+		a, b, shared := twoInstances(t, rdb, ownClient(t, rdb))
 		db := &rowDB{rows: map[string]string{"k": "v0"}}
 		gate := newGatedLoads(1, 2)
 		load := func(_ context.Context, k string) (string, error) {
@@ -154,7 +154,7 @@ func TestGetAfterOtherInstanceWriteRefusedTwice(t *testing.T) {
 func TestGetAfterOtherInstanceWriteDuringGetMany(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		a, b, shared := twoInstances(t, rdb, redisClientLike(t, rdb))
+		a, b, shared := twoInstances(t, rdb, ownClient(t, rdb))
 		db := &rowDB{rows: map[string]string{"fast": "v0", "slow": "s0"}}
 		load := func(_ context.Context, k string) (string, error) { return db.get(k), nil }
 		if v, err := b.Get(ctx, "fast", load); err != nil || v != "v0" {
@@ -188,20 +188,4 @@ func TestGetAfterOtherInstanceWriteDuringGetMany(t *testing.T) {
 			t.Errorf("GetMany = %v", m)
 		}
 	})
-}
-
-// redisClientLike returns a second go-redis client of rdb's servers, as
-// another process would have.
-func redisClientLike(t *testing.T, rdb redis.UniversalClient) redis.UniversalClient {
-	var c redis.UniversalClient
-	switch r := rdb.(type) {
-	case *redis.ClusterClient:
-		c = redis.NewClusterClient(r.Options())
-	case *redis.Client:
-		c = redis.NewClient(r.Options())
-	default:
-		t.Fatalf("unexpected client %T", rdb)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }

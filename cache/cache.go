@@ -79,7 +79,7 @@ type Cache[V any] struct {
 	loadSem       chan struct{}                              // WithMaxLoads; nil when off
 	fallbackGroup singleflight.Group
 
-	hooks hooks
+	hooks *hooks // nil in production
 
 	// flights coalesces the Redis reads of one key (flight.go).
 	flights flights[V]
@@ -139,9 +139,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.log = slog.Default()
 	}
 	c.logs = newLogAggregator(c.log, cfg.logInterval, nil)
-	if cfg.hooks != nil {
-		c.hooks = *cfg.hooks
-	}
+	c.hooks = cfg.hooks
 	c.subscribed = make(chan struct{})
 	if c.source, err = newSourceID(); err != nil {
 		return nil, err
@@ -272,7 +270,7 @@ func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload
 }
 
 func (c *Cache[V]) now() time.Time {
-	if c.hooks.now != nil {
+	if c.hooks != nil && c.hooks.now != nil {
 		return c.hooks.now()
 	}
 	return time.Now()

@@ -178,7 +178,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			c.stats.leaseWaits.Add(uint64(len(waiting)))
 		}
 		c.observedWait(ctx)
-		if c.hooks.onLeaseWait != nil {
+		if c.hooks != nil && c.hooks.onLeaseWait != nil {
 			for _, k := range waiting {
 				c.hooks.onLeaseWait(k)
 			}

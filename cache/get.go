@@ -121,7 +121,7 @@ func (c *Cache[V]) remote(ctx context.Context, key string, load Loader[V], stale
 		}
 		if !lead {
 			f.joined.Add(1)
-			if c.hooks.onJoin != nil {
+			if c.hooks != nil && c.hooks.onJoin != nil {
 				c.hooks.onJoin(key)
 			}
 		}

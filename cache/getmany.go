@@ -118,7 +118,7 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 				f.joined.Add(1)
 				joined, joinedF = append(joined, k), append(joinedF, f)
 			}
-			if c.hooks.onJoin != nil {
+			if c.hooks != nil && c.hooks.onJoin != nil {
 				c.hooks.onJoin(k)
 			}
 		}

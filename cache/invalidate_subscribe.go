@@ -197,7 +197,7 @@ func (c *Cache[V]) subscriptionUp(trustUntil time.Time) {
 	c.trustUntil.Store(trustUntil.UnixNano())
 	c.epoch.Add(1)
 	c.subscribedOnce.Do(func() { close(c.subscribed) })
-	if c.hooks.onSubscribed != nil {
+	if c.hooks != nil && c.hooks.onSubscribed != nil {
 		c.hooks.onSubscribed()
 	}
 }
@@ -251,7 +251,7 @@ func (c *Cache[V]) onInvalidation(payload string, seqs map[[sourceIDSize]byte]ui
 	}
 	c.dropLocal(m.keys)
 	c.forget(m.keys)
-	if c.hooks.onInvalidate != nil {
+	if c.hooks != nil && c.hooks.onInvalidate != nil {
 		c.hooks.onInvalidate(m.keys)
 	}
 }

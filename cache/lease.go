@@ -247,7 +247,7 @@ func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan st
 		for i, l := range leases {
 			n, err := cmds[i].Int()
 			ok := err == nil && n == 1
-			if c.hooks.onExtend != nil {
+			if c.hooks != nil && c.hooks.onExtend != nil {
 				c.hooks.onExtend(l.key, ok, err)
 			}
 			if err != nil { // not known lost: try again soon

@@ -20,7 +20,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 	start := time.Now()
 	c.whileLeased(ctx, leases, func() { rows, err = c.callBatchLoader(ctx, keys, load) })
 	delta := time.Since(start)
-	if c.hooks.afterLoad != nil {
+	if c.hooks != nil && c.hooks.afterLoad != nil {
 		for _, k := range keys {
 			c.hooks.afterLoad(k)
 		}
@@ -96,7 +96,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 // filled tells the test hook whether a fill landed (calls to the release
 // script, for a value that cannot be cached, are not fills).
 func (c *Cache[V]) filled(k string, call scriptCall, ok bool) {
-	if call.script == fillScript && c.hooks.onFill != nil {
+	if call.script == fillScript && c.hooks != nil && c.hooks.onFill != nil {
 		c.hooks.onFill(k, ok)
 	}
 }

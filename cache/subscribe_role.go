@@ -73,7 +73,7 @@ func (c *Cache[V]) checkRole(ctx context.Context, r *roleCheck) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	if c.hooks.beforeRole != nil {
+	if c.hooks != nil && c.hooks.beforeRole != nil {
 		c.hooks.beforeRole()
 	}
 	reply, err := r.client.Do(ctx, "ROLE").Slice()
@@ -86,7 +86,7 @@ func (c *Cache[V]) checkRole(ctx context.Context, r *roleCheck) error {
 		return err
 	}
 	if len(reply) == 0 || reply[0] != "master" {
-		if c.hooks.onNotMaster != nil {
+		if c.hooks != nil && c.hooks.onNotMaster != nil {
 			c.hooks.onNotMaster()
 		}
 		return fmt.Errorf("%w (%s answers ROLE with %v)", errNotMaster, r.client.Options().Addr, reply)

@@ -173,19 +173,19 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		if len(waiting) == 0 {
 			return nil
 		}
-		if !waited {
-			waited = true
-			c.stats.leaseWaits.Add(uint64(len(waiting)))
+		ev := evLeaseWait
+		if waited {
+			ev = evLeaseWaitOn
 		}
-		c.observedWait(ctx)
-		if c.hooks != nil && c.hooks.onLeaseWait != nil {
-			for _, k := range waiting {
-				c.hooks.onLeaseWait(k)
-			}
+		waited = true
+		for _, k := range waiting {
+			c.event(ctx, ev, k, nil)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			c.stats.waitTimeouts.Add(uint64(len(waiting)))
+			for _, k := range waiting {
+				c.event(ctx, evWaitTimeout, k, nil)
+			}
 			if c.cfg.loadOnTimeout {
 				return c.loadManyDirect(ctx, waiting, load, b)
 			}

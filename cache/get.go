@@ -121,9 +121,7 @@ func (c *Cache[V]) remote(ctx context.Context, key string, load Loader[V], stale
 		}
 		if !lead {
 			f.joined.Add(1)
-			if c.hooks != nil && c.hooks.onJoin != nil {
-				c.hooks.onJoin(key)
-			}
+			c.event(ctx, evShared, key, nil)
 		}
 		res, err := f.wait(ctx)
 		if err != nil {

@@ -118,9 +118,7 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 				f.joined.Add(1)
 				joined, joinedF = append(joined, k), append(joinedF, f)
 			}
-			if c.hooks != nil && c.hooks.onJoin != nil {
-				c.hooks.onJoin(k)
-			}
+			c.event(ctx, evShared, k, nil)
 		}
 		todo = nil
 		c.leadGroup(ctx, ready, readyF, load, stale, out, errs)

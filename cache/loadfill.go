@@ -20,10 +20,8 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 	start := time.Now()
 	c.whileLeased(ctx, leases, func() { rows, err = c.callBatchLoader(ctx, keys, load) })
 	delta := time.Since(start)
-	if c.hooks != nil && c.hooks.afterLoad != nil {
-		for _, k := range keys {
-			c.hooks.afterLoad(k)
-		}
+	for _, k := range keys {
+		c.event(ctx, evLoaded, k, nil)
 	}
 	if err != nil {
 		c.stats.loadErrors.Add(1)
@@ -59,7 +57,9 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		// leases that did not fill.
 		c.releaseLeases(ctx, leases)
 		for i, k := range keys {
-			c.filled(k, calls[i], false)
+			if calls[i].script == fillScript {
+				c.event(ctx, evFillAbandoned, k, err)
+			}
 			b.put(k, rs[i], TierFill)
 		}
 		return nil, nil
@@ -70,19 +70,16 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 			continue
 		}
 		if err := cmds[i].Err(); err != nil {
-			c.report(logFillFailed, k, c.redisError(k, "fill", err))
-			c.filled(k, calls[i], false)
+			c.event(ctx, evFillFailed, k, err)
 			b.put(k, rs[i], TierFill)
 			continue
 		}
-		ok := cmds[i].Val() == int64(1)
-		if ok {
+		if cmds[i].Val() == int64(1) {
 			b.put(k, rs[i], TierFill)
-			c.filled(k, calls[i], ok)
+			c.event(ctx, evFilled, k, nil)
 			continue
 		}
-		c.filled(k, calls[i], ok)
-		c.stats.rejectedFills.Add(1)
+		c.event(ctx, evFillRefused, k, nil)
 		if refused.again(c.cfg.wait) {
 			again = append(again, k)
 			continue
@@ -91,14 +88,6 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		b.put(k, rs[i], TierFill)
 	}
 	return again, nil
-}
-
-// filled tells the test hook whether a fill landed (calls to the release
-// script, for a value that cannot be cached, are not fills).
-func (c *Cache[V]) filled(k string, call scriptCall, ok bool) {
-	if call.script == fillScript && c.hooks != nil && c.hooks.onFill != nil {
-		c.hooks.onFill(k, ok)
-	}
 }
 
 // healMany takes, in one pipeline, the keys (pending[i] for i in idx) whose

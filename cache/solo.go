@@ -45,8 +45,8 @@ func (c *Cache[V]) lead(ctx context.Context, f *flight[V], key, rkey string, loa
 			c.flights.finish(rkey, f, flightResult[V]{gone: true})
 		}
 	}()
-	if f.prev != nil && c.hooks != nil && c.hooks.onJoin != nil {
-		c.hooks.onJoin(key) // queued behind the read under way
+	if f.prev != nil {
+		c.event(ctx, evShared, key, nil) // queued behind the read under way
 	}
 	if err := f.send(ctx, c.localClock); err != nil {
 		ended = true

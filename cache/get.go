@@ -19,9 +19,12 @@ type result[V any] struct {
 // Get returns the value for key, loading it with load on a miss.
 //
 // The read path: the Bloom filter (if any) may answer "absent" at once; then
-// one GET. On a miss, callers in this process share one fill
-// (singleflight), and the fill takes a Redis lease so that callers in other
-// processes wait for it instead of loading too. A missing row (load returns
+// one GET. Callers in this process share a read only if it is not sent yet
+// (flight.go), so none is handed a value older than its own start, and a
+// key has one read and one fill under way here at a time; on a miss the
+// fill takes a Redis lease so that callers in other processes wait for it
+// instead of loading too. A fill refused because a write landed meanwhile
+// reads the key again (refused.go). A missing row (load returns
 // ErrNotFound) is cached as an absence for the null TTL and reported as
 // ErrNotFound. A loader error is returned to every caller sharing the fill,
 // and nothing is cached.

@@ -27,12 +27,16 @@ type BatchLoader[V any] func(ctx context.Context, keys []string) (map[string]V, 
 // Reads and lease writes are pipelined: one round trip per Redis node for the
 // reads, one for the leases, one for the fills. Keys whose lease another
 // caller holds are waited for (up to WithWait) and retried together, after
-// the keys whose leases GetMany took are loaded. Leases GetMany took are
-// released whatever ends the call.
+// the keys whose leases GetMany took are loaded. The fill runs detached from
+// ctx, as a Get's does: if ctx ends first, GetMany returns what was decided
+// and the fill goes on for whoever joined its reads; its leases are filled
+// or released when it ends (Close cancels it and waits).
 //
-// GetMany shares Get's path key by key: a key that a Get or another GetMany
-// in this process is reading is joined, not read or loaded again (and they
-// join GetMany's reads); hits get the same early refresh; and when Redis
+// GetMany shares Get's engine key by key (engine.go): a key whose read by a
+// Get or another GetMany in this process is not sent yet is joined, and one
+// whose read is under way is read again after it, not loaded again; hits
+// get the same early refresh; fills are admitted to the local tier; a
+// refused fill reads its key again; and when Redis
 // fails (or the breaker is open), each key left without an answer gets Get's
 // outage policy: a stale local entry, else a capped fallback load of that
 // key, else the error.

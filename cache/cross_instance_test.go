@@ -118,6 +118,9 @@ func TestGetAfterOtherInstanceWriteRefusedTwice(t *testing.T) {
 		ctx := context.Background()
 		a, b, shared := twoInstances(t, rdb, ownClient(t, rdb))
 		db := &rowDB{rows: map[string]string{"k": "v0"}}
+		if err := a.Delete(ctx, "k"); err != nil { // left by an earlier run
+			t.Fatal(err)
+		}
 		gate := newGatedLoads(1, 2)
 		load := func(_ context.Context, k string) (string, error) {
 			return gate.hold(func() string { return db.get(k) }), nil
@@ -156,6 +159,9 @@ func TestGetAfterOtherInstanceWriteDuringGetMany(t *testing.T) {
 		ctx := context.Background()
 		a, b, shared := twoInstances(t, rdb, ownClient(t, rdb))
 		db := &rowDB{rows: map[string]string{"fast": "v0", "slow": "s0"}}
+		if err := a.Delete(ctx, "fast", "slow"); err != nil { // left by an earlier run
+			t.Fatal(err)
+		}
 		load := func(_ context.Context, k string) (string, error) { return db.get(k), nil }
 		if v, err := b.Get(ctx, "fast", load); err != nil || v != "v0" {
 			t.Fatalf("warming fast: %q, %v", v, err)

@@ -80,7 +80,7 @@ func (c *Cache[V]) loadSlot(ctx context.Context) (release func(), err error) {
 		return c.releaseSlot, nil
 	default:
 	}
-	if c.hooks.onLoadWait != nil {
+	if c.hooks != nil && c.hooks.onLoadWait != nil {
 		c.hooks.onLoadWait()
 	}
 	select {

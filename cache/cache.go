@@ -27,7 +27,6 @@ type Cache[V any] struct {
 	rdb   redis.UniversalClient
 	cfg   config
 	codec valueCodec[V]
-	group singleflight.Group
 	stats counters
 	log   *slog.Logger
 	logs  *logAggregator // report's lines, one per kind per interval (logagg.go)
@@ -88,7 +87,7 @@ type Cache[V any] struct {
 	loadSem       chan struct{}                              // WithMaxLoads; nil when off
 	fallbackGroup singleflight.Group
 
-	hooks hooks
+	hooks *hooks // nil in production
 
 	// flights coalesces the Redis reads of one key (flight.go).
 	flights flights[V]
@@ -154,9 +153,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.log = slog.Default()
 	}
 	c.logs = newLogAggregator(c.log, cfg.logInterval, nil)
-	if cfg.hooks != nil {
-		c.hooks = *cfg.hooks
-	}
+	c.hooks = cfg.hooks
 	c.subscribed = make(chan struct{})
 	if c.source, err = newSourceID(); err != nil {
 		return nil, err
@@ -293,7 +290,7 @@ func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload
 }
 
 func (c *Cache[V]) now() time.Time {
-	if c.hooks.now != nil {
+	if c.hooks != nil && c.hooks.now != nil {
 		return c.hooks.now()
 	}
 	return time.Now()
@@ -359,13 +356,12 @@ func (c *Cache[V]) startLocal() error {
 	return nil
 }
 
-// forget makes callers that arrive after a write start a load of their own
-// instead of joining one that began before it (and may have loaded the old
-// row): a fill, which is refused when it tries to store and loads again, or
-// a fallback load, which stores nothing and is simply no longer shared.
+// forget makes callers that arrive after a write start a fallback load of
+// their own instead of joining one that began before it (and may have
+// loaded the old row), and lets them read without waiting for a read sent
+// before the write (flight.go; nobody joins a read already sent anyway).
 func (c *Cache[V]) forget(keys []string) {
 	for _, k := range keys {
-		c.group.Forget(c.cfg.prefix + k)
 		c.flights.forget(c.cfg.prefix + k)
 		c.fallbackGroup.Forget(k)
 	}

@@ -154,18 +154,24 @@ func TestCloseIsBounded(t *testing.T) {
 	})
 }
 
-// GetMany whose context ends while it loads releases its leases at once.
+// GetMany whose context ends while it loads returns at once; its fill runs
+// on, detached, as a Get's does, and releases its leases when the load
+// fails (Close waits for it).
 func TestGetManyCancelReleasesLeases(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
 		ctx, cancel := context.WithCancel(context.Background())
-		_, err := c.GetMany(ctx, []string{"a", "b"}, func(ctx context.Context, _ []string) (map[string]string, error) {
+		release := make(chan struct{})
+		_, err := c.GetMany(ctx, []string{"a", "b"}, func(context.Context, []string) (map[string]string, error) {
 			cancel()
-			return nil, ctx.Err()
+			<-release
+			return nil, errors.New("the load failed")
 		})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("GetMany = %v, want context.Canceled", err)
 		}
+		close(release)
+		c.Close()
 		for _, k := range []string{"a", "b"} {
 			if n := rdb.Exists(context.Background(), prefixFor(t)+k).Val(); n != 0 {
 				t.Errorf("lease on %q left in Redis", k)

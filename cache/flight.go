@@ -7,28 +7,28 @@ import (
 	"sync/atomic"
 )
 
-// Read coalescing. All concurrent Gets (and GetMany calls) of one key in this
-// process share one flight: one GET, and on a miss one lease attempt and one
-// fill, whose result every caller takes. Without it, N callers of an absent
-// key cost N GETs and N SET NX GETs even though singleflight shares the load.
+// Read coalescing, and the rule for sharing. Concurrent Gets (and GetMany
+// calls) of one key in this process share one flight: one GET, and on a
+// miss one lease attempt and one fill, whose result every caller takes.
 //
-// A flight is found by the prefixed key. Set, Delete, MarkStale, versioned
-// writes and invalidations from other instances remove it from the table
-// (forget), so a call that starts after a write starts a flight of its own
-// and never takes a value read or loaded before the write. Admission to the
-// local tier uses the clock taken when the flight started, before its read,
-// so an invalidation that arrives during the read keeps it out for every
-// caller.
+// A caller joins only a read that is not sent yet. Once the leader sends
+// its GET the flight is closed; a caller that comes later starts the next
+// flight, which waits for the one under way to finish and then reads on its
+// own. So every caller of a flight started before its read, and whatever
+// the read (or the fill that follows it) answers is at least as new as
+// each caller's start, whichever instance wrote meanwhile: no write needs
+// to reach this process for that. A key has at most one read and one fill
+// under way here, and a stampede of N callers costs two reads, not N.
+// The local tier admits with the clock taken when the read is sent, so an
+// invalidation that arrives during the read keeps it out.
 //
 // Most reads have nobody to share with, and a flight (an allocation, a map
 // insert and delete) would be pure cost for them. So a Get that finds no
 // flight of its key and no other such read in its shard reads "solo",
-// without a flight: it marks the shard with its key and the clock, and a
-// caller of the same key that arrives meanwhile makes the flight and adopts
-// the read (the solo reader then finishes that flight, or, on a miss, leads
-// its fill). Coalescing is unchanged: still one read per key at a time. A
-// write that forgets the key also unmarks the solo read, so that nobody
-// adopts it after the write.
+// without a flight: it marks the shard with its key and the clock. A
+// caller of the same key that arrives meanwhile makes a flight standing for
+// the solo read (the solo reader finishes it, or on a miss leads its fill)
+// and queues the next flight behind it.
 //
 // The caller that starts a flight (its leader) reads on its own context, so a
 // Redis hit costs no goroutine; if that context ends before the read
@@ -36,18 +36,27 @@ import (
 // new one. A fill, once started, runs detached (see sharedFill) and ends the
 // flight itself.
 
-// flight is one shared read of a key. Its fields other than clock and joined
-// are guarded by its shard's lock until finished is set; after that res no
-// longer changes.
+// flight is one shared read of a key. Its fields other than joined are
+// guarded by its shard's lock; once finished is set, res no longer changes.
+// A flight is joinable until its read is sent; its clock is taken then.
 type flight[V any] struct {
-	sh       *flightShard[V]
-	clock    localClock   // taken before the read
+	sh *flightShard[V]
+	// prev is the key's read that was already sent when this flight was
+	// made: the leader waits for it to finish before sending its own, so
+	// that one key has at most one read (and one fill) under way here.
+	prev     *flight[V]
+	clock    localClock   // taken when the read is sent
 	joined   atomic.Int32 // callers other than the leader
+	sent     bool         // the read went out: nobody joins any more
 	finished bool
 	res      flightResult[V]
 	// done is made only when a caller has to wait (most Redis hits finish
 	// before anyone asks, and then cost no channel); closed at finish.
 	done chan struct{}
+	// passed: a write of this instance came after the read was sent, so
+	// the next read need not wait for it (pass is closed then, if made).
+	passed bool
+	pass   chan struct{}
 }
 
 // flightResult is what a flight hands every caller.
@@ -71,9 +80,8 @@ const flightShards = 16
 type flightShard[V any] struct {
 	mu sync.Mutex
 	m  map[string]*flight[V]
-	// The shard's solo read, if any (see above): soloKey is "" once a
-	// write has forgotten it; soloFlight is the flight a caller made to
-	// adopt it.
+	// The shard's solo read, if any (see above); soloFlight is the flight
+	// that stands for it once a caller queued behind it.
 	solo       bool
 	soloKey    string
 	soloClock  localClock
@@ -94,33 +102,46 @@ func fnv1a(s string) uint32 {
 	return h
 }
 
-// join returns the flight for rkey, starting one (lead is then true) if none
-// is under way.
-func (fs *flights[V]) join(rkey string, clock func() localClock) (f *flight[V], lead bool) {
+// join returns the flight for rkey that callers may still join: one whose
+// read is not sent yet. If there is none it starts one (lead is then true),
+// queued behind the read of rkey under way, if any (f.prev).
+func (fs *flights[V]) join(rkey string) (f *flight[V], lead bool) {
 	sh := fs.shard(rkey)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if f = sh.m[rkey]; f != nil {
-		return f, false
+	prev := sh.m[rkey]
+	if prev != nil && !prev.sent {
+		return prev, false
 	}
-	if sh.solo && sh.soloKey == rkey {
-		// The key is being read solo: make its flight and wait for the
-		// solo reader to finish it.
-		f = sh.add(rkey, sh.soloClock)
-		sh.soloFlight = f
-		return f, false
+	if prev == nil && sh.solo && sh.soloKey == rkey {
+		// The key is being read solo: a flight stands for that read,
+		// and the solo reader finishes it (or leads its fill).
+		if sh.soloFlight == nil {
+			sh.soloFlight = &flight[V]{sh: sh, clock: sh.soloClock, sent: true}
+		}
+		prev = sh.soloFlight
 	}
-	return sh.add(rkey, clock()), true
-}
-
-// add puts a new flight for rkey in the table; sh.mu is held.
-func (sh *flightShard[V]) add(rkey string, clock localClock) *flight[V] {
-	f := &flight[V]{sh: sh, clock: clock}
+	f = &flight[V]{sh: sh, prev: prev}
 	if sh.m == nil {
 		sh.m = make(map[string]*flight[V])
 	}
 	sh.m[rkey] = f
-	return f
+	return f, true
+}
+
+// send is the leader's, before its read: it waits for the key's previous
+// read to finish, then closes f to joiners and takes the clock. An error
+// is ctx's: the leader gave up before reading.
+func (f *flight[V]) send(ctx context.Context, clock func() localClock) error {
+	if p := f.prev; p != nil {
+		if err := p.awaitPassed(ctx); err != nil {
+			return err
+		}
+	}
+	f.sh.mu.Lock()
+	f.sent, f.prev, f.clock = true, nil, clock()
+	f.sh.mu.Unlock()
+	return nil
 }
 
 // startSolo marks rkey as read solo in its shard, if no flight of rkey and
@@ -137,31 +158,32 @@ func (fs *flights[V]) startSolo(rkey string, clock func() localClock) (*flightSh
 	return sh, sh.soloClock, true
 }
 
-// endSolo ends the shard's solo read of rkey. f is the flight that callers
-// who arrived meanwhile wait on (nil if none did): the solo reader finishes
-// it, or on a miss leads its fill. On a miss without such a flight, endSolo
-// makes one for the fill (lead), or returns the flight a later caller
-// started (a write forgot the solo read: it is not filled from), or nil
-// when the read must start over for the same reason.
-func (sh *flightShard[V]) endSolo(rkey string, miss bool) (f *flight[V], lead bool) {
+// endSolo ends the shard's solo read of rkey. f is the flight that stands
+// for it: the one made when a caller queued behind the read, which the
+// solo reader finishes, or on a miss one made now for the fill, so that
+// callers that come during the fill queue behind it. f is nil after a hit
+// nobody queued behind.
+func (sh *flightShard[V]) endSolo(rkey string, miss bool) (f *flight[V]) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	f, forgotten := sh.soloFlight, sh.soloKey != rkey
+	f = sh.soloFlight
 	sh.solo, sh.soloKey, sh.soloFlight = false, "", nil
-	switch {
-	case f != nil:
-		return f, true
-	case !miss || forgotten:
-		return nil, false
+	if f != nil || !miss {
+		return f
 	}
-	if f = sh.m[rkey]; f != nil {
-		return f, false
+	f = &flight[V]{sh: sh, clock: sh.soloClock, sent: true}
+	if sh.m[rkey] == nil { // else a read started after a write passed this one
+		if sh.m == nil {
+			sh.m = make(map[string]*flight[V])
+		}
+		sh.m[rkey] = f
 	}
-	return sh.add(rkey, sh.soloClock), true
+	return f
 }
 
-// finish hands res to f's callers and takes f out of the table (unless a
-// write already replaced it there). Only the first finish counts.
+// finish hands res to f's callers and takes f out of the table. A flight
+// that ends before its read was sent gives the key back to the read it was
+// queued behind. Only the first finish counts.
 func (fs *flights[V]) finish(rkey string, f *flight[V], res flightResult[V]) {
 	sh := f.sh
 	sh.mu.Lock()
@@ -170,7 +192,11 @@ func (fs *flights[V]) finish(rkey string, f *flight[V], res flightResult[V]) {
 		return
 	}
 	if sh.m[rkey] == f {
-		delete(sh.m, rkey)
+		if p := f.prev; p != nil && !p.finished && !f.sent {
+			sh.m[rkey] = p
+		} else {
+			delete(sh.m, rkey)
+		}
 	}
 	f.res, f.finished = res, true
 	if f.done != nil {
@@ -178,16 +204,66 @@ func (fs *flights[V]) finish(rkey string, f *flight[V], res flightResult[V]) {
 	}
 }
 
-// forget takes rkey's flight out of the table: callers that come after a
-// write must not join a read that started before it.
+// awaitPassed waits until f finishes or a write passes it, or ctx ends.
+func (f *flight[V]) awaitPassed(ctx context.Context) error {
+	f.sh.mu.Lock()
+	if f.finished || f.passed {
+		f.sh.mu.Unlock()
+		return nil
+	}
+	if f.done == nil {
+		f.done = make(chan struct{})
+	}
+	if f.pass == nil {
+		f.pass = make(chan struct{})
+	}
+	done, pass := f.done, f.pass
+	f.sh.mu.Unlock()
+	select {
+	case <-done:
+	case <-pass:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// forget is called after a write of rkey by this instance: the read of rkey
+// under way, sent before the write, is passed, so that callers that come
+// after the write do not wait for it (it shares nothing with them anyway:
+// its fill is refused, or its answer was read before the write).
 func (fs *flights[V]) forget(rkey string) {
 	sh := fs.shard(rkey)
 	sh.mu.Lock()
-	delete(sh.m, rkey)
-	if sh.soloKey == rkey {
-		sh.soloKey = "" // nobody joins the solo read from now on
+	defer sh.mu.Unlock()
+	if sh.solo && sh.soloKey == rkey {
+		sh.soloKey = "" // later callers do not queue behind the solo read
+		if sh.soloFlight != nil {
+			sh.soloFlight.passBy()
+		}
 	}
-	sh.mu.Unlock()
+	f := sh.m[rkey]
+	switch {
+	case f == nil:
+		return
+	case f.sent:
+		delete(sh.m, rkey)
+	case f.prev != nil:
+		f = f.prev
+	default:
+		return
+	}
+	f.passBy()
+}
+
+// passBy marks f passed by a write; its shard's lock is held.
+func (f *flight[V]) passBy() {
+	if !f.passed {
+		f.passed = true
+		if f.pass != nil {
+			close(f.pass)
+		}
+	}
 }
 
 // wait waits for f or ctx.

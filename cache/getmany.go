@@ -3,10 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // BatchLoader loads the rows for keys in one go. Keys missing from the
@@ -31,12 +27,16 @@ type BatchLoader[V any] func(ctx context.Context, keys []string) (map[string]V, 
 // Reads and lease writes are pipelined: one round trip per Redis node for the
 // reads, one for the leases, one for the fills. Keys whose lease another
 // caller holds are waited for (up to WithWait) and retried together, after
-// the keys whose leases GetMany took are loaded. Leases GetMany took are
-// released whatever ends the call.
+// the keys whose leases GetMany took are loaded. The fill runs detached from
+// ctx, as a Get's does: if ctx ends first, GetMany returns what was decided
+// and the fill goes on for whoever joined its reads; its leases are filled
+// or released when it ends (Close cancels it and waits).
 //
-// GetMany shares Get's path key by key: a key that a Get or another GetMany
-// in this process is reading is joined, not read or loaded again (and they
-// join GetMany's reads); hits get the same early refresh; and when Redis
+// GetMany shares Get's engine key by key (engine.go): a key whose read by a
+// Get or another GetMany in this process is not sent yet is joined, and one
+// whose read is under way is read again after it, not loaded again; hits
+// get the same early refresh; fills are admitted to the local tier; a
+// refused fill reads its key again; and when Redis
 // fails (or the breaker is open), each key left without an answer gets Get's
 // outage policy: a stale local entry, else a capped fallback load of that
 // key, else the error.
@@ -101,37 +101,32 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 			todo = append(todo, k)
 		}
 	}
-	// Keys another call in this process is reading (a Get or a GetMany) are
-	// joined, not read again; the keys this call leads are read and filled
-	// in one batch, and their results handed to whoever joined them. A key
-	// whose read was abandoned is joined (or led) again.
+	// Keys another call in this process is about to read (a Get or a
+	// GetMany) are joined; the keys this call leads are read and filled in
+	// one batch, those not read here at the moment first, then those queued
+	// behind a read under way here (flight.go). A key whose read was
+	// abandoned is joined (or led) again.
 	errs := map[string]error{} // per key; see BatchError
 	for len(todo) > 0 {
-		var own, joined []string
-		var ownF, joinedF []*flight[V]
+		var ready, queued, joined []string
+		var readyF, queuedF, joinedF []*flight[V]
 		for _, k := range todo {
-			f, lead := c.flights.join(c.cfg.prefix+k, c.localClock)
-			if lead {
-				own, ownF = append(own, k), append(ownF, f)
+			f, lead := c.flights.join(c.cfg.prefix + k)
+			switch {
+			case lead && f.prev == nil:
+				ready, readyF = append(ready, k), append(readyF, f)
 				continue
+			case lead:
+				queued, queuedF = append(queued, k), append(queuedF, f)
+			default:
+				f.joined.Add(1)
+				joined, joinedF = append(joined, k), append(joinedF, f)
 			}
-			f.joined.Add(1)
-			if c.hooks.onJoin != nil {
-				c.hooks.onJoin(k)
-			}
-			joined, joinedF = append(joined, k), append(joinedF, f)
+			c.event(ctx, evShared, k, nil)
 		}
 		todo = nil
-		if len(own) > 0 {
-			b := &batch[V]{out: out, res: make(map[string]flightResult[V], len(own)), errs: map[string]error{}}
-			c.leadMany(ctx, own, ownF, load, b)
-			// Keys that failed get Get's outage policy, each on its own.
-			for _, k := range own {
-				if err, failed := b.errs[k]; failed {
-					c.settleMany(ctx, k, load, stale[k], err, out, errs)
-				}
-			}
-		}
+		c.leadGroup(ctx, ready, readyF, load, stale, out, errs)
+		c.leadGroup(ctx, queued, queuedF, load, stale, out, errs)
 		for i, k := range joined {
 			res, err := joinedF[i].wait(ctx)
 			switch {
@@ -159,6 +154,41 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 	return out, newBatchError(keys, errs)
 }
 
+// leadGroup reads and fills the keys whose flights fs this GetMany leads,
+// once the reads they are queued behind have finished; keys that fail get
+// Get's outage policy, each on its own.
+func (c *Cache[V]) leadGroup(ctx context.Context, keys []string, fs []*flight[V], load BatchLoader[V], stale map[string]*LocalEntry[V], out map[string]V, errs map[string]error) {
+	var sent []string
+	var sentF []*flight[V]
+	for i, f := range fs {
+		if err := f.send(ctx, c.localClock); err != nil {
+			c.flights.finish(c.cfg.prefix+keys[i], f, flightResult[V]{gone: true})
+			errs[keys[i]] = err
+			continue
+		}
+		sent, sentF = append(sent, keys[i]), append(sentF, f)
+	}
+	if len(sent) == 0 {
+		return
+	}
+	b := &batch[V]{out: out, res: make(map[string]flightResult[V], len(sent)), errs: map[string]error{}}
+	byKey := make(map[string]*flight[V], len(sent))
+	for i, k := range sent {
+		byKey[k] = sentF[i]
+	}
+	b.end = func(k string, res flightResult[V]) {
+		if f := byKey[k]; f != nil {
+			c.flights.finish(c.cfg.prefix+k, f, res)
+		}
+	}
+	c.leadMany(ctx, sent, sentF, load, b)
+	for _, k := range sent {
+		if err, failed := b.errs[k]; failed {
+			c.settleMany(ctx, k, load, stale[k], err, out, errs)
+		}
+	}
+}
+
 // settleMany answers key of a GetMany that failed with err as Get would: a
 // stale local entry or a capped fallback load when Redis failed. What is
 // left of the failure is recorded in errs, as key's own.
@@ -183,468 +213,4 @@ func oneOf[V any](load BatchLoader[V]) Loader[V] {
 		}
 		return v, err
 	}
-}
-
-// batch collects what a GetMany's own reads and fills found, per key: a
-// result, or the error of that key alone.
-type batch[V any] struct {
-	out  map[string]V
-	res  map[string]flightResult[V]
-	errs map[string]error
-}
-
-// fail records err as k's error. An error that ends a whole step (a lost
-// pipeline, the caller's context) is not recorded key by key: leadMany
-// gives it to every key left without a result or an error of its own.
-func (b *batch[V]) fail(k string, err error) {
-	if _, ok := b.res[k]; !ok {
-		b.errs[k] = err
-	}
-}
-
-func (b *batch[V]) put(k string, r result[V], tier Tier) {
-	if !r.null {
-		b.out[k] = r.v
-	}
-	b.res[k] = flightResult[V]{r: r, tier: tier}
-}
-
-// leadMany reads the keys whose flights this GetMany leads, in one pipeline,
-// fills the misses, and ends every one of the flights: with its result, or
-// its error, or gone (whoever joined reads it again) if this call's context
-// ended first. Every key ends with a result or an error in b.
-func (c *Cache[V]) leadMany(ctx context.Context, todo []string, fs []*flight[V], load BatchLoader[V], b *batch[V]) {
-	returned := false
-	var err error
-	defer func() {
-		for i, k := range todo {
-			res, ok := b.res[k]
-			switch {
-			case ok:
-			case !returned: // a panic on the way: release the joiners, re-raise
-				res = flightResult[V]{gone: true}
-			default:
-				kerr, own := b.errs[k]
-				if !own {
-					// The step that failed left k undecided.
-					kerr = err
-					if kerr == nil {
-						// Every path decides its keys; should one not,
-						// the key fails rather than silently vanish.
-						kerr = fmt.Errorf("cacheguard: %q left undecided", k)
-					}
-					b.errs[k] = kerr
-				}
-				res = flightResult[V]{err: kerr}
-				if isCtxErr(kerr) {
-					res = flightResult[V]{gone: true}
-				}
-			}
-			c.flights.finish(c.cfg.prefix+k, fs[i], res)
-		}
-	}()
-	err = c.readMany(ctx, todo, load, b)
-	returned = true
-}
-
-// readMany is leadMany's work: what it does not decide key by key in b
-// (none of them, or the ones a step left undecided) gets its error.
-func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader[V], b *batch[V]) error {
-	clock := c.localClock()
-	gets := make([]*redis.StringCmd, len(todo))
-	done, err := c.allow(todo[0])
-	if err != nil {
-		return err
-	}
-	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, k := range todo {
-			gets[i] = p.Get(ctx, c.cfg.prefix+k)
-		}
-		return nil
-	})
-	err = callerErr(ctx, err)
-	done(err)
-	var reply redis.Error
-	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
-		return c.redisError(todo[0], "get many", err)
-	}
-	// Reply errors belong to single keys: read them key by key below.
-	var misses []string
-	for i, k := range todo {
-		raw, err := gets[i].Bytes()
-		err = callerErr(ctx, err)
-		if isWrongType(err) { // another Redis type: foreign data, a miss
-			c.stats.corrupt.Add(1)
-			err = redis.Nil
-		}
-		if err != nil && !errors.Is(err, redis.Nil) {
-			// This key's reply failed (a refused command, a node that
-			// did not answer): the others' replies still stand.
-			b.fail(k, c.redisError(k, "get many", err))
-			continue
-		}
-		if err == nil {
-			if r, env, ok := c.decodeHit(k, raw); ok {
-				c.observed(ctx, TierRedis)
-				c.admit(k, r, len(raw), clock)
-				b.put(k, r, TierRedis)
-				if !r.null {
-					c.maybeRefresh(ctx, k, c.cfg.prefix+k, env, oneOf(load))
-				}
-				continue
-			}
-		}
-		c.stats.misses.Add(1)
-		c.observed(ctx, TierFill)
-		if c.absent(ctx, c.cfg.missFilter, k) {
-			b.put(k, result[V]{null: true, noLocal: true}, TierFill)
-			continue
-		}
-		misses = append(misses, k)
-	}
-	if len(misses) == 0 {
-		return nil
-	}
-	// Filled values reach the local tier on their next read from Redis.
-	return c.fillMany(ctx, misses, load, b)
-}
-
-// fillMany takes leases on misses, loads the ones it holds with one loader
-// call, and waits for the rest; it adds what it finds to out.
-func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoader[V], b *batch[V]) error {
-	deadline := time.Now().Add(c.cfg.wait)
-	backoff := minBackoff
-	waited := false
-	var w *fillWaiter // listening for fills of the keys we wait for
-	defer func() { w.leave() }()
-	for {
-		leases := make([]lease, len(pending))
-		acq := make([]*redis.StatusCmd, len(pending))
-		for i, k := range pending {
-			l, err := c.newLease(c.cfg.prefix + k)
-			if err != nil {
-				return err
-			}
-			leases[i] = l
-		}
-		done, err := c.allow(pending[0])
-		if err != nil {
-			return err
-		}
-		_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, l := range leases {
-				acq[i] = p.SetArgs(ctx, l.key, l.ph, redis.SetArgs{Mode: "NX", Get: true, TTL: c.cfg.lease})
-			}
-			return nil
-		})
-		c.observedAttempt(ctx)
-		err = callerErr(ctx, err)
-		done(err)
-		// Read every reply before acting on an error, so that leases this
-		// round did take are released rather than left to block others.
-		var held []lease
-		var heldKeys, waiting, foreign []string
-		var waitPrev [][]byte // the placeholder seen under waiting[i] (nil: none)
-		var foreignLeases []lease
-		var foreignPrev [][]byte
-		var firstErr error
-		var lookalikes []int // indexes of pending whose lease may have no TTL
-		for i, k := range pending {
-			prev, err := acq[i].Bytes()
-			err = callerErr(ctx, err)
-			switch {
-			case errors.Is(err, redis.Nil):
-				held, heldKeys = append(held, leases[i]), append(heldKeys, k)
-				continue
-			case isWrongType(err):
-				// Another Redis type: taken over below (nil prev).
-				foreign, foreignLeases, foreignPrev = append(foreign, k), append(foreignLeases, leases[i]), append(foreignPrev, nil)
-				continue
-			case isReplyErr(err):
-				// Redis refused this key's SET: no lease was taken, and
-				// the other keys' replies stand.
-				b.fail(k, c.redisError(k, "acquire lease", err))
-				continue
-			case err != nil:
-				if firstErr == nil {
-					firstErr = c.redisError(k, "acquire lease", err)
-				}
-				continue
-			}
-			switch classify(prev) {
-			case kindLease:
-				if !waited {
-					lookalikes = append(lookalikes, i)
-				}
-				waiting, waitPrev = append(waiting, k), append(waitPrev, prev)
-				continue
-			case kindEnvelope:
-				if r, _, ok := c.decodeEntry(k, prev); ok {
-					b.put(k, r, TierFill)
-					continue
-				}
-			}
-			foreign, foreignLeases, foreignPrev = append(foreign, k), append(foreignLeases, leases[i]), append(foreignPrev, prev)
-		}
-		if firstErr != nil {
-			// A SET whose reply was lost (a timeout, a cancelled context)
-			// may have taken its lease: release every one this round tried
-			// (the script leaves keys that are not ours alone).
-			c.releaseLeases(ctx, leases)
-			return firstErr
-		}
-		if len(lookalikes) > 0 {
-			healed, err := c.healMany(ctx, pending, leases, acq, lookalikes)
-			if err != nil {
-				c.releaseLeases(ctx, held)
-				return err
-			}
-			if len(healed) > 0 {
-				still, stillPrev := waiting[:0], waitPrev[:0]
-				for i, k := range waiting {
-					if l, ok := healed[k]; ok {
-						held, heldKeys = append(held, l), append(heldKeys, k)
-					} else {
-						still, stillPrev = append(still, k), append(stillPrev, waitPrev[i])
-					}
-				}
-				waiting, waitPrev = still, stillPrev
-			}
-		}
-		for i, k := range foreign {
-			var ok bool
-			var err error
-			if foreignPrev[i] == nil {
-				ok, err = foreignLeases[i].takeOverType(ctx, c.rdb, c.cfg.lease)
-			} else {
-				ok, err = foreignLeases[i].takeOver(ctx, c.rdb, foreignPrev[i], c.cfg.lease)
-			}
-			if err != nil {
-				c.releaseLeases(ctx, append(held, foreignLeases[i]))
-				return c.redisError(k, "take over", err)
-			}
-			if ok {
-				held, heldKeys = append(held, foreignLeases[i]), append(heldKeys, k)
-			} else {
-				waiting, waitPrev = append(waiting, k), append(waitPrev, nil)
-			}
-		}
-		if len(held) > 0 {
-			if err := c.loadAndFillMany(ctx, heldKeys, held, load, b); err != nil {
-				// The loader's error is the error of the keys it was
-				// asked for; keys another caller is filling are still
-				// waited for.
-				for _, k := range heldKeys {
-					b.fail(k, err)
-				}
-				if cerr := ctx.Err(); cerr != nil {
-					return cerr
-				}
-			}
-		}
-		if len(waiting) == 0 {
-			return nil
-		}
-		if !waited {
-			waited = true
-			c.stats.leaseWaits.Add(uint64(len(waiting)))
-		}
-		c.observedWait(ctx)
-		if c.hooks.onLeaseWait != nil {
-			for _, k := range waiting {
-				c.hooks.onLeaseWait(k)
-			}
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			c.stats.waitTimeouts.Add(uint64(len(waiting)))
-			if c.cfg.loadOnTimeout {
-				return c.loadManyDirect(ctx, waiting, load, b)
-			}
-			for _, k := range waiting {
-				b.fail(k, fmt.Errorf("%w: %q after %v", ErrWaitTimeout, k, c.cfg.wait))
-			}
-			return nil
-		}
-		pending = waiting
-		if w == nil {
-			w = c.listenFills(ctx, c.prefixed(waiting))
-		}
-		if w != nil && w.ok && !c.markManyWaited(ctx, waiting, waitPrev) {
-			continue // one of them was filled or released meanwhile: look again now
-		}
-		if err := c.awaitFill(ctx, w, &backoff, left, waiting[0]); err != nil {
-			return err
-		}
-	}
-}
-
-// loadAndFillMany loads keys (whose leases we hold) with one loader call and
-// fills them through their leases in one pipeline.
-func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], b *batch[V]) error {
-	c.hold(leases...)
-	defer c.unhold(leases...)
-	var rows map[string]V
-	var err error
-	start := time.Now()
-	c.whileLeased(ctx, leases, func() { rows, err = c.callBatchLoader(ctx, keys, load) })
-	delta := time.Since(start)
-	if err != nil {
-		c.stats.loadErrors.Add(1)
-		c.releaseLeases(ctx, leases)
-		return err
-	}
-	envs := make([][]byte, len(keys))
-	ttls := make([]time.Duration, len(keys))
-	for i, k := range keys {
-		v, found := rows[k]
-		if !found {
-			b.put(k, result[V]{null: true, noLocal: true}, TierFill)
-			envs[i], ttls[i] = c.entry(true, 0, delta, nil)
-			continue
-		}
-		b.put(k, result[V]{v: v, noLocal: true}, TierFill)
-		payload, err := c.encode(k, v)
-		if err != nil {
-			c.uncacheable(k, err)
-			continue // envs[i] stays nil: release instead of fill
-		}
-		envs[i], ttls[i] = c.entry(false, 0, delta, payload)
-	}
-	fills := make([]*redis.Cmd, len(keys))
-	calls := make([]scriptCall, len(leases))
-	for i, l := range leases {
-		if envs[i] == nil {
-			calls[i] = scriptCall{releaseScript, []string{l.key}, l.releaseArgs()}
-			continue
-		}
-		calls[i] = scriptCall{fillScript, []string{l.key}, l.fillArgs(envs[i], ttls[i])}
-	}
-	cmds, err := runScripts(ctx, c.rdb, calls)
-	for i := range leases {
-		if envs[i] != nil {
-			fills[i] = cmds[i]
-		}
-	}
-	if err != nil {
-		c.report(logFillFailed, keys[0], c.redisError(keys[0], "fill many", err))
-		// The values are good; they are just not cached. Release the
-		// leases that did not fill.
-		c.releaseLeases(ctx, leases)
-		return nil
-	}
-	for i, f := range fills {
-		if f == nil {
-			continue
-		}
-		if err := f.Err(); err != nil {
-			c.report(logFillFailed, keys[i], c.redisError(keys[i], "fill", err))
-			continue
-		}
-		ok := f.Val() == int64(1)
-		if !ok {
-			c.stats.rejectedFills.Add(1)
-		}
-		if c.hooks.onFill != nil {
-			c.hooks.onFill(keys[i], ok)
-		}
-	}
-	return nil
-}
-
-// healMany takes, in one pipeline, the keys (pending[i] for i in idx) whose
-// placeholder has no TTL (see healScript); it returns the leases it took.
-func (c *Cache[V]) healMany(ctx context.Context, pending []string, leases []lease, acq []*redis.StatusCmd, idx []int) (map[string]lease, error) {
-	calls := make([]scriptCall, len(idx))
-	for j, i := range idx {
-		prev, _ := acq[i].Bytes()
-		calls[j] = scriptCall{healScript, []string{leases[i].key}, []any{prev, leases[i].ph, c.cfg.lease.Milliseconds()}}
-	}
-	cmds, err := runScripts(ctx, c.rdb, calls)
-	healed := map[string]lease{}
-	for j, i := range idx {
-		if n, err := cmds[j].Int(); err == nil && n == 1 {
-			healed[pending[i]] = leases[i]
-		}
-	}
-	if err = callerErr(ctx, err); err != nil {
-		c.releaseLeases(ctx, leasesOf(healed))
-		return nil, c.redisError(pending[idx[0]], "check leases", err)
-	}
-	return healed, nil
-}
-
-func leasesOf(m map[string]lease) []lease {
-	ls := make([]lease, 0, len(m))
-	for _, l := range m {
-		ls = append(ls, l)
-	}
-	return ls
-}
-
-func (c *Cache[V]) loadManyDirect(ctx context.Context, keys []string, load BatchLoader[V], b *batch[V]) error {
-	rows, err := c.callBatchLoader(ctx, keys, load)
-	if err != nil {
-		c.stats.loadErrors.Add(1)
-		return err
-	}
-	for _, k := range keys {
-		v, ok := rows[k]
-		b.put(k, result[V]{v: v, null: !ok, noLocal: true}, TierFill)
-	}
-	return nil
-}
-
-func (c *Cache[V]) callBatchLoader(ctx context.Context, keys []string, load BatchLoader[V]) (rows map[string]V, err error) {
-	err = c.runLoad(ctx, "batch loader", func(ctx context.Context) (err error) {
-		rows, err = load(ctx, keys)
-		return err
-	})
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil // all missing
-	}
-	return rows, err
-}
-
-func (c *Cache[V]) prefixed(keys []string) []string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = c.cfg.prefix + k
-	}
-	return out
-}
-
-// markManyWaited marks the placeholders seen under keys as waited for; false
-// means one of them changed meanwhile (or the marks could not be set, and
-// only polling is left for them): the caller should look again before
-// waiting.
-func (c *Cache[V]) markManyWaited(ctx context.Context, keys []string, prev [][]byte) bool {
-	var rkeys []string
-	var prevs [][]byte
-	for i, k := range keys {
-		if prev[i] != nil {
-			rkeys, prevs = append(rkeys, c.cfg.prefix+k), append(prevs, prev[i])
-		}
-	}
-	if len(rkeys) == 0 {
-		return true // no placeholder seen (a takeover race): polling covers it
-	}
-	held, err := c.markWaited(ctx, rkeys, prevs)
-	if err != nil {
-		return true
-	}
-	for _, h := range held {
-		if !h {
-			return false
-		}
-	}
-	return true
-}
-
-// isReplyErr reports an error Redis answered for one command (it did not
-// run); anything else (a lost connection, a timeout) leaves unknown whether
-// the command ran.
-func isReplyErr(err error) bool {
-	var reply redis.Error
-	return err != nil && !errors.Is(err, redis.Nil) && errors.As(err, &reply)
 }

@@ -208,7 +208,13 @@ func TestGetManyContextEndsPerKey(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		c := newCache[string](t, rdb)
+		// The caller's context ends once a's fill landed (fills run
+		// detached from it, as a Get's do).
+		c := newCache[string](t, rdb, withHooks(&hooks{onFill: func(k string, ok bool) {
+			if k == "a" && ok {
+				cancel()
+			}
+		}}))
 		entered, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
@@ -220,10 +226,8 @@ func TestGetManyContextEndsPerKey(t *testing.T) {
 		}()
 		<-entered
 		defer func() { close(release); <-done }()
-		// GetMany joins the Get's read of slow and leads a; its loader
-		// ends the caller's context once a is loaded.
+		// GetMany queues behind the Get's read of slow and leads a.
 		got, err := c.GetMany(ctx, []string{"a", "slow"}, func(_ context.Context, keys []string) (map[string]string, error) {
-			defer cancel()
 			return map[string]string{"a": "va"}, nil
 		})
 		if got["a"] != "va" || len(got) != 1 {

@@ -44,7 +44,7 @@ type invalHandler[V any] struct {
 // connection.
 func (c *Cache[V]) subscribe() {
 	opt := pubsub.Options{HealthInterval: c.cfg.local.healthInterval, HealthTimeout: c.cfg.local.healthTimeout}
-	if c.hooks.beforeRole != nil || c.hooks.onNotMaster != nil {
+	if c.hooks != nil && (c.hooks.beforeRole != nil || c.hooks.onNotMaster != nil) {
 		opt.Hooks = &pubsub.Hooks{BeforeRole: c.hooks.beforeRole, NotMaster: c.hooks.onNotMaster}
 	}
 	c.invalSub = c.hub.Subscribe(c.closing, c.channel, &invalHandler[V]{c: c, seqs: map[[sourceIDSize]byte]uint64{}}, opt)
@@ -97,7 +97,7 @@ func (c *Cache[V]) subscriptionUp(trustUntil time.Time) {
 	c.trustUntil.Store(trustUntil.UnixNano())
 	c.epoch.Add(1)
 	c.subscribedOnce.Do(func() { close(c.subscribed) })
-	if c.hooks.onSubscribed != nil {
+	if c.hooks != nil && c.hooks.onSubscribed != nil {
 		c.hooks.onSubscribed()
 	}
 }
@@ -151,7 +151,7 @@ func (c *Cache[V]) onInvalidation(payload string, seqs map[[sourceIDSize]byte]ui
 	}
 	c.dropLocal(m.keys)
 	c.forget(m.keys)
-	if c.hooks.onInvalidate != nil {
+	if c.hooks != nil && c.hooks.onInvalidate != nil {
 		c.hooks.onInvalidate(m.keys)
 	}
 }

@@ -239,7 +239,7 @@ func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan st
 				n, err = cmds[i].Int()
 				ok = err == nil && n == 1
 			}
-			if c.hooks.onExtend != nil {
+			if c.hooks != nil && c.hooks.onExtend != nil {
 				c.hooks.onExtend(l.key, ok, err)
 			}
 			if err != nil { // not known lost: try again soon

@@ -278,7 +278,7 @@ func (c *Cache[V]) admit(key string, r result[V], size int, before localClock) {
 	if c.localClock() != before {
 		return
 	}
-	if c.hooks.beforeLocalSet != nil {
+	if c.hooks != nil && c.hooks.beforeLocalSet != nil {
 		c.hooks.beforeLocalSet(key)
 	}
 	c.local.Set(key, e, int64(size+len(key)+64), ttl+c.cfg.local.stale)

@@ -38,7 +38,9 @@ func prefixFor(t *testing.T) string {
 func newCache[V any](t *testing.T, rdb redis.UniversalClient, opts ...Option) *Cache[V] {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := New[V](rdb, append([]Option{WithPrefix(prefixFor(t)), WithLogger(quiet)}, opts...)...)
+	// A hook set of its own, which the test may fill in (or replace with
+	// withHooks) before the cache is used.
+	c, err := New[V](rdb, append([]Option{WithPrefix(prefixFor(t)), WithLogger(quiet), withHooks(&hooks{})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func (c *Cache[V]) markWaited(ctx context.Context, keys []string, prev [][]byte)
 	for i, cmd := range cmds {
 		n, _ := cmd.Int()
 		held[i] = n == 1
-		if held[i] && c.hooks.onWaitMarked != nil {
+		if held[i] && c.hooks != nil && c.hooks.onWaitMarked != nil {
 			c.hooks.onWaitMarked(keys[i])
 		}
 	}

@@ -61,7 +61,7 @@ func (fc *fillChan) Report(error)              {}
 // listenFills registers a waiter for the fill channels of rkeys, subscribing
 // where needed. It returns nil when notifications are off for this client.
 func (c *Cache[V]) listenFills(ctx context.Context, rkeys []string) *fillWaiter {
-	if c.notifyTarget(rkeys[0]).cmd == "" || c.hooks.noFillNotify {
+	if c.notifyTarget(rkeys[0]).cmd == "" || (c.hooks != nil && c.hooks.noFillNotify) {
 		return nil
 	}
 	w := &fillWaiter{c: c, ch: make(chan struct{}, 1)}
@@ -161,11 +161,11 @@ func (c *Cache[V]) awaitFill(ctx context.Context, w *fillWaiter, backoff *time.D
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-wake:
-		if c.hooks.onWake != nil {
+		if c.hooks != nil && c.hooks.onWake != nil {
 			c.hooks.onWake(key, true)
 		}
 	case <-t.C:
-		if c.hooks.onWake != nil {
+		if c.hooks != nil && c.hooks.onWake != nil {
 			c.hooks.onWake(key, false)
 		}
 	}
@@ -176,7 +176,7 @@ func (c *Cache[V]) awaitFill(ctx context.Context, w *fillWaiter, backoff *time.D
 // a lease whose holder died is taken over well within one lease after it
 // expires.
 func (c *Cache[V]) notifiedPoll() time.Duration {
-	if c.hooks.notifiedPoll > 0 {
+	if c.hooks != nil && c.hooks.notifiedPoll > 0 {
 		return c.hooks.notifiedPoll
 	}
 	return max(min(notifiedPoll, c.cfg.lease/2), minBackoff)

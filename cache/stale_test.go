@@ -72,8 +72,9 @@ func TestMarkStaleOnLeaseAndNull(t *testing.T) {
 	c.hooks.afterLoad = func(key string) { c.MarkStale(ctx, time.Minute, key) }
 	c.Get(ctx, "k", func(context.Context, string) (string, error) { return "loaded before the write", nil })
 	c.hooks.afterLoad = nil
-	// The hook marks stale after every load, so the reload is refused too.
-	if rdb.Exists(ctx, prefixFor(t)+"k").Val() != 0 || c.Stats().RejectedFills != 2 {
+	// The hook marks stale after every load, so every reload is refused
+	// too, for one wait budget.
+	if rdb.Exists(ctx, prefixFor(t)+"k").Val() != 0 || c.Stats().RejectedFills < 2 {
 		t.Fatalf("fill landed after MarkStale (stats %+v)", c.Stats())
 	}
 	c.Get(ctx, "n", func(context.Context, string) (string, error) { return "", ErrNotFound })

@@ -17,18 +17,6 @@ var (
 	seedFlag = flag.Uint64("lincheck.seed", 0, "seed of the operations' choices (0: from the clock)")
 )
 
-// strictEnv set to 1 fails a case listed in knownDefects instead of skipping it.
-const strictEnv = "CACHEGUARD_LINCHECK_STRICT"
-
-// knownDefects names the cases that fail on the current read engine, and
-// why. Such a case still runs and logs its report; it is skipped when it
-// fails, and must pass otherwise.
-var knownDefects = map[string]string{
-	"cross-instance": "a Get or GetMany that starts after another instance's write returned can join " +
-		"its own instance's read or load that began before the write (a refused fill handed to every " +
-		"waiter, a GetMany's shared read held open by its slowest key) and return the old row",
-}
-
 func TestMain(m *testing.M) {
 	// Killed connections make go-redis log every failed read and dial.
 	redis.SetLogger(quiet{})
@@ -82,15 +70,7 @@ func TestLinearizable(t *testing.T) {
 					}
 					if report == "" {
 						t.Logf("ok: %s%s", h.summary(), within)
-						if _, known := knownDefects[w.name]; known {
-							t.Logf("listed in knownDefects, yet passed: drop it from the list once the read engine is fixed")
-						}
 						return
-					}
-					if why, known := knownDefects[w.name]; known && os.Getenv(strictEnv) != "1" {
-						visualisation(t, report) // removed at the end: strict runs keep it
-						t.Log(report)
-						t.Skipf("known defect (%s=1 fails instead): %s", strictEnv, why)
 					}
 					t.Error(report)
 				})

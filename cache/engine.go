@@ -1,0 +1,208 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Waiting for another holder's fill is woken by the fill's notification
+// (notify.go). Where notifications do not work it polls with exponential
+// backoff between these bounds (jittered), retrying SET NX GET each time so
+// that the lease of a holder that died is taken over as soon as it expires.
+const (
+	minBackoff = 2 * time.Millisecond
+	maxBackoff = 50 * time.Millisecond
+)
+
+// fillMany is the read engine's per-key state machine after a miss, run
+// for a batch of keys (Get runs it for one, fill.go): take the lease (SET
+// NX GET, which also reads the key again), or find the value someone
+// filled, or take over foreign bytes, or heal a lease without a TTL (once
+// per key), or wait for the holder (notified or polling, one wait budget);
+// load the keys it holds with one loader call and fill them (loadfill.go);
+// read a key whose fill was refused again (refused.go). Past the wait
+// budget it follows WithLoadOnWaitTimeout. Every key ends with a result or
+// an error in b, or is left to the step error returned.
+func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoader[V], b *batch[V]) error {
+	deadline := time.Now().Add(c.cfg.wait)
+	backoff := minBackoff
+	waited := false
+	var refused refusals     // see refused.go
+	var healChecked []string // keys whose lease without a TTL was looked for
+	var w *fillWaiter        // listening for fills of the keys we wait for
+	defer func() { w.leave() }()
+	for {
+		leases := make([]lease, len(pending))
+		acq := make([]*redis.StatusCmd, len(pending))
+		for i, k := range pending {
+			l, err := c.newLease(c.cfg.prefix + k)
+			if err != nil {
+				return err
+			}
+			leases[i] = l
+		}
+		done, err := c.allow(pending[0])
+		if err != nil {
+			return err
+		}
+		_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, l := range leases {
+				acq[i] = p.SetArgs(ctx, l.key, l.ph, redis.SetArgs{Mode: "NX", Get: true, TTL: c.cfg.lease})
+			}
+			return nil
+		})
+		c.observedAttempt(ctx)
+		err = callerErr(ctx, err)
+		done(err)
+		// Read every reply before acting on an error, so that leases this
+		// round did take are released rather than left to block others.
+		var held []lease
+		var heldKeys, waiting, foreign []string
+		var waitPrev [][]byte // the placeholder seen under waiting[i] (nil: none)
+		var foreignLeases []lease
+		var foreignPrev [][]byte
+		var firstErr error
+		var lookalikes []int // indexes of pending whose lease may have no TTL
+		for i, k := range pending {
+			prev, err := acq[i].Bytes()
+			err = callerErr(ctx, err)
+			switch {
+			case errors.Is(err, redis.Nil):
+				held, heldKeys = append(held, leases[i]), append(heldKeys, k)
+				continue
+			case isWrongType(err):
+				// Another Redis type: taken over below (nil prev).
+				foreign, foreignLeases, foreignPrev = append(foreign, k), append(foreignLeases, leases[i]), append(foreignPrev, nil)
+				continue
+			case isReplyErr(err):
+				// Redis refused this key's SET: no lease was taken, and
+				// the other keys' replies stand.
+				b.fail(k, c.redisError(k, "acquire lease", err))
+				continue
+			case err != nil:
+				if firstErr == nil {
+					firstErr = c.redisError(k, "acquire lease", err)
+				}
+				continue
+			}
+			switch classify(prev) {
+			case kindLease:
+				if !slices.Contains(healChecked, k) {
+					healChecked = append(healChecked, k)
+					lookalikes = append(lookalikes, i)
+				}
+				waiting, waitPrev = append(waiting, k), append(waitPrev, prev)
+				continue
+			case kindEnvelope:
+				if r, _, ok := c.decodeEntry(k, prev); ok {
+					b.put(k, r, TierFill)
+					continue
+				}
+			}
+			foreign, foreignLeases, foreignPrev = append(foreign, k), append(foreignLeases, leases[i]), append(foreignPrev, prev)
+		}
+		if firstErr != nil {
+			// A SET whose reply was lost (a timeout, a cancelled context)
+			// may have taken its lease: release every one this round tried
+			// (the script leaves keys that are not ours alone).
+			c.releaseLeases(ctx, leases)
+			return firstErr
+		}
+		if len(lookalikes) > 0 {
+			healed, err := c.healMany(ctx, pending, leases, acq, lookalikes)
+			if err != nil {
+				c.releaseLeases(ctx, held)
+				return err
+			}
+			if len(healed) > 0 {
+				still, stillPrev := waiting[:0], waitPrev[:0]
+				for i, k := range waiting {
+					if l, ok := healed[k]; ok {
+						held, heldKeys = append(held, l), append(heldKeys, k)
+					} else {
+						still, stillPrev = append(still, k), append(stillPrev, waitPrev[i])
+					}
+				}
+				waiting, waitPrev = still, stillPrev
+			}
+		}
+		for i, k := range foreign {
+			var ok bool
+			var err error
+			if foreignPrev[i] == nil {
+				ok, err = foreignLeases[i].takeOverType(ctx, c.rdb, c.cfg.lease)
+			} else {
+				ok, err = foreignLeases[i].takeOver(ctx, c.rdb, foreignPrev[i], c.cfg.lease)
+			}
+			if err != nil {
+				c.releaseLeases(ctx, append(held, foreignLeases[i]))
+				return c.redisError(k, "take over", err)
+			}
+			if ok {
+				held, heldKeys = append(held, foreignLeases[i]), append(heldKeys, k)
+			} else {
+				waiting, waitPrev = append(waiting, k), append(waitPrev, nil)
+			}
+		}
+		if len(held) > 0 {
+			again, err := c.loadAndFillMany(ctx, heldKeys, held, load, b, &refused)
+			if err != nil {
+				// The loader's error is the error of the keys it was
+				// asked for; keys another caller is filling are still
+				// waited for.
+				for _, k := range heldKeys {
+					b.fail(k, err)
+				}
+				if cerr := ctx.Err(); cerr != nil {
+					return cerr
+				}
+			}
+			if len(again) > 0 {
+				// Refused fills: read those keys again now, each
+				// wait with a budget of its own.
+				pending = append(waiting, again...)
+				deadline, backoff = time.Now().Add(c.cfg.wait), minBackoff
+				continue
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		ev := evLeaseWait
+		if waited {
+			ev = evLeaseWaitOn
+		}
+		waited = true
+		for _, k := range waiting {
+			c.event(ctx, ev, k, nil)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			for _, k := range waiting {
+				c.event(ctx, evWaitTimeout, k, nil)
+			}
+			if c.cfg.loadOnTimeout {
+				return c.loadManyDirect(ctx, waiting, load, b)
+			}
+			for _, k := range waiting {
+				b.fail(k, fmt.Errorf("%w: %q after %v", ErrWaitTimeout, k, c.cfg.wait))
+			}
+			return nil
+		}
+		pending = waiting
+		if w == nil {
+			w = c.listenFills(ctx, c.prefixed(waiting))
+		}
+		if w != nil && w.ok && !c.markManyWaited(ctx, waiting, waitPrev) {
+			continue // one of them was filled or released meanwhile: look again now
+		}
+		if err := c.awaitFill(ctx, w, &backoff, left, waiting[0]); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// sharedFill runs the fill of flight f, detached from any one caller's
+// context (keeping its values) so that the first caller giving up does not
+// fail the others, and ends f with its result; Close cancels it. Flights of
+// one key run one after another, so a key has one fill under way here.
+func (c *Cache[V]) sharedFill(ctx context.Context, f *flight[V], key, rkey string, load Loader[V]) {
+	detached := context.WithoutCancel(ctx)
+	started := c.goBackground(func() {
+		var r result[V]
+		var err error
+		func() {
+			// A panic here (a codec's, say) would be raised on a
+			// goroutine nobody can recover on.
+			defer func() {
+				if p := recover(); p != nil {
+					r, err = result[V]{}, fmt.Errorf("cacheguard: fill of %q panicked: %v", key, p)
+				}
+			}()
+			fctx, cancel := context.WithCancel(detached)
+			defer cancel()
+			stop := context.AfterFunc(c.closing, cancel)
+			defer stop()
+			r, err = c.fill(fctx, key, rkey, load)
+		}()
+		c.flights.finish(rkey, f, flightResult[V]{r: r, tier: TierFill, err: err})
+	})
+	if !started {
+		c.flights.finish(rkey, f, flightResult[V]{err: ErrClosed})
+	}
+}
+
+// fill is the fill of one key: the per-key state machine of fillMany
+// (lease, wait, load, fill, heal; a refused fill read again) for a batch of
+// one, so that Get and GetMany follow one set of rules.
+func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (result[V], error) {
+	b := &batch[V]{res: make(map[string]flightResult[V], 1), errs: map[string]error{}}
+	err := c.fillMany(ctx, []string{key}, batchOf(load), b)
+	if res, ok := b.res[key]; ok {
+		return res.r, nil
+	}
+	if kerr, ok := b.errs[key]; ok {
+		return result[V]{}, kerr
+	}
+	if err == nil {
+		err = fmt.Errorf("cacheguard: %q left undecided", key)
+	}
+	return result[V]{}, err
+}
+
+// batchOf loads a batch of one key through a loader.
+func batchOf[V any](load Loader[V]) BatchLoader[V] {
+	return func(ctx context.Context, keys []string) (map[string]V, error) {
+		v, err := load(ctx, keys[0])
+		if err != nil {
+			return nil, err // ErrNotFound: the key is missing
+		}
+		return map[string]V{keys[0]: v}, nil
+	}
+}
+
+// callLoader runs load through runLoad.
+func (c *Cache[V]) callLoader(ctx context.Context, key string, load Loader[V]) (v V, err error) {
+	if err := c.limit(ctx, LimitLoad, key); err != nil {
+		return v, err
+	}
+	err = c.runLoad(ctx, fmt.Sprintf("loader for %q", key), func(ctx context.Context) (err error) {
+		v, err = load(ctx, key)
+		return err
+	})
+	return v, err
+}
+
+// runLoad runs one loader call: under the load timeout and the WithMaxLoads
+// cap, counted, and with a panic turned into an error, since loads run on
+// goroutines no caller could recover on.
+func (c *Cache[V]) runLoad(ctx context.Context, what string, call func(context.Context) error) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.loadTimeout)
+	defer cancel()
+	release, err := c.loadSlot(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	c.stats.loads.Add(1)
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cacheguard: %s panicked: %v", what, p)
+		}
+	}()
+	return call(ctx)
+}
+
+// fillDetached runs fillMany for a GetMany's misses as a Get's fill runs:
+// detached from the caller's context (keeping its values), so that the
+// caller giving up does not fail the others who joined its reads, and
+// cancelled by Close. If ctx ends first, the caller keeps what the fill
+// decided so far and leaves; the fill goes on and ends the keys' flights.
+func (c *Cache[V]) fillDetached(ctx context.Context, keys []string, load BatchLoader[V], b *batch[V]) error {
+	fb := &batch[V]{res: make(map[string]flightResult[V], len(keys)), errs: map[string]error{}, end: b.end, mu: new(sync.Mutex)}
+	done := make(chan struct{})
+	var err error
+	detached := context.WithoutCancel(ctx)
+	started := c.goBackground(func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil { // a codec's, say: nobody could recover it here
+				err = fmt.Errorf("cacheguard: fill of %q panicked: %v", keys, p)
+			}
+			fb.endUndecided(keys, err)
+		}()
+		fctx, cancel := context.WithCancel(detached)
+		defer cancel()
+		stop := context.AfterFunc(c.closing, cancel)
+		defer stop()
+		err = c.fillMany(fctx, keys, load, fb)
+	})
+	if !started {
+		return ErrClosed
+	}
+	var ferr error
+	select {
+	case <-done:
+		ferr = err
+	case <-ctx.Done():
+		ferr = ctx.Err()
+	}
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	for k, res := range fb.res {
+		b.put(k, res.r, res.tier)
+	}
+	for k, kerr := range fb.errs {
+		b.fail(k, kerr)
+	}
+	return ferr
+}

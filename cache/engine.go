@@ -29,6 +29,9 @@ const (
 // budget it follows WithLoadOnWaitTimeout. Every key ends with a result or
 // an error in b, or is left to the step error returned.
 func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoader[V], b *batch[V]) error {
+	if pending = c.limitLoads(ctx, pending, b); len(pending) == 0 {
+		return nil
+	}
 	deadline := time.Now().Add(c.cfg.wait)
 	backoff := minBackoff
 	waited := false

@@ -114,3 +114,21 @@ func (c *Cache[V]) rateLimited(e *LocalEntry[V], err error) (V, error) {
 func (c *Cache[V]) servableStale(e *LocalEntry[V]) bool {
 	return e != nil && c.coarseNow.Load() < e.stale && e.epoch >= c.localFloor.Load()
 }
+
+// limitLoads asks the limiter for a load of each pending key before the
+// engine takes a lease for it: a refused key ends in b with its error (no
+// lease left under it, no loader called); the admitted keys are returned.
+func (c *Cache[V]) limitLoads(ctx context.Context, pending []string, b *batch[V]) []string {
+	if c.cfg.limiter == nil {
+		return pending
+	}
+	admitted := pending[:0:0]
+	for _, k := range pending {
+		if err := c.limit(ctx, LimitLoad, k); err != nil {
+			b.fail(k, err)
+			continue
+		}
+		admitted = append(admitted, k)
+	}
+	return admitted
+}

@@ -101,6 +101,25 @@ end
 return {0, redis.call('PTTL', KEYS[1])}
 `
 
+// wakeOneLua ends a release that deleted the lock: with ARGV[3] set, it
+// publishes (ARGV[3] is PUBLISH or SPUBLISH, ARGV[4] the channel) the
+// release payload ARGV[5] and one live waiter of the wait list KEYS[2] (its expired
+// members dropped first) for the waiter to take the hand-off; nothing when
+// the list is gone or empty. Shared by every layout's release.
+const wakeOneLua = `if ARGV[3] == '' then return 0 end
+local target = ''
+if KEYS[2] then
+  if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  target = redis.call('ZRANDMEMBER', KEYS[2])
+  if not target then return 0 end
+end
+redis.call(ARGV[3], ARGV[4], ARGV[5] .. '|' .. target)
+return 0
+`
+
 // releaseScript drops one hold of ARGV[1] (all of them when ARGV[2] is "1")
 // and, when none is left, deletes the lock and announces it with command
 // ARGV[3] (PUBLISH or SPUBLISH; "" for none) on channel ARGV[4]. The message
@@ -121,19 +140,7 @@ if ARGV[2] ~= '1' and h[2] ~= '1' then
   return redis.call('HINCRBY', KEYS[1], F_HOLDS, -1)
 end
 redis.call('DEL', KEYS[1])
-if ARGV[3] == '' then return 0 end
-local target = ''
-if KEYS[2] then
-  if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  target = redis.call('ZRANDMEMBER', KEYS[2])
-  if not target then return 0 end
-end
-redis.call(ARGV[3], ARGV[4], ARGV[5] .. '|' .. target)
-return 0
-`)
+` + wakeOneLua)
 
 // holdReleaseScript is releaseScript for the Mutex layout (acquireScript):
 // instead of deleting the hash it removes the owner and the hold count, so

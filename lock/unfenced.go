@@ -115,19 +115,7 @@ if ARGV[2] ~= '1' and n > 1 then
   return n - 1
 end
 redis.call('DEL', KEYS[1])
-if ARGV[3] == '' then return 0 end
-local target = ''
-if KEYS[2] then
-  if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  target = redis.call('ZRANDMEMBER', KEYS[2])
-  if not target then return 0 end
-end
-redis.call(ARGV[3], ARGV[4], ARGV[5] .. '|' .. target)
-return 0
-`)
+` + wakeOneLua)
 
 // unfencedRenewScript is renewScript for the unfenced layout.
 var unfencedRenewScript = redis.NewScript(wire.LockLua + `

@@ -40,6 +40,10 @@ var otherMeasurements = []measurement{
 	{"wake-up of a lease waiter in another process", ".", "CACHEGUARD_WAKE_LATENCY=200 go test -count=1 -run TestWakeLatency -v ./cache/"},
 	{"the storm demo: naive cache-aside against cacheguard under five storms, with a chart naming the machine and its load", ".", "go run ./examples/storm -plot storm.svg"},
 	{"binlog catch-up", "consistency/binlog", "go test -count=2 -run '^$' -bench CatchUp -benchtime 1x ."},
+	{"fleet simulation: N instances on a 3-master cluster, commands and connections per node, hot-key detection, reads reaching Redis (table in docs/scale.md)", ".", "go test ./internal/fleetsim -run TestFleetSimulation -v -fleet.n=1,10,100"},
+	{"pub/sub connections per master of 20 caches and a lock client on one cluster client", ".", "go test -count=1 -run TestOneConnectionPerMaster -v ./internal/pubsub"},
+	{"linearizability of random histories (1 or 3 instances, connections killed), long form", ".", "CACHEGUARD_LINCHECK=long go test -run TestLinearizable -timeout 60m ./internal/lincheck/"},
+	{"flash-sale soak: orders in, orders in the database, dead letters, oversell", "stock", "go test -race -count=1 -v -run 'TestSoak$' -timeout 30m . -stock.soak=10m"},
 }
 
 // writeOtherCommands lists otherMeasurements.

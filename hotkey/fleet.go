@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -86,12 +87,6 @@ func WithErrorHandler(fn func(error)) Option {
 	}
 }
 
-// fleetKeys returns the sorted set and the total of a group's window.
-func fleetKeys(group string, window int64) (set, total string) {
-	base := "cacheguard:hotkey:{" + group + "}:" + strconv.FormatInt(window, 10)
-	return base, base + ":total"
-}
-
 // fleetWindows is how many windows a group's keys live after their last
 // write: the window being filled, the complete one read with it, and one of
 // slack for clocks that disagree.
@@ -149,8 +144,8 @@ func (d *Detector) exchange(win int64, entries []Entry, total uint64) ([]Entry, 
 	slices.SortFunc(mine, func(a, b Entry) int { return cmp.Compare(b.Count, a.Count) })
 	mine = mine[:min(len(mine), d.cfg.k)]
 
-	set, tot := fleetKeys(d.cfg.fleet.group, win)
-	prevSet, prevTot := fleetKeys(d.cfg.fleet.group, win-1)
+	set, tot := wire.FleetKeys(d.cfg.fleet.group, win)
+	prevSet, prevTot := wire.FleetKeys(d.cfg.fleet.group, win-1)
 	ttl := fleetWindows * d.cfg.window
 	minScore := strconv.FormatUint(max(d.cfg.minCount, 1), 10)
 	read := func(p redis.Pipeliner, key string) *redis.ZSliceCmd {

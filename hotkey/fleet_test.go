@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -220,7 +221,7 @@ func TestFleetJoinerSeesTheFleetAtOnce(t *testing.T) {
 	if r.hotOn("warm") != 10 {
 		t.Fatalf("hot on %d of 10 instances", r.hotOn("warm"))
 	}
-	set, _ := fleetKeys("svc", r.clk.Now().UnixNano()/int64(fleetWindow)-1)
+	set, _ := wire.FleetKeys("svc", r.clk.Now().UnixNano()/int64(fleetWindow)-1)
 	before, err := rdb.ZScore(context.Background(), set, "warm").Result()
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
@@ -103,7 +104,7 @@ func (l *Limiter) Allow(ctx context.Context, op cache.LimitOp, key string) (bool
 func (l *Limiter) allowShared(ctx context.Context, op cache.LimitOp, key string, lim Limit) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
 	defer cancel()
-	res, err := l.gcra.Allow(ctx, l.cfg.prefix+op.String()+":"+key, lim.shared())
+	res, err := l.gcra.Allow(ctx, wire.RateLimitKey(l.cfg.prefix, op.String(), key), lim.shared())
 	if err != nil {
 		return false, err
 	}

@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"fmt"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 // Option configures a Limiter.
@@ -19,7 +21,7 @@ type config struct {
 }
 
 func defaultConfig() config {
-	return config{prefix: "cacheguard:rl:", instances: 1, timeout: 100 * time.Millisecond,
+	return config{prefix: wire.RateLimitPrefix, instances: 1, timeout: 100 * time.Millisecond,
 		retryAfter: time.Second, maxKeys: 100_000}
 }
 

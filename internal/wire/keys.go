@@ -310,3 +310,21 @@ func ParseBloomConfig(s string) (m, k uint64, ready, ok bool) {
 	}
 	return m, k, ready, haveM
 }
+
+// Fleet hot keys. The detectors of one group add their counts of a window
+// (numbered from the Unix epoch) to one sorted set and its total, under the
+// group as hash tag: one Cluster slot per group.
+const fleetPrefix = "cacheguard:hotkey:"
+
+// FleetKeys returns the sorted set and the total of group's window.
+func FleetKeys(group string, window int64) (set, total string) {
+	base := fleetPrefix + "{" + group + "}:" + strconv.FormatInt(window, 10)
+	return base, base + ":total"
+}
+
+// Key rate limits. A limiter's budget of one operation ("read", "load") on
+// one cache key lives under prefix + op + ":" + key.
+const RateLimitPrefix = "cacheguard:rl:"
+
+// RateLimitKey returns the key of op's budget on key under prefix.
+func RateLimitKey(prefix, op, key string) string { return prefix + op + ":" + key }

@@ -13,14 +13,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// Tests that kill servers make go-redis log every failed dial.
-	redis.SetLogger(quietRedisLog{})
-	redistest.Main(m)
+	// Tests that kill servers or connections make go-redis log every failed
+	// dial and read.
+	redistest.MainQuiet(m)
 }
-
-type quietRedisLog struct{}
-
-func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 // onTopologies runs body against a single node and a three-master cluster
 // (shared by the package's tests; each test keeps to its own prefix).

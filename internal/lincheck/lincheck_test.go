@@ -1,7 +1,6 @@
 package lincheck
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -18,14 +16,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// Killed connections make go-redis log every failed read and dial.
-	redis.SetLogger(quiet{})
-	redistest.Main(m)
+	// Tests that kill servers or connections make go-redis log every failed
+	// dial and read.
+	redistest.MainQuiet(m)
 }
-
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
 
 func long() bool { return *longFlag || os.Getenv("CACHEGUARD_LINCHECK") == "long" }
 

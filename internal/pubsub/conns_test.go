@@ -17,13 +17,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	redis.SetLogger(quiet{})
-	redistest.Main(m)
+	// Tests that kill servers or connections make go-redis log every failed
+	// dial and read.
+	redistest.MainQuiet(m)
 }
-
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
 
 // pubsubConns counts the connections of type pubsub on every master (CLIENT
 // LIST TYPE pubsub).

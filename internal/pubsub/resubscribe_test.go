@@ -11,19 +11,25 @@ import (
 
 // events records what a Handler hears.
 type events struct {
-	up  chan string
-	msg chan string
+	up   chan string
+	msg  chan string
+	down chan string
 }
 
 func newEvents() *events {
-	return &events{up: make(chan string, 16), msg: make(chan string, 16)}
+	return &events{up: make(chan string, 16), msg: make(chan string, 16), down: make(chan string, 16)}
 }
 
 func (e *events) Message(_, payload string) { e.msg <- payload }
 func (e *events) Up(ch string, _ time.Time) { e.up <- ch }
 func (e *events) Healthy(string, time.Time) {}
-func (e *events) Down(string, error)        {}
-func (e *events) Report(error)              {}
+func (e *events) Down(ch string, _ error) {
+	select {
+	case e.down <- ch:
+	default:
+	}
+}
+func (e *events) Report(error) {}
 
 func await(t *testing.T, ch <-chan string, what string) bool {
 	t.Helper()

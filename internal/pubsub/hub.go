@@ -41,6 +41,9 @@ type Options struct {
 type Hooks struct {
 	BeforeRole func() // the session is about to ask its node's ROLE
 	NotMaster  func() // the node is not the channel's master
+	// BeforeUnsubscribe: Close of the channel's last handler has taken it
+	// out of the Hub and is about to unsubscribe it on its connection.
+	BeforeUnsubscribe func()
 }
 
 const defaultHealth = time.Second
@@ -217,6 +220,9 @@ func (s *Sub) Close() {
 	case empty:
 		c.shut()
 	default:
+		if s.opt.Hooks != nil && s.opt.Hooks.BeforeUnsubscribe != nil {
+			s.opt.Hooks.BeforeUnsubscribe()
+		}
 		c.unsubscribe(s.name)
 	}
 }

@@ -35,8 +35,25 @@ type conn struct {
 	opMu    sync.Mutex // orders subscription changes; never held across a read
 	ps      *redis.PubSub
 	sent    map[string]time.Time // channels subscribed on ps, and when
+	asked   map[string]int       // UNSUBSCRIBEs sent on ps whose reply is due
 	stopped bool
 	stop    chan struct{}
+}
+
+// The Hub's record (c.chans, under h.mu) says which channels c should carry;
+// sent says which it subscribed on its session. A change is made under opMu
+// against the record as it is then, not as it was when the change was
+// asked for, so that a channel closed by its last handler while a new
+// handler subscribes it stays subscribed (and one subscribed while its last
+// handler leaves is not), and an UNSUBSCRIBE reply c asked for is not taken
+// for the server ending the subscription (a slot move).
+
+// wanted reports whether c should carry name. opMu must be held.
+func (c *conn) wanted(name string) bool {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	_, ok := c.chans[name]
+	return ok
 }
 
 func newConn(h *Hub, key string, n *node) *conn {
@@ -48,12 +65,12 @@ func newConn(h *Hub, key string, n *node) *conn {
 func (c *conn) subscribe(name string) {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	if c.stopped || c.ps == nil {
+	if c.stopped || c.ps == nil || !c.wanted(name) {
 		return
 	}
-	if _, ok := c.sent[name]; !ok {
-		c.send(name)
-	}
+	// Sent again even when sent already: the server confirms it once more,
+	// and that confirmation brings a handler that joined since its Up.
+	c.send(name)
 }
 
 // send subscribes name on ps, one command per channel. A failure closes ps,
@@ -76,10 +93,11 @@ func (c *conn) send(name string) {
 func (c *conn) unsubscribe(name string) {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	if _, ok := c.sent[name]; c.stopped || c.ps == nil || !ok {
+	if _, ok := c.sent[name]; c.stopped || c.ps == nil || !ok || c.wanted(name) {
 		return
 	}
 	delete(c.sent, name)
+	c.asked[name]++
 	ctx, cancel := context.WithTimeout(c.h.bg, opTimeout)
 	defer cancel()
 	var err error
@@ -98,6 +116,14 @@ func (c *conn) unsubscribe(name string) {
 func (c *conn) unasked(name string) bool {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
+	if n := c.asked[name]; n > 0 { // the reply to an UNSUBSCRIBE of ours
+		if n == 1 {
+			delete(c.asked, name)
+		} else {
+			c.asked[name] = n - 1
+		}
+		return false
+	}
 	_, ok := c.sent[name]
 	delete(c.sent, name)
 	return ok && !c.stopped
@@ -150,7 +176,7 @@ func (c *conn) open() *redis.PubSub {
 	} else {
 		c.ps = c.node.client.Subscribe(c.h.bg)
 	}
-	c.sent = map[string]time.Time{}
+	c.sent, c.asked = map[string]time.Time{}, map[string]int{}
 	for _, n := range names {
 		c.send(n)
 	}
@@ -161,7 +187,7 @@ func (c *conn) closePS(ps *redis.PubSub) {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
 	if c.ps == ps {
-		c.ps, c.sent = nil, nil
+		c.ps, c.sent, c.asked = nil, nil, nil
 	}
 	_ = ps.Close()
 }

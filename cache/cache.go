@@ -182,7 +182,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if cfg.local.enabled() {
 		if err := c.startLocal(); err != nil {
 			c.close()
-			c.hub.Release()
+			_ = c.hub.Release(time.Time{}) // nothing subscribed yet: nothing to wait for
 			return nil, err
 		}
 	}

@@ -61,7 +61,9 @@ func (c *Cache[V]) Close() error {
 	}
 	c.invalSub.Close()
 	c.fills.close()
-	c.hub.Release()
+	if herr := c.hub.Release(deadline); herr != nil && err == nil {
+		err = fmt.Errorf("cacheguard: close: %w", herr)
+	}
 	if c.local != nil {
 		c.local.Close()
 	}

@@ -327,5 +327,5 @@ func (n *notifier) close() {
 		t.close()
 	}
 	n.wg.Wait()
-	n.hub.Release()
+	n.hub.Release(time.Time{})
 }

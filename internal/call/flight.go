@@ -62,3 +62,12 @@ func (f *Flight) Wait(d time.Duration) bool {
 		return false
 	}
 }
+
+// Go runs fn on a goroutine of its own, counted until fn returns.
+func (f *Flight) Go(fn func()) {
+	f.add()
+	go func() {
+		defer f.done()
+		fn()
+	}()
+}

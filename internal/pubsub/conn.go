@@ -36,8 +36,9 @@ type conn struct {
 	ps      *redis.PubSub
 	sent    map[string]time.Time // channels subscribed on ps, and when
 	asked   map[string]int       // UNSUBSCRIBEs sent on ps whose reply is due
-	stopped bool
-	stop    chan struct{}
+	stopped bool                 // under opMu: shut closed ps, or will
+	stop    chan struct{}        // closed by shut
+	once    sync.Once
 }
 
 // The Hub's record (c.chans, under h.mu) says which channels c should carry;
@@ -62,10 +63,31 @@ func newConn(h *Hub, key string, n *node) *conn {
 
 // subscribe subscribes name on the current session; between sessions the
 // next one does.
-func (c *conn) subscribe(name string) {
-	c.opMu.Lock()
-	defer c.opMu.Unlock()
-	if c.stopped || c.ps == nil || !c.wanted(name) {
+func (c *conn) subscribe(name string) { c.change(name, c.subscribeLocked) }
+
+// unsubscribe unsubscribes name, unless it is wanted again by then.
+func (c *conn) unsubscribe(name string) { c.change(name, c.unsubscribeLocked) }
+
+// change runs do(name) under opMu: at once if opMu is free, else on a
+// goroutine of the Hub's once the dial or change holding it is done, so that
+// a caller (a lock waiter on its own context, Close) never waits for a dial
+// to a frozen server. do looks at the Hub's record when it runs, so changes
+// that overtake one another still leave the session as the record says.
+func (c *conn) change(name string, do func(string)) {
+	if c.opMu.TryLock() {
+		defer c.opMu.Unlock()
+		do(name)
+		return
+	}
+	c.h.goLocked(func() {
+		c.opMu.Lock()
+		defer c.opMu.Unlock()
+		do(name)
+	})
+}
+
+func (c *conn) subscribeLocked(name string) {
+	if c.stopped || c.isStopped() || c.ps == nil || !c.wanted(name) {
 		return
 	}
 	// Sent again even when sent already: the server confirms it once more,
@@ -90,10 +112,8 @@ func (c *conn) send(name string) {
 	}
 }
 
-func (c *conn) unsubscribe(name string) {
-	c.opMu.Lock()
-	defer c.opMu.Unlock()
-	if _, ok := c.sent[name]; c.stopped || c.ps == nil || !ok || c.wanted(name) {
+func (c *conn) unsubscribeLocked(name string) {
+	if _, ok := c.sent[name]; c.stopped || c.isStopped() || c.ps == nil || !ok || c.wanted(name) {
 		return
 	}
 	delete(c.sent, name)
@@ -126,7 +146,7 @@ func (c *conn) unasked(name string) bool {
 	}
 	_, ok := c.sent[name]
 	delete(c.sent, name)
-	return ok && !c.stopped
+	return ok && !c.isStopped()
 }
 
 func (c *conn) sentAt(name string) time.Time {
@@ -136,14 +156,17 @@ func (c *conn) sentAt(name string) time.Time {
 }
 
 // shut stops the goroutine and closes the connection.
+// It does not wait for a dial or a subscription change under way (against a
+// frozen server, on a client that ignores contexts, that lasts the client's
+// read timeout): their holder finds c stopped, and the session ends at its
+// next look at c.stop.
 func (c *conn) shut() {
-	c.opMu.Lock()
-	defer c.opMu.Unlock()
-	if c.stopped {
+	c.once.Do(func() { close(c.stop) })
+	if !c.opMu.TryLock() {
 		return
 	}
+	defer c.opMu.Unlock()
 	c.stopped = true
-	close(c.stop)
 	if c.ps != nil {
 		_ = c.ps.Close()
 	}
@@ -162,7 +185,7 @@ func (c *conn) isStopped() bool {
 func (c *conn) open() *redis.PubSub {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	if c.stopped {
+	if c.stopped || c.isStopped() {
 		return nil
 	}
 	c.h.mu.Lock()
@@ -195,7 +218,6 @@ func (c *conn) closePS(ps *redis.PubSub) {
 // run runs sessions until c is shut; between two, every handler hears Down
 // and channels whose node changed move to their new node's connection.
 func (c *conn) run() {
-	defer c.h.wg.Done()
 	retry := retryMin
 	for {
 		up, err := c.session()
@@ -233,6 +255,9 @@ func (c *conn) session() (up bool, err error) {
 		return false, errStopped
 	}
 	defer c.closePS(ps)
+	if c.isStopped() { // shut while the session dialled
+		return false, errStopped
+	}
 	role := &roleCheck{n: c.node, timeout: timeout}
 	defer role.close()
 	checked := false

@@ -22,7 +22,7 @@ func TestSubscribeBoundedWhileRedialingFrozenServer(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rdb.Close() })
 	h := pubsub.Acquire(rdb)
-	defer h.Release()
+	defer h.Release(time.Time{})
 	keep := newEvents()
 	defer h.Subscribe(context.Background(), "keep", keep, pubsub.Options{}).Close()
 	if !await(t, keep.up, "keep Up") {

@@ -2,9 +2,12 @@ package pubsub
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -61,7 +64,9 @@ type Hub struct {
 	closed bool
 	chans  map[string]*channel
 	conns  map[string]*conn
-	wg     sync.WaitGroup
+	// goroutines counts the connections' goroutines and the searches for a
+	// moved channel's node: the last Release waits for them.
+	goroutines call.Flight
 }
 
 // channel is one subscribed channel and its handlers.
@@ -104,8 +109,11 @@ func Acquire(rdb redis.UniversalClient) *Hub {
 }
 
 // Release gives back one Acquire; the last closes the Hub's connections and
-// waits for its goroutines.
-func (h *Hub) Release() {
+// waits for its goroutines until deadline (the zero time: as long as they
+// take). A goroutine still dialling a frozen server ends within the go-redis
+// client's own timeouts; Release then returns an error wrapping
+// context.DeadlineExceeded.
+func (h *Hub) Release(deadline time.Time) error {
 	registry.mu.Lock()
 	h.refs--
 	last := h.refs == 0
@@ -114,8 +122,9 @@ func (h *Hub) Release() {
 	}
 	registry.mu.Unlock()
 	if last {
-		h.close()
+		return h.close(deadline)
 	}
+	return nil
 }
 
 // Sharded reports whether channels are shard channels (SPUBLISH).
@@ -173,8 +182,7 @@ func (h *Hub) assign(name, key string, node *node) {
 	if c == nil {
 		c = newConn(h, key, node)
 		h.conns[key] = c
-		h.wg.Add(1)
-		go c.run()
+		h.goroutines.Go(c.run)
 	}
 	ch.conn = c
 	c.chans[name] = ch
@@ -234,14 +242,10 @@ func (h *Hub) goLocked(f func()) {
 	if h.closed {
 		return
 	}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		f()
-	}()
+	h.goroutines.Go(f)
 }
 
-func (h *Hub) close() {
+func (h *Hub) close(deadline time.Time) error {
 	h.mu.Lock()
 	h.closed = true
 	conns := make([]*conn, 0, len(h.conns))
@@ -254,6 +258,13 @@ func (h *Hub) close() {
 	for _, c := range conns {
 		c.shut()
 	}
-	h.wg.Wait()
+	wait := time.Duration(math.MaxInt64)
+	if !deadline.IsZero() {
+		wait = time.Until(deadline)
+	}
+	if !h.goroutines.Wait(wait) {
+		return fmt.Errorf("pubsub: connections still closing at the deadline: %w", context.DeadlineExceeded)
+	}
 	h.route.close()
+	return nil
 }

@@ -51,7 +51,7 @@ func TestResubscribeWhileLastHandlerCloses(t *testing.T) {
 	_, rdb := redistest.Single(t)
 	ctx := context.Background()
 	h := pubsub.Acquire(rdb)
-	defer h.Release()
+	defer h.Release(time.Time{})
 
 	keep := newEvents() // keeps the connection open when "x" leaves it
 	defer h.Subscribe(ctx, "keep", keep, pubsub.Options{}).Close()

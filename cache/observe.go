@@ -242,7 +242,9 @@ func (c *Cache[V]) observeGet(ctx context.Context, key string, load Loader[V]) (
 	var wrapped Loader[V]
 	if load != nil {
 		wrapped = func(lctx context.Context, k string) (V, error) {
-			o.raise(TierLoader)
+			if c.observation(lctx) == o { // not a background refresh
+				o.raise(TierLoader)
+			}
 			lctx, done := c.startLoad(lctx, keys)
 			v, err := load(lctx, k)
 			done(err)
@@ -262,7 +264,9 @@ func (c *Cache[V]) observeGetMany(ctx context.Context, keys []string, load Batch
 	var wrapped BatchLoader[V]
 	if load != nil {
 		wrapped = func(lctx context.Context, ks []string) (map[string]V, error) {
-			o.raise(TierLoader)
+			if c.observation(lctx) == o { // not a background refresh
+				o.raise(TierLoader)
+			}
 			lctx, done := c.startLoad(lctx, ks)
 			rows, err := load(lctx, ks)
 			done(err)

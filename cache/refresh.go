@@ -101,7 +101,9 @@ func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envel
 		}
 	}
 	header := []byte(gen)
-	detached := context.WithoutCancel(ctx)
+	// The refresh is no part of the call that started it: its load must not
+	// mark that call's observation.
+	detached := context.WithValue(context.WithoutCancel(ctx), observationKey{}, (*observation)(nil))
 	started := c.goBackground(func() {
 		defer c.refreshing.CompareAndDelete(rkey, gen)
 		rctx, cancel := context.WithCancel(detached)

@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -136,16 +135,6 @@ func newLease(key string) (lease, error) {
 	return lease{key: key, ph: wire.Placeholder(tok)}, nil
 }
 
-// acquire tries to take the lease. held reports success; otherwise prev is
-// what the key holds.
-func (l lease) acquire(ctx context.Context, rdb redis.UniversalClient, ttl time.Duration) (held bool, prev []byte, err error) {
-	prev, err = rdb.SetArgs(ctx, l.key, l.ph, redis.SetArgs{Mode: "NX", Get: true, TTL: ttl}).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return true, nil, nil
-	}
-	return false, prev, err
-}
-
 // takeOver replaces foreign bytes under the key with our placeholder.
 func (l lease) takeOver(ctx context.Context, rdb redis.UniversalClient, foreign []byte, ttl time.Duration) (bool, error) {
 	n, err := swapScript.Run(ctx, rdb, []string{l.key}, foreign, l.ph, ttl.Milliseconds()).Int()
@@ -155,12 +144,6 @@ func (l lease) takeOver(ctx context.Context, rdb redis.UniversalClient, foreign 
 // takeOverType takes a key holding another Redis type.
 func (l lease) takeOverType(ctx context.Context, rdb redis.UniversalClient, ttl time.Duration) (bool, error) {
 	n, err := typeTakeOverScript.Run(ctx, rdb, []string{l.key}, l.ph, ttl.Milliseconds()).Int()
-	return n == 1, err
-}
-
-// heal takes a key holding the placeholder lookalike prev if it has no TTL.
-func (l lease) heal(ctx context.Context, rdb redis.UniversalClient, prev []byte, ttl time.Duration) (bool, error) {
-	n, err := healScript.Run(ctx, rdb, []string{l.key}, prev, l.ph, ttl.Milliseconds()).Int()
 	return n == 1, err
 }
 

@@ -39,6 +39,7 @@ var otherMeasurements = []measurement{
 	{"local-tier staleness under network faults and failovers", ".", "go test -race -count=1 -run TestFault -v ./cache/"},
 	{"wake-up of a lease waiter in another process", ".", "CACHEGUARD_WAKE_LATENCY=200 go test -count=1 -run TestWakeLatency -v ./cache/"},
 	{"the storm demo: naive cache-aside against cacheguard under five storms, with a chart naming the machine and its load", ".", "go run ./examples/storm -plot storm.svg"},
+	{"the storm demo on a Redis Cluster (three masters started beforehand; the restart storm is skipped)", ".", "go run ./examples/storm -redis 127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103 -plot storm-cluster.svg"},
 	{"binlog catch-up", "consistency/binlog", "go test -count=2 -run '^$' -bench CatchUp -benchtime 1x ."},
 	{"fleet simulation: N instances on a 3-master cluster, commands and connections per node, hot-key detection, reads reaching Redis (table in docs/scale.md)", ".", "go test ./internal/fleetsim -run TestFleetSimulation -v -fleet.n=1,10,100"},
 	{"pub/sub connections per master of 20 caches and a lock client on one cluster client", ".", "go test -count=1 -run TestOneConnectionPerMaster -v ./internal/pubsub"},

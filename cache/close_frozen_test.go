@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestCloseBoundedOnFrozenServer: Close "waits for its goroutines ... for at
@@ -17,9 +16,7 @@ import (
 // subscription to be found down and dialled again, should return within its
 // close timeout (plus a margin), whatever the pub/sub connection is doing.
 func TestCloseBoundedOnFrozenServer(t *testing.T) {
-	srv, _ := redistest.RealSingle(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
+	srv, rdb := redistest.RealSingleDefault(t)
 	up := make(chan struct{}, 1)
 	const closeTimeout = 200 * time.Millisecond
 	c := newCache[string](t, rdb, WithLocal(1<<20), WithLocalAdmitAll(), WithCloseTimeout(closeTimeout),

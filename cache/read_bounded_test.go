@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestReadsBoundedOnDefaultClient: DESIGN's invariant "Redis being down
@@ -26,9 +25,7 @@ func TestReadsBoundedOnDefaultClient(t *testing.T) {
 	if os.Getenv("CACHEGUARD_KNOWN_LIMITS") != "1" {
 		t.Skip("known limit: reads on a client without ContextTimeoutEnabled are bounded by its own timeouts (CACHEGUARD_KNOWN_LIMITS=1 runs it)")
 	}
-	srv, _ := redistest.RealSingle(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
+	srv, rdb := redistest.RealSingleDefault(t)
 	c := newCache[string](t, rdb)
 	if err := c.Set(context.Background(), "k", "v"); err != nil { // a connection open
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestWritesBoundedOnDefaultClient: on a client made with go-redis defaults
@@ -17,9 +16,7 @@ import (
 // context's deadline with an error matching context.DeadlineExceeded, and
 // Close still returns (the calls left running end by the client's timeouts).
 func TestWritesBoundedOnDefaultClient(t *testing.T) {
-	srv, _ := redistest.RealSingle(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
+	srv, rdb := redistest.RealSingleDefault(t)
 	c := newCache[string](t, rdb)
 	if err := c.Set(context.Background(), "k", "v"); err != nil { // scripts loaded, a connection open
 		t.Fatal(err)

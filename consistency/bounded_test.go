@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestCallsBoundedOnDefaultClient: on a client made with go-redis defaults
@@ -19,9 +18,7 @@ import (
 // context.DeadlineExceeded; an Update whose delete could not be recorded
 // does not run its write.
 func TestCallsBoundedOnDefaultClient(t *testing.T) {
-	srv, _ := redistest.RealSingle(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
+	srv, rdb := redistest.RealSingleDefault(t)
 	q := newQueue(t, rdb, WithWorker(false))
 	users := register(t, q, "users", newCache[string](t, rdb))
 	ctx := context.Background()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/cacheguard/cacheguard/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 // While a connection's next session dials a frozen server (on a client made
@@ -18,9 +17,7 @@ import (
 // on that connection must still return by its context's deadline: a lock
 // waiter subscribes on its caller's context. So must Close of a handler.
 func TestSubscribeBoundedWhileRedialingFrozenServer(t *testing.T) {
-	srv, _ := redistest.RealSingle(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
+	srv, rdb := redistest.RealSingleDefault(t)
 	h := pubsub.Acquire(rdb)
 	defer h.Release(time.Time{})
 	keep := newEvents()

@@ -259,3 +259,15 @@ func (s *Server) stop() {
 		}
 	}
 }
+
+// RealSingleDefault is RealSingle with a client made with go-redis's
+// defaults (ContextTimeoutEnabled off: go-redis ignores a context's deadline
+// while it reads a reply), for the tests that a call stays bounded by its
+// caller's context on any client.
+func RealSingleDefault(t testing.TB) (*Server, *redis.Client) {
+	t.Helper()
+	srv, _ := RealSingle(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	return srv, rdb
+}

@@ -320,10 +320,13 @@ func TestSoloReadInvalidatedNotAdmitted(t *testing.T) {
 		got := make(chan []string, 8)
 		joined := make(chan string, 8)
 		w := localCache(t, rdb)
+		r := localCache(t, rdb, withHooks(&hooks{onInvalidate: func(k []string) { got <- k }, onJoin: func(k string) { joined <- k }}))
 		if err := w.Set(ctx, "k", "v1"); err != nil {
 			t.Fatal(err)
 		}
-		r := localCache(t, rdb, withHooks(&hooks{onInvalidate: func(k []string) { got <- k }, onJoin: func(k string) { joined <- k }}))
+		// That write's invalidation reaches r too; were it to arrive during
+		// the read below, the read would be passed and b would not queue.
+		recvOr(t, got, "invalidation of v1")
 		rdb.AddHook(hold)
 		a, b := make(chan getAnswer, 1), make(chan getAnswer, 1)
 		go func() { v, err := r.Get(ctx, "k", never(t)); a <- getAnswer{v, err} }()

@@ -77,7 +77,7 @@ func (c *config) apply(opts []Option) {
 
 func (c *config) fail(format string, args ...any) {
 	if c.err == nil {
-		c.err = fmt.Errorf("lock: "+format, args...)
+		c.err = fmt.Errorf("cacheguard: lock: "+format, args...)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 // ErrSoldOut is returned by Admission.Allow when this process already knows
 // the SKU is sold out or its sale ended (see WithLocalSoldOut): the request
 // is answered without any Redis call.
-var ErrSoldOut = errors.New("stock: sold out")
+var ErrSoldOut = errors.New("cacheguard: stock: sold out")
 
 // Rate is a request budget: Count requests per Per, with bursts of Burst
 // (Count if 0). A zero Rate means no limit.
@@ -154,7 +154,7 @@ func (a *Admission) allow(ctx context.Context, key string, r Rate, local map[str
 	})
 	if err == nil {
 		if a.outage.Swap(false) {
-			a.log.Info("stock: admission: Redis answers again; shared limits back")
+			a.log.Info("cacheguard: stock: admission: Redis answers again; shared limits back")
 		}
 		if res.Allowed > 0 {
 			return nil
@@ -167,7 +167,7 @@ func (a *Admission) allow(ctx context.Context, key string, r Rate, local map[str
 	}
 	a.fallbacks.Add(1)
 	if !a.outage.Swap(true) {
-		a.log.Warn("stock: admission: Redis failed; local limits in force", "err", err)
+		a.log.Warn("cacheguard: stock: admission: Redis failed; local limits in force", "err", err)
 	}
 	a.mu.Lock()
 	l := local[lkey]

@@ -125,7 +125,7 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 				share, start, end, n, qty, inv.cfg.perUser, inv.cfg.holdFor.Milliseconds()).Int()
 		})
 		if err != nil {
-			return fmt.Errorf("stock: load %s: %w", sku, err)
+			return fmt.Errorf("cacheguard: stock: load %s: %w", sku, err)
 		}
 		if ok == 0 {
 			err := fmt.Errorf("%w: %s", ErrSaleExists, sku)
@@ -135,7 +135,7 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 				if derr := doErr(inv.calls, context.WithoutCancel(ctx), func(ctx context.Context) error {
 					return inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err()
 				}); derr != nil {
-					err = errors.Join(err, fmt.Errorf("stock: load %s: unregister: %w", sku, derr))
+					err = errors.Join(err, fmt.Errorf("cacheguard: stock: load %s: unregister: %w", sku, derr))
 				}
 			}
 			return err
@@ -179,7 +179,7 @@ func (inv *Inventory) Status(ctx context.Context, sku string) (Status, error) {
 		return cmds, err
 	})
 	if err != nil {
-		return Status{}, fmt.Errorf("stock: status %s: %w", sku, err)
+		return Status{}, fmt.Errorf("cacheguard: stock: status %s: %w", sku, err)
 	}
 	st := Status{Buckets: n}
 	var xin, xout int64

@@ -66,18 +66,15 @@ func (c *Consumer) Stats() ConsumerStats {
 
 // NewConsumer returns a consumer of inv's sales (its namespace and bucket
 // count) applying to sink. Start it with Run.
-func NewConsumer(inv *Inventory, sink Sink, opts ...ConsumerOption) (*Consumer, error) {
+func NewConsumer(inv *Inventory, sink Sink, opts ...Option) (*Consumer, error) {
 	if inv == nil || sink == nil {
 		return nil, fmt.Errorf("%w: nil inventory or sink", ErrInvalidOption)
 	}
-	cfg := defaultConsumerConfig()
-	for _, o := range opts {
-		o(&cfg)
+	o, err := apply(consumerPart, opts)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.err != nil {
-		return nil, cfg.err
-	}
-	c := &Consumer{inv: inv, sink: sink, cfg: cfg, log: cfg.logger}
+	c := &Consumer{inv: inv, sink: sink, cfg: o.con, log: o.logger}
 	c.calls = inv.calls.Counting(&c.flight)
 	c.life.init()
 	return c, nil

@@ -61,14 +61,11 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
+	o, err := apply(inventoryPart, opts)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.err != nil {
-		return nil, cfg.err
-	}
-	return &Inventory{rdb: rdb, calls: call.For(rdb), cfg: cfg, log: cfg.logger}, nil
+	return &Inventory{rdb: rdb, calls: call.For(rdb), cfg: o.inv, log: o.logger}, nil
 }
 
 func (inv *Inventory) keys(sku string, b int) bucketKeys { return keysFor(inv.cfg.ns, sku, b) }

@@ -18,9 +18,6 @@ func (r *recorder) Helper() {}
 func (r *recorder) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
-func (r *recorder) Fatalf(format string, args ...any) {
-	r.TB.Fatalf(format, args...)
-}
 
 // tree writes files (path: content) under a temporary directory.
 func tree(t *testing.T, files map[string]string) string {

@@ -25,7 +25,7 @@ var prefixLike = regexp.MustCompile(`^([a-z][A-Za-z0-9_./-]*: |cacheguard)`)
 // with Prefix.
 func ErrorPrefixes(t testing.TB, dir string) {
 	t.Helper()
-	for _, f := range parse(t, dir, false) {
+	for _, f := range parse(t, dir) {
 		internal := strings.HasPrefix(f.path, "internal/") || strings.Contains(f.path, "/internal/")
 		exported := exportedErrors(f.ast)
 		ast.Inspect(f.ast, func(n ast.Node) bool {

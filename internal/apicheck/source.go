@@ -24,9 +24,9 @@ func (f file) pos(p token.Pos) string {
 }
 
 // parse returns the non-test Go files below root, skipping testdata, vendor
-// and hidden directories, and, unless nested is set, every directory below
-// root that holds a module of its own.
-func parse(t testing.TB, root string, nested bool) []file {
+// and hidden directories and every directory below root that holds a module
+// of its own.
+func parse(t testing.TB, root string) []file {
 	t.Helper()
 	var files []file
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -38,7 +38,7 @@ func parse(t testing.TB, root string, nested bool) []file {
 			if path != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".")) {
 				return filepath.SkipDir
 			}
-			if path != root && !nested {
+			if path != root {
 				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
 					return filepath.SkipDir
 				}

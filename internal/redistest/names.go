@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -31,10 +32,12 @@ var nameReplacer = strings.NewReplacer("/", ":", " ", "_", "{", "", "}", "")
 func Prefix(t testing.TB) string { return Name(t) + ":" }
 
 // EachMaster runs fn on every master behind rdb: each master of a cluster,
-// or the one server of a single node or Sentinel client.
+// or the one server of a single node or Sentinel client. A failure, or fn
+// still running after 30 s, fails the test.
 func EachMaster(t testing.TB, rdb redis.UniversalClient, fn func(ctx context.Context, c *redis.Client) error) {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	var err error
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:

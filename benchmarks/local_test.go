@@ -9,6 +9,7 @@ import (
 	"github.com/cacheguard/cacheguard/hotkey"
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/maypok86/otter/v2"
+	"github.com/redis/go-redis/v9"
 )
 
 // localBytes is the local tier's size in the local-hit benchmarks; localTTL
@@ -85,15 +86,7 @@ func BenchmarkLocalHit(b *testing.B) {
 	} {
 		b.Run("impl="+v.name, func(b *testing.B) {
 			rdb, rt := countedClient(b)
-			opts := append(v.opts(b), cache.WithPrefix("local:"+v.name+":"), cache.WithLocalTTL(localTTL), cache.WithLogger(quietLog))
-			c, err := cache.New[row](rdb, opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			waitLocalTier(b, c)
-			load := func(ctx context.Context, key string) (row, error) { return db.load(ctx, key) }
-			warmLocal(b, c, key, load)
+			c, load := localHitCache(b, rdb, db, v.name, key, v.opts(b)...)
 			b.ReportAllocs()
 			before, rts := c.Stats().LocalHits, rt.load()
 			for b.Loop() {
@@ -182,15 +175,7 @@ func BenchmarkLocalHit(b *testing.B) {
 		name := v.name
 		b.Run("impl="+name+"/parallel", func(b *testing.B) {
 			rdb, _ := countedClient(b)
-			c, err := cache.New[row](rdb, v.store(), cache.WithPrefix("local:"+name+":"),
-				cache.WithLocalAdmitAll(), cache.WithLocalTTL(localTTL), cache.WithLogger(quietLog))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			waitLocalTier(b, c)
-			load := func(ctx context.Context, key string) (row, error) { return db.load(ctx, key) }
-			warmLocal(b, c, key, load)
+			c, load := localHitCache(b, rdb, db, name, key, v.store(), cache.WithLocalAdmitAll())
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -202,6 +187,21 @@ func BenchmarkLocalHit(b *testing.B) {
 			})
 		})
 	}
+}
+
+// localHitCache returns a cache made with opts (a local tier among them),
+// closed when b ends, that serves key from its local tier, and its loader.
+func localHitCache(b *testing.B, rdb redis.UniversalClient, db *simDB, name, key string, opts ...cache.Option) (*cache.Cache[row], cache.Loader[row]) {
+	opts = append(opts, cache.WithPrefix("local:"+name+":"), cache.WithLocalTTL(localTTL), cache.WithLogger(quietLog))
+	c, err := cache.New[row](rdb, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	waitLocalTier(b, c)
+	load := func(ctx context.Context, key string) (row, error) { return db.load(ctx, key) }
+	warmLocal(b, c, key, load)
+	return c, load
 }
 
 // warmLocal reads key until cacheguard serves it from the local tier

@@ -156,7 +156,12 @@ func newLocalStore[V any](l localConfig) (LocalStore[V], error) {
 // the entry itself (possibly stale) for the Redis-failure fallback.
 func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
 	c.touchClock()
-	e, ok := c.local.Get(key)
+	var ok bool
+	if c.otter != nil {
+		e, ok = c.otter.Get(key)
+	} else {
+		e, ok = c.local.Get(key)
+	}
 	if !ok {
 		return false, nil
 	}

@@ -20,9 +20,9 @@ import (
 //
 // A message that invalidates tags (tags.go) goes on with a tag section:
 //
-//	       var   invalidation time, Unix milliseconds, uvarint
-//	       var   tag count, uvarint
-//	       ...   each tag: uvarint length, then its bytes
+//	var   invalidation time, Unix milliseconds, uvarint
+//	var   tag count, uvarint
+//	...   each tag: uvarint length, then its bytes
 //
 // Bytes after the last key (or the last tag) are ignored, so a later version
 // may append fields that this one skips: a reader without tags sees a tag

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -102,6 +103,17 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 				waiting, waitPrev = append(waiting, k), append(waitPrev, prev)
 				continue
 			case kindEnvelope:
+				if wire.IsTagged(prev) {
+					// Invalidated by a tag: taken over like foreign bytes.
+					raws := [][]byte{prev}
+					if err := c.dropInvalidated(ctx, k, raws); err != nil {
+						b.fail(k, err)
+						continue
+					}
+					if raws[0] == nil {
+						break
+					}
+				}
 				if r, _, ok := c.decodeEntry(k, prev); ok {
 					b.put(k, r, TierFill)
 					continue

@@ -41,6 +41,9 @@ type LocalEntry[V any] struct {
 	fresh int64  // unix nanos: served as a hit until then
 	stale int64  // unix nanos: served only while Redis fails, until then
 	epoch uint64 // subscription epoch it was admitted in
+
+	tags    []string // of a tagged entry, checked on every hit (tags.go)
+	created int64    // Unix ms, of a tagged entry
 }
 
 // HotKeys decides which keys the local tier admits. Record is called on every
@@ -252,7 +255,15 @@ func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
 		return false, nil
 	}
 	now := c.coarseNow.Load()
-	return now < e.fresh && now < c.trustUntil.Load() && e.epoch == c.epoch.Load(), e
+	fresh = now < e.fresh && now < c.trustUntil.Load() && e.epoch == c.epoch.Load()
+	if e.tags != nil {
+		valid, servable := c.localTagsValid(e, now)
+		if !servable {
+			return false, nil
+		}
+		fresh = fresh && valid
+	}
+	return fresh, e
 }
 
 // admit puts a value that just came from Redis or a load into the local tier,
@@ -268,7 +279,8 @@ func (c *Cache[V]) admit(key string, r result[V], size int, before localClock) {
 	now := time.Now()
 	ttl := jittered(c.cfg.local.ttl, c.cfg.jitter)
 	e := &LocalEntry[V]{Value: r.v, Null: r.null, epoch: epoch,
-		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano()}
+		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano(),
+		tags: r.tags, created: r.created}
 	// Checked again and stored under the key's lock: an invalidation
 	// either sees the entry and deletes it, or made this check fail
 	// (local_order.go).

@@ -118,7 +118,9 @@ func AppendTaggedEnvelope(dst []byte, flags byte, version uint64, expiry time.Ti
 }
 
 // IsTagged reports whether b starts like an envelope with a tag section.
-func IsTagged(b []byte) bool { return IsEnvelope(b) && b[FlagsOffset]&FlagTagged != 0 }
+func IsTagged[T string | []byte](b T) bool {
+	return len(b) >= HeaderSize && b[0] == Magic && b[1] == MagicEnvelope && b[FormatOffset] == EnvelopeFormat && b[FlagsOffset]&FlagTagged != 0
+}
 
 // parseTagSection reads the tag section at the start of b and returns what
 // follows it.

@@ -41,8 +41,8 @@ type pendingInval struct {
 	keys    []string
 	tags    []string // invalidated at tagTime (Unix ms): tags_invalidate.go
 	tagTime int64
-	ctx  context.Context // the writer's, without its cancellation (values only)
-	done chan struct{}   // closed once the keys are sent or given up
+	ctx     context.Context // the writer's, without its cancellation (values only)
+	done    chan struct{}   // closed once the keys are sent or given up
 }
 
 // publish queues keys for the other instances and waits until they are sent

@@ -72,6 +72,9 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		var foreignPrev [][]byte
 		var firstErr error
 		var lookalikes []int // indexes of pending whose lease may have no TTL
+		// Envelopes found under tagged keys are checked together: one
+		// read of tag times for the round.
+		tagged, tagErr := dropInvalidatedMany(c, ctx, pending, acq, false)
 		for i, k := range pending {
 			prev, err := acq[i].Bytes()
 			err = callerErr(ctx, err)
@@ -105,12 +108,11 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			case kindEnvelope:
 				if wire.IsTagged(prev) {
 					// Invalidated by a tag: taken over like foreign bytes.
-					raws := [][]byte{prev}
-					if err := c.dropInvalidated(ctx, k, raws); err != nil {
-						b.fail(k, err)
+					if tagErr != nil {
+						b.fail(k, tagErr)
 						continue
 					}
-					if raws[0] == nil {
+					if tagged[i] == nil {
 						break
 					}
 				}

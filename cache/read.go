@@ -35,7 +35,7 @@ func (c *Cache[V]) read(ctx context.Context, key, rkey string) (res flightResult
 	}
 	if err == nil && wire.IsTagged(raw) {
 		raws := [][]byte{raw}
-		if err := c.dropInvalidated(ctx, key, raws); err != nil {
+		if err := c.dropInvalidated(ctx, key, raws, true); err != nil {
 			return flightResult[V]{gone: isCtxErr(err), err: err}, env, false
 		}
 		if raw = raws[0]; raw == nil {

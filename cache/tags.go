@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/wire"
-	"github.com/redis/go-redis/v9"
 )
 
 // Tags. WithTags gives every entry the tags its function returns for the
@@ -192,10 +191,11 @@ func (c *Cache[V]) localTagsValid(e *LocalEntry[V], now int64) (valid, servable 
 }
 
 // dropInvalidated replaces by nil each of raws (values read under keys) that
-// is a tagged envelope invalidated by one of its tags, counting it. The
+// is a tagged envelope invalidated by one of its tags, counting it if count
+// (a read's first look, not the fill path's second). The
 // times not known here are read with one MGET. On an error raws are left
 // as they are.
-func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byte) error {
+func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byte, count bool) error {
 	var infos []wire.TagInfo
 	var at []int
 	for i, raw := range raws {
@@ -243,7 +243,9 @@ func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byt
 		for _, tag := range info.Tags {
 			if tagInvalid(created, known[tag]) {
 				raws[at[j]] = nil
-				c.stats.tagMisses.Add(1)
+				if count {
+					c.stats.tagMisses.Add(1)
+				}
 				break
 			}
 		}
@@ -303,10 +305,10 @@ func (c *Cache[V]) encodeTagged(key string, v V) ([]byte, []string, error) {
 	return payload, tags, nil
 }
 
-// dropInvalidatedMany is dropInvalidated for the replies of a GetMany's
-// GETs: raws[i] is gets[i]'s value if it is a tagged envelope that no tag
+// dropInvalidatedMany is dropInvalidated for the replies of a batch's GETs
+// (or the fill path's SET ... GETs): raws[i] is gets[i]'s value if it is a tagged envelope that no tag
 // invalidated, else nil.
-func (c *Cache[V]) dropInvalidatedMany(ctx context.Context, keys []string, gets []*redis.StringCmd) ([][]byte, error) {
+func dropInvalidatedMany[V any, R stringReply](c *Cache[V], ctx context.Context, keys []string, gets []R, count bool) ([][]byte, error) {
 	raws := make([][]byte, len(gets))
 	tagged := false
 	for i, g := range gets {
@@ -319,5 +321,12 @@ func (c *Cache[V]) dropInvalidatedMany(ctx context.Context, keys []string, gets 
 	if !tagged {
 		return raws, nil
 	}
-	return raws, c.dropInvalidated(ctx, keys[0], raws)
+	return raws, c.dropInvalidated(ctx, keys[0], raws, count)
+}
+
+// stringReply is a GET's or a SET ... GET's reply.
+type stringReply interface {
+	Val() string
+	Err() error
+	Bytes() ([]byte, error)
 }

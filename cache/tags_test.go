@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/cacheguard/cacheguard/internal/wire"
@@ -106,11 +107,17 @@ func TestFillRacingInvalidateTagsLandsInvalid(t *testing.T) {
 		other := newCache[string](t, rdb, WithTags(orgOf))
 		var l versionedLoader
 		var once sync.Once
+		// c's clock jumps past the clock margin once the invalidation is
+		// made: only a creation time taken before the load makes the
+		// fill invalid.
+		var offset atomic.Int64
+		c.hooks.now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 		c.hooks.afterLoad = func(string) {
 			once.Do(func() {
 				if err := c.InvalidateTags(ctx, "org:1"); err != nil {
 					t.Error(err)
 				}
+				offset.Store(int64(time.Second))
 			})
 		}
 		if v, err := c.Get(ctx, "1-k", l.load); err != nil || v != "org/1:1-k:v1" {

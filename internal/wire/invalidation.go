@@ -18,18 +18,21 @@ import (
 //	       var   key count, uvarint
 //	       ...   each key: uvarint length, then its bytes (keys may hold any byte)
 //
-// A message that invalidates tags (tags.go) goes on with a tag section:
+// A message that invalidates tags (tags.go) has format version
+// InvalidationTagsFormat and goes on, after its keys, with a tag section:
 //
 //	var   invalidation time, Unix milliseconds, uvarint
-//	var   tag count, uvarint
+//	var   tag count (at least 1), uvarint
 //	...   each tag: uvarint length, then its bytes
 //
-// Bytes after the last key (or the last tag) are ignored, so a later version
-// may append fields that this one skips: a reader without tags sees a tag
-// message as one with no keys.
+// so that a reader that knows no tags refuses it, and clears its local tier
+// as for any message it cannot read, rather than miss the tags. Bytes after
+// the last key (format 1) or the last tag (format 2) are ignored, so a later
+// version may append fields that this one skips.
 const (
 	MagicInvalidation      = 'i'
 	InvalidationFormat     = 1
+	InvalidationTagsFormat = 2
 	SourceIDSize           = 16
 	InvalidationHeaderSize = 3 + SourceIDSize + 8
 )
@@ -62,7 +65,11 @@ func EncodeInvalidation(m Invalidation) []byte {
 		}
 	}
 	b := make([]byte, 0, n)
-	b = append(b, Magic, MagicInvalidation, InvalidationFormat)
+	format := byte(InvalidationFormat)
+	if len(m.Tags) > 0 {
+		format = InvalidationTagsFormat
+	}
+	b = append(b, Magic, MagicInvalidation, format)
 	b = append(b, m.Source[:]...)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.Sent))
 	b = binary.AppendUvarint(b, m.Seq)
@@ -86,9 +93,11 @@ func appendStrings(b []byte, ss []string) []byte {
 
 // DecodeInvalidation parses an invalidation message.
 func DecodeInvalidation(b []byte) (m Invalidation, err error) {
-	if len(b) < InvalidationHeaderSize || b[0] != Magic || b[1] != MagicInvalidation || b[2] != InvalidationFormat {
+	if len(b) < InvalidationHeaderSize || b[0] != Magic || b[1] != MagicInvalidation ||
+		(b[2] != InvalidationFormat && b[2] != InvalidationTagsFormat) {
 		return m, ErrBadInvalidation
 	}
+	tagged := b[2] == InvalidationTagsFormat
 	copy(m.Source[:], b[3:])
 	m.Sent = int64(binary.BigEndian.Uint64(b[3+SourceIDSize:]))
 	b = b[InvalidationHeaderSize:]
@@ -97,7 +106,7 @@ func DecodeInvalidation(b []byte) (m Invalidation, err error) {
 		return m, ErrBadInvalidation
 	}
 	b = b[w:]
-	if m.Keys, b, err = readStrings(b); err != nil || len(b) == 0 {
+	if m.Keys, b, err = readStrings(b); err != nil || !tagged {
 		return m, err
 	}
 	t, w := binary.Uvarint(b)

@@ -98,3 +98,19 @@ func TestInvalidationTagsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A tag message is of its own format, so that a reader that knows no tags
+// refuses it instead of reading it as a message without keys; bytes after
+// its tags are skipped like those after a plain message's keys.
+func TestInvalidationTagsFormat(t *testing.T) {
+	b := EncodeInvalidation(Invalidation{Seq: 1, TagTime: 5, Tags: []string{"a"}})
+	if b[2] != InvalidationTagsFormat {
+		t.Fatalf("format %d", b[2])
+	}
+	if m, err := DecodeInvalidation(append(b, 1, 2, 3)); err != nil || len(m.Tags) != 1 {
+		t.Fatalf("with a trailer: %+v, %v", m, err)
+	}
+	if b := EncodeInvalidation(Invalidation{Seq: 1, Keys: []string{"k"}}); b[2] != InvalidationFormat {
+		t.Fatalf("a message without tags changed format: %d", b[2])
+	}
+}

@@ -67,9 +67,12 @@ func (c *Cache[V]) InvalidateTags(ctx context.Context, tags ...string) error {
 	if err != nil {
 		return err
 	}
+	// A write that lands after ctx gave up on it is not announced: the
+	// other instances learn it when the times they keep expire (the local
+	// TTL).
 	_, err = boundedWrite(c, ctx, nil, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, invalidateTagsScript.Run(ctx, c.rdb, keys, wire.FormatTagTime(now), hold.Milliseconds()).Err()
-	}, nil)
+	}, func(struct{}) bool { return false })
 	err = callerErr(ctx, err)
 	done(err)
 	if err != nil {

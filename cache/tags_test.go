@@ -318,3 +318,39 @@ func TestTagTimesDroppedByFlushAndDown(t *testing.T) {
 		t.Fatal("the subscription going down left the tag time")
 	}
 }
+
+// An early refresh writes the refreshed value's tags, with the time its
+// load started; an invalidation after it makes the refreshed entry a miss.
+func TestEarlyRefreshKeepsTags(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := newCache[string](t, rdb, WithTags(orgOf), WithEarlyRefresh(1), WithTTL(time.Minute), WithJitter(0))
+		var l versionedLoader
+		if _, err := c.Get(ctx, "5-k", l.load); err != nil {
+			t.Fatal(err)
+		}
+		filled := make(chan bool, 1)
+		// Half a second before the expiry, with dice that always refresh.
+		c.hooks.now = func() time.Time { return time.Now().Add(time.Minute - 500*time.Millisecond) }
+		c.hooks.rand = func() float64 { return 1e-300 }
+		c.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+		if v, err := c.Get(ctx, "5-k", l.load); err != nil || v != "org/5:5-k:v1" {
+			t.Fatalf("hit = %q, %v", v, err)
+		}
+		if !<-filled {
+			t.Fatal("the refresh did not land")
+		}
+		c.hooks.rand, c.hooks.onFill = nil, nil
+		raw, _ := rdb.Get(ctx, prefixFor(t)+"5-k").Bytes()
+		info, ok := wire.ParseTags(raw)
+		if !ok || !slices.Equal(info.Tags, []string{"org:5", "{all}:x"}) {
+			t.Fatalf("refreshed entry's tags %+v, %v", info, ok)
+		}
+		if err := c.InvalidateTags(ctx, "org:5"); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := c.Get(ctx, "5-k", l.load); err != nil || v != "org/5:5-k:v3" {
+			t.Fatalf("after the invalidation got %q, %v", v, err)
+		}
+	})
+}

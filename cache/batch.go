@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -109,6 +110,8 @@ func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader
 		return c.redisError(todo[0], "get many", err)
 	}
 	// Reply errors belong to single keys: read them key by key below.
+	// Tagged hits are checked together first: one read of tag times.
+	raws, tagErr := dropInvalidatedMany(c, ctx, todo, gets, true)
 	var misses []string
 	for i, k := range todo {
 		raw, err := gets[i].Bytes()
@@ -116,6 +119,15 @@ func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader
 		if isWrongType(err) { // another Redis type: foreign data, a miss
 			c.stats.corrupt.Add(1)
 			err = redis.Nil
+		}
+		if err == nil && wire.IsTagged(raw) {
+			if tagErr != nil {
+				b.fail(k, tagErr)
+				continue
+			}
+			if raws[i] == nil {
+				err = redis.Nil // invalidated by a tag: a miss
+			}
 		}
 		if err != nil && !errors.Is(err, redis.Nil) {
 			// This key's reply failed (a refused command, a node that

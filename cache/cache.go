@@ -101,6 +101,11 @@ type Cache[V any] struct {
 	invalSub *pubsub.Sub
 	// fills wakes lease waiters when a fill lands (notify.go).
 	fills fillListener
+
+	// Tags (tags.go): the function of WithTags (nil: untagged) and the tag
+	// times this instance knows.
+	tagFn    func(key string, v V) []string
+	tagTimes tagTable
 }
 
 // hooks are interleaving points for tests; nil in production.
@@ -157,6 +162,9 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	}
 	c.logs = newLogAggregator(c.log, cfg.logInterval, nil)
 	c.hooks = cfg.hooks
+	if c.tagFn, err = tagFuncOf[V](cfg.tags); err != nil {
+		return nil, err
+	}
 	c.subscribed = make(chan struct{})
 	if c.source, err = newSourceID(); err != nil {
 		return nil, err
@@ -209,11 +217,11 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	if err := c.check(ctx, key); err != nil {
 		return err
 	}
-	payload, err := c.encode(key, v)
+	payload, tags, err := c.encodeTagged(key, v)
 	if err != nil {
 		return err
 	}
-	env, ttl := c.entry(false, 0, 0, payload)
+	env, ttl := c.taggedEntry(false, 0, 0, payload, tags, c.now())
 	done, err := c.allow(key)
 	if err != nil {
 		return err
@@ -283,13 +291,24 @@ func (c *Cache[V]) uncacheable(key string, err error) {
 // entry builds the envelope for payload (or for an absence, null) with its
 // jittered TTL: the value TTL, or the null TTL for an absence.
 func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload []byte) ([]byte, time.Duration) {
+	return c.taggedEntry(null, version, delta, payload, nil, time.Time{})
+}
+
+// taggedEntry is entry carrying tags (none: an untagged envelope) and the
+// time the entry's load started (tags.go).
+func (c *Cache[V]) taggedEntry(null bool, version uint64, delta time.Duration, payload []byte, tags []string, created time.Time) ([]byte, time.Duration) {
 	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
 	if null {
 		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), wire.FlagNull
 	}
 	payload, flags = c.compress(payload, flags)
-	c.observedSize("write", wire.HeaderSize+len(payload))
-	return wire.AppendEnvelope(make([]byte, 0, wire.HeaderSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload), ttl
+	if len(tags) == 0 {
+		c.observedSize("write", wire.HeaderSize+len(payload))
+		return wire.AppendEnvelope(make([]byte, 0, wire.HeaderSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload), ttl
+	}
+	n := wire.HeaderSize + wire.TagSectionSize(tags) + len(payload)
+	c.observedSize("write", n)
+	return wire.AppendTaggedEnvelope(make([]byte, 0, n), flags, version, c.now().Add(ttl), delta, created, tags, payload), ttl
 }
 
 func (c *Cache[V]) now() time.Time {

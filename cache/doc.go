@@ -92,6 +92,20 @@
 // the publish-to-apply lag. The coarse clock the tier reads adds up to a
 // millisecond to each bound.
 //
+// # Tags
+//
+// WithTags tags each entry with what a function returns for its key and
+// value; InvalidateTags(ctx, tags...) makes every entry of those tags a miss
+// for every instance and local tier, in O(number of tags): each tagged entry
+// records its tags and when its load started, each tag's last invalidation
+// time is one Redis key, and a read compares the two (one more round trip for
+// a tagged Redis hit, none where an instance with a local tier already knows
+// the times; an untagged entry costs nothing more). A fill that loaded
+// before the invalidation lands already invalid. The instances' wall clocks
+// must agree within 100 ms; an entry loaded within that margin after an
+// invalidation counts as invalidated too. See tags.go for the model and the
+// limits (64 tags of at most 256 bytes per entry).
+//
 // Values handed out may be shared: callers of one load get the same value,
 // and a local-tier hit returns the stored one. Treat them as read-only (copy
 // a slice, map or pointed-to struct before changing it).

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -71,6 +72,9 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		var foreignPrev [][]byte
 		var firstErr error
 		var lookalikes []int // indexes of pending whose lease may have no TTL
+		// Envelopes found under tagged keys are checked together: one
+		// read of tag times for the round.
+		tagged, tagErr := dropInvalidatedMany(c, ctx, pending, acq, false)
 		for i, k := range pending {
 			prev, err := acq[i].Bytes()
 			err = callerErr(ctx, err)
@@ -102,6 +106,16 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 				waiting, waitPrev = append(waiting, k), append(waitPrev, prev)
 				continue
 			case kindEnvelope:
+				if wire.IsTagged(prev) {
+					// Invalidated by a tag: taken over like foreign bytes.
+					if tagErr != nil {
+						b.fail(k, tagErr)
+						continue
+					}
+					if tagged[i] == nil {
+						break
+					}
+				}
 				if r, _, ok := c.decodeEntry(k, prev); ok {
 					b.put(k, r, TierFill)
 					continue

@@ -22,6 +22,9 @@ type invalidation struct {
 	sent int64 // unix nanos
 	seq  uint64
 	keys []string
+
+	tagTime int64 // Unix ms
+	tags    []string
 }
 
 func newSourceID() ([sourceIDSize]byte, error) {
@@ -36,5 +39,5 @@ func encodeInvalidation(m invalidation) []byte {
 
 func decodeInvalidation(b []byte) (invalidation, error) {
 	m, err := wire.DecodeInvalidation(b)
-	return invalidation{src: m.Source, sent: m.Sent, seq: m.Seq, keys: m.Keys}, err
+	return invalidation{src: m.Source, sent: m.Sent, seq: m.Seq, keys: m.Keys, tagTime: m.TagTime, tags: m.Tags}, err
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -37,15 +38,21 @@ type publisher struct {
 }
 
 type pendingInval struct {
-	keys []string
-	ctx  context.Context // the writer's, without its cancellation (values only)
-	done chan struct{}   // closed once the keys are sent or given up
+	keys    []string
+	tags    []string // invalidated at tagTime (Unix ms): tags_invalidate.go
+	tagTime int64
+	ctx     context.Context // the writer's, without its cancellation (values only)
+	done    chan struct{}   // closed once the keys are sent or given up
 }
 
 // publish queues keys for the other instances and waits until they are sent
 // or ctx ends; they are sent either way.
 func (c *Cache[V]) publish(ctx context.Context, keys []string) {
-	p := &pendingInval{keys: keys, ctx: context.WithoutCancel(ctx), done: make(chan struct{})}
+	c.enqueue(ctx, &pendingInval{keys: keys, ctx: context.WithoutCancel(ctx), done: make(chan struct{})})
+}
+
+// enqueue queues p for the sender and waits until it is sent or ctx ends.
+func (c *Cache[V]) enqueue(ctx context.Context, p *pendingInval) {
 	c.pub.mu.Lock()
 	c.pub.queue = append(c.pub.queue, p)
 	start := !c.pub.running
@@ -103,7 +110,7 @@ func (c *Cache[V]) sendBatch(batch []*pendingInval) {
 	c.inval.sent.Add(uint64(len(msgs) - len(left)))
 	if len(left) > 0 {
 		c.inval.sendFailures.Add(uint64(len(left)))
-		key := batch[0].keys[0]
+		key := batch[0].name()
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: gave up after %v", ErrRedis, publishBudget)
 		}
@@ -121,6 +128,13 @@ func (c *Cache[V]) buildInvalidations(batch []*pendingInval) [][]byte {
 		keys, size = nil, 0
 	}
 	for _, p := range batch {
+		if len(p.tags) > 0 {
+			// A message of its own, after the keys queued before it.
+			if len(keys) > 0 {
+				flush()
+			}
+			msgs = append(msgs, c.tagMessages(p)...)
+		}
 		for _, k := range p.keys {
 			if len(keys) > 0 && (len(keys) == maxKeysPerInval || size+len(k) > maxBytesPerInval) {
 				flush()
@@ -165,4 +179,31 @@ func (c *Cache[V]) sendInvalidations(ctx context.Context, msgs [][]byte) ([][]by
 		}
 	}
 	return failed, last
+}
+
+// name is what a report about p names: its first key or tag.
+func (p *pendingInval) name() string {
+	if len(p.keys) > 0 {
+		return p.keys[0]
+	}
+	if len(p.tags) > 0 {
+		return p.tags[0]
+	}
+	return ""
+}
+
+// tagMessages encodes p's tags in messages within the size limits.
+func (c *Cache[V]) tagMessages(p *pendingInval) [][]byte {
+	var msgs [][]byte
+	for tags := p.tags; len(tags) > 0; {
+		n, size := 0, 0
+		for n < len(tags) && n < maxKeysPerInval && (n == 0 || size+len(tags[n]) <= maxBytesPerInval) {
+			size += len(tags[n])
+			n++
+		}
+		c.pub.seq++
+		msgs = append(msgs, wire.EncodeInvalidation(wire.Invalidation{Source: c.source, Sent: time.Now().UnixNano(), Seq: c.pub.seq, TagTime: p.tagTime, Tags: tags[:n]}))
+		tags = tags[n:]
+	}
+	return msgs
 }

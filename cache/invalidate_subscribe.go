@@ -149,6 +149,9 @@ func (c *Cache[V]) onInvalidation(payload string, seqs map[[sourceIDSize]byte]ui
 		}
 		seqs[m.src] = m.seq
 	}
+	if len(m.tags) > 0 {
+		c.applyTags(m.tags, m.tagTime)
+	}
 	c.dropLocal(m.keys)
 	c.forget(m.keys)
 	if c.hooks != nil && c.hooks.onInvalidate != nil {

@@ -17,6 +17,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 	c.hold(leases...)
 	defer c.unhold(leases...)
 	var rows map[string]V
+	created := c.now() // a tag invalidated from here on invalidates these fills
 	start := time.Now()
 	c.whileLeased(ctx, leases, func() { rows, err = c.callBatchLoader(ctx, keys, load) })
 	delta := time.Since(start)
@@ -37,12 +38,12 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		if !found {
 			rs[i] = result[V]{null: true}
 			env, ttl = c.entry(true, 0, delta, nil)
-		} else if payload, err := c.encode(k, v); err != nil {
+		} else if payload, tags, err := c.encodeTagged(k, v); err != nil {
 			c.uncacheable(k, err)
 			rs[i] = result[V]{v: v, noLocal: true}
 		} else {
-			rs[i] = result[V]{v: v, size: len(payload)}
-			env, ttl = c.entry(false, 0, delta, payload)
+			rs[i] = result[V]{v: v, size: len(payload), tags: tags, created: created.UnixMilli()}
+			env, ttl = c.taggedEntry(false, 0, delta, payload, tags, created)
 		}
 		if env == nil { // release instead of fill
 			calls[i] = scriptCall{releaseScript, []string{leases[i].key}, leases[i].releaseArgs()}

@@ -42,6 +42,9 @@ type LocalEntry[V any] struct {
 	// weight is the entry's cost in bytes as the default store weighs it
 	// (local_otter.go).
 	weight uint32
+
+	tags    []string // of a tagged entry, checked on every hit (tags.go)
+	created int64    // Unix ms, of a tagged entry
 }
 
 // HotKeys decides which keys the local tier admits. Record is called on every
@@ -166,7 +169,15 @@ func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
 		return false, nil
 	}
 	now := c.coarseNow.Load()
-	return now < e.fresh && now < c.trustUntil.Load() && e.epoch == c.epoch.Load(), e
+	fresh = now < e.fresh && now < c.trustUntil.Load() && e.epoch == c.epoch.Load()
+	if e.tags != nil {
+		valid, servable := c.localTagsValid(e, now)
+		if !servable {
+			return false, nil
+		}
+		fresh = fresh && valid
+	}
+	return fresh, e
 }
 
 // admit puts a value that just came from Redis or a load into the local tier,
@@ -182,7 +193,8 @@ func (c *Cache[V]) admit(key string, r result[V], size int, before localClock) {
 	now := time.Now()
 	ttl := jittered(c.cfg.local.ttl, c.cfg.jitter)
 	e := &LocalEntry[V]{Value: r.v, Null: r.null, epoch: epoch,
-		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano()}
+		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano(),
+		tags: r.tags, created: r.created}
 	// Checked again and stored under the key's lock: an invalidation
 	// either sees the entry and deletes it, or made this check fail
 	// (local_order.go).

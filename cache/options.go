@@ -44,6 +44,8 @@ type config struct {
 
 	hooks *hooks // tests only: installed before any goroutine starts
 
+	tags any // WithTags: func(string, V) []string, checked by New (tags.go)
+
 	errs []error
 }
 

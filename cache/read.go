@@ -33,6 +33,15 @@ func (c *Cache[V]) read(ctx context.Context, key, rkey string) (res flightResult
 		}
 		return flightResult[V]{err: c.redisError(key, "get", err)}, env, false
 	}
+	if err == nil && wire.IsTagged(raw) {
+		raws := [][]byte{raw}
+		if err := c.dropInvalidated(ctx, key, raws, true); err != nil {
+			return flightResult[V]{gone: isCtxErr(err), err: err}, env, false
+		}
+		if raw = raws[0]; raw == nil {
+			err = redis.Nil // invalidated by a tag: a miss
+		}
+	}
 	if err == nil {
 		if r, env, ok := c.decodeHit(key, raw); ok {
 			c.observed(ctx, TierRedis)
@@ -76,6 +85,9 @@ func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, boo
 	}
 	c.observedSize("read", len(raw))
 	r := result[V]{null: env.Null(), size: len(raw), noLocal: env.Flags&(wire.FlagStale|wire.FlagRefreshing) != 0}
+	if env.Tags != nil {
+		r.tags, r.created = env.Tags, env.Created.UnixMilli()
+	}
 	if !r.null {
 		v, err := c.decodePayload(env)
 		if err != nil {

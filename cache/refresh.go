@@ -139,11 +139,13 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	if c.hooks != nil && c.hooks.onRefresh != nil {
 		c.hooks.onRefresh(key)
 	}
+	created := c.now()
 	start := time.Now()
 	v, err := c.callLoader(ctx, key, load)
 	delta := time.Since(start)
 	null := errors.Is(err, ErrNotFound)
 	var payload []byte
+	var tags []string
 	switch {
 	case null:
 	case err != nil:
@@ -153,14 +155,14 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 		c.report(logRefreshFailed, key, err)
 		return
 	default:
-		if payload, err = c.encode(key, v); err != nil {
+		if payload, tags, err = c.encodeTagged(key, v); err != nil {
 			c.uncacheable(key, err)
 			return
 		}
 	}
 	// Keep the replaced entry's version, so that a versioned write older
 	// than it is still refused after the refresh.
-	env, ttl := c.entry(null, binary.BigEndian.Uint64(header[4:12]), delta, payload)
+	env, ttl := c.taggedEntry(null, binary.BigEndian.Uint64(header[4:12]), delta, payload, tags, created)
 	n, err := refreshFillScript.Run(ctx, c.rdb, []string{rkey}, marked, env, ttl.Milliseconds()).Int()
 	if err != nil {
 		c.report(logRefreshFailed, key, c.redisError(key, "refresh fill", err))

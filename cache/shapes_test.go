@@ -66,6 +66,8 @@ func shapeSamples(ours, other string) []shapeSample {
 		{"tombstone v5", wire.ShapeTombstone, wire.AppendTombstone(nil, 5)},
 		{"foreign", wire.ShapeForeign, []byte(`{"id":1}`)},
 		{"envelope of a newer writer", wire.ShapeForeign, wire.AppendEnvelope(nil, 1<<7, 0, exp, 0, []byte(`"old"`))},
+		{"tagged envelope", wire.ShapeEnvelope, wire.AppendTaggedEnvelope(nil, 0, 0, exp, time.Millisecond, time.Now(), []string{"t"}, []byte(`"old"`))},
+		{"tagged envelope v5", wire.ShapeEnvelope, wire.AppendTaggedEnvelope(nil, 0, 5, exp, time.Millisecond, time.Now(), []string{"t"}, []byte(`"old"`))},
 	}
 }
 
@@ -144,7 +146,7 @@ var (
 	version5 = map[string]outcome{
 		"SetVersioned(3)": unchanged(0), "DeleteVersioned(7)": {reply: 1, after: wire.ShapeNullEnvelope, version: 7},
 		"DeleteKeepingVersion": {reply: 2, after: wire.ShapeTombstone, version: 5}, "Set": {reply: 1, after: wire.ShapeEnvelope, version: 5},
-		"take over": {reply: 1, after: wire.ShapePlaceholder},
+		"take over": {reply: 1, after: wire.ShapePlaceholderKept, version: 5},
 	}
 	// ours: the caller's lease, with what its fill leaves (version) and
 	// what a waiter's mark makes of it.
@@ -194,7 +196,9 @@ var shapeTable = map[string]map[string]outcome{
 	"tombstone v5": row(notHeld, version5, left, map[string]outcome{
 		"take over": {reply: 1, after: wire.ShapePlaceholderKept, version: 5},
 	}),
-	"foreign": row(notHeld, versionZero, deleted),
+	"foreign":            row(notHeld, versionZero, deleted),
+	"tagged envelope":    row(notHeld, versionZero, staleMarked),
+	"tagged envelope v5": row(notHeld, version5, map[string]outcome{"MarkStale": {reply: 1, after: wire.ShapeEnvelope, version: 5, stale: true}}),
 	"envelope of a newer writer": row(notHeld, versionZero, map[string]outcome{
 		"MarkStale": {reply: 1, after: wire.ShapeForeign, stale: true},
 	}),

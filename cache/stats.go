@@ -30,6 +30,9 @@ type Stats struct {
 	ObserverPanics   uint64 // panics of the Observer, recovered (see Observer)
 	RateLimited      uint64 // Redis reads and loads the key rate limit refused (ratelimit.go); a refused fill's load also counts in LoadErrors
 	RateLimitedLocal uint64 // of the Gets they belonged to, answered from the local tier instead
+	TagInvalidations uint64 // tags invalidated by InvalidateTags on this instance
+	TagMisses        uint64 // tagged entries read from Redis and found invalidated by a tag (a miss)
+	TagReads         uint64 // reads of tag times from Redis (one MGET each)
 
 	// Breaker is the circuit breaker's state now (BreakerClosed without
 	// WithCircuitBreaker).
@@ -54,7 +57,8 @@ type counters struct {
 	loads, loadErrors, leaseWaits, waitTimeouts, rejectedFills,
 	earlyRefresh, corrupt, tooLarge, redisErrors,
 	staleServed, localFlushes, fallbackLoads, fallbackRejected,
-	breakerRejects, observerPanics, rateLimited, rateLimitedLocal atomic.Uint64
+	breakerRejects, observerPanics, rateLimited, rateLimitedLocal,
+	tagInvalidations, tagMisses, tagReads atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -82,5 +86,8 @@ func (c *counters) snapshot() Stats {
 		ObserverPanics:   c.observerPanics.Load(),
 		RateLimited:      c.rateLimited.Load(),
 		RateLimitedLocal: c.rateLimitedLocal.Load(),
+		TagInvalidations: c.tagInvalidations.Load(),
+		TagMisses:        c.tagMisses.Load(),
+		TagReads:         c.tagReads.Load(),
 	}
 }

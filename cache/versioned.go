@@ -45,11 +45,11 @@ func (c *Cache[V]) SetVersioned(ctx context.Context, key string, v V, version ui
 	if err := c.check(ctx, key); err != nil {
 		return false, err
 	}
-	payload, err := c.encode(key, v)
+	payload, tags, err := c.encodeTagged(key, v)
 	if err != nil {
 		return false, err
 	}
-	env, ttl := c.entry(false, version, 0, payload)
+	env, ttl := c.taggedEntry(false, version, 0, payload, tags, c.now())
 	return c.runVersioned(ctx, key, version, env, ttl.Milliseconds())
 }
 

@@ -58,6 +58,9 @@ var cacheCounters = []counter[cache.Stats]{
 	{MetricInvalidationDecodeErrs, "Invalidation messages that did not decode", one(func(s cache.Stats) uint64 { return s.InvalidationDecodeErrors })},
 	{MetricSubscriptionDowns, "Invalidation subscription failures", one(func(s cache.Stats) uint64 { return s.SubscriptionDowns })},
 	{MetricObserverPanics, "Panics of the cache's Observer, recovered", one(func(s cache.Stats) uint64 { return s.ObserverPanics })},
+	{MetricTagInvalidations, "Tags invalidated by InvalidateTags", one(func(s cache.Stats) uint64 { return s.TagInvalidations })},
+	{MetricTagMisses, "Entries read and found invalidated by a tag", one(func(s cache.Stats) uint64 { return s.TagMisses })},
+	{MetricTagReads, "Reads of tag invalidation times from Redis", one(func(s cache.Stats) uint64 { return s.TagReads })},
 }
 
 // StatsSource is what RegisterCache reads: a *cache.Cache[V] of any V.

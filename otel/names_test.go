@@ -23,6 +23,7 @@ func TestDocumentedNamesAreServed(t *testing.T) {
 		MetricStockDeadLettered, MetricStockParkAlerts, MetricStockLimited, MetricStockFallbacks,
 		MetricObserverPanics, MetricHotKeysPromoted, MetricHotKeysDemoted, MetricLockLost, MetricLockPanics,
 		MetricBinlogTransactions, MetricBinlogRows, MetricBinlogKeys, MetricBinlogClears, MetricBinlogErrors,
+		MetricTagInvalidations, MetricTagMisses, MetricTagReads,
 	} {
 		want = append(want, prom(n, "_total"))
 	}

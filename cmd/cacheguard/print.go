@@ -42,8 +42,14 @@ func printReport(out io.Writer, r *Report) {
 	}
 
 	e := r.Entries
-	fmt.Fprintf(w, "\ncache entries: %d (absences %d, compressed %d, stale %d, refreshing %d, no expiry %d); version tombstones %d\n",
-		e.Count, e.Null, e.Compressed, e.Stale, e.Refreshing, e.NoTTL, e.Tombstones)
+	fmt.Fprintf(w, "\ncache entries: %d (absences %d, compressed %d, stale %d, refreshing %d, tagged %d, no expiry %d); version tombstones %d\n",
+		e.Count, e.Null, e.Compressed, e.Stale, e.Refreshing, e.Tagged, e.NoTTL, e.Tombstones)
+	if len(r.Tags) > 0 {
+		fmt.Fprintf(w, "tag invalidations kept: %d\n", len(r.Tags))
+		for _, t := range r.Tags {
+			fmt.Fprintf(w, "  %s\t%s\tinvalidated %s\n", quote(t.Prefix), quote(t.Tag), t.Invalidated.Format(time.RFC3339Nano))
+		}
+	}
 	if e.Count > 0 {
 		fmt.Fprintln(w, "  TTL")
 		for _, b := range e.TTLs {

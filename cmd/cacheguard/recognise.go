@@ -14,6 +14,12 @@ import (
 func (s *scanner) recognise(ctx context.Context, k, typ string, head []byte, strlen, ttl int64, addr string, now time.Time) (followUp, bool) {
 	switch typ {
 	case "string":
+		if prefix, tag, ok := wire.ParseTagKey(k); ok && strlen == int64(len(head)) {
+			if ms, ok := wire.ParseTagTime(string(head)); ok {
+				s.rep.Tags = append(s.rep.Tags, TagKey{Prefix: prefix, Tag: tag, Invalidated: time.UnixMilli(ms).UTC(), TTL: ttl})
+				return followUp{}, false
+			}
+		}
 		if h, ok := wire.ParseHeader(head); ok {
 			s.entry(h, ttl, now)
 			return followUp{}, false
@@ -68,6 +74,9 @@ func (s *scanner) entry(h wire.Header, ttl int64, now time.Time) {
 	}
 	if h.Flags&wire.FlagRefreshing != 0 {
 		e.Refreshing++
+	}
+	if h.Flags&wire.FlagTagged != 0 {
+		e.Tagged++
 	}
 	if ttl < 0 {
 		e.NoTTL++

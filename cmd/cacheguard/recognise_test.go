@@ -37,7 +37,9 @@ func TestRecogniseStrings(t *testing.T) {
 	mark := string(rune(wire.WaitMark))
 	s := newScanner(inspectOptions{maxLease: time.Minute, top: 1}, nil)
 	env := wire.AppendEnvelope(nil, wire.FlagStale|wire.FlagRefreshing, 0, time.Now(), 0, []byte(strings.Repeat("x", 100)))
+	tagged := wire.AppendTaggedEnvelope(nil, 0, 0, time.Now(), 0, time.Now(), []string{"org:1"}, []byte("v"))
 	for k, v := range map[string]string{
+		"tagged": string(tagged), wire.TagKey("user:", "org:{1}"): wire.FormatTagTime(1_700_000_000_000),
 		"ph": ph, "ph-marked": ph + mark, "ph-kept": ph + ver, "ph-kept-marked": ph + ver + mark,
 		"tomb": string(wire.AppendTombstone(nil, 9)), "env": string(env),
 		"foreign": ph + "x", "lock:{a}": "2:me",
@@ -49,8 +51,11 @@ func TestRecogniseStrings(t *testing.T) {
 	if len(r.Leases.Stranded) != 4 {
 		t.Errorf("stranded %+v, want the four placeholder shapes", r.Leases.Stranded)
 	}
-	if r.Entries.Count != 1 || r.Entries.Stale != 1 || r.Entries.Refreshing != 1 || r.Entries.Tombstones != 1 {
-		t.Errorf("entries %+v, want one stale entry under refresh and one tombstone", r.Entries)
+	if r.Entries.Count != 2 || r.Entries.Stale != 1 || r.Entries.Refreshing != 1 || r.Entries.Tombstones != 1 || r.Entries.Tagged != 1 {
+		t.Errorf("entries %+v, want one stale entry under refresh, one tagged entry and one tombstone", r.Entries)
+	}
+	if len(r.Tags) != 1 || r.Tags[0].Prefix != "user:" || r.Tags[0].Tag != "org:{1}" || r.Tags[0].Invalidated.UnixMilli() != 1_700_000_000_000 {
+		t.Errorf("tag keys %+v", r.Tags)
 	}
 	if len(r.Locks) != 1 || r.Locks[0].Owner != "me" || r.Locks[0].Holds != 2 {
 		t.Errorf("locks %+v, want lock:{a} held twice by me", r.Locks)

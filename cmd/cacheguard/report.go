@@ -20,9 +20,18 @@ type Report struct {
 	DeadLetters []DeadLetter `json:"dead_letters,omitempty"`
 	Blooms      []Bloom      `json:"blooms,omitempty"`
 	Locks       []Lock       `json:"locks,omitempty"`
+	Tags        []TagKey     `json:"tags,omitempty"` // tag invalidation times (InvalidateTags)
 
 	Warnings []string `json:"warnings,omitempty"`
 	Errors   []string `json:"errors,omitempty"` // replies that could not be read; the scan went on
+}
+
+// TagKey is the invalidation time of one tag of one cache.
+type TagKey struct {
+	Prefix      string    `json:"prefix"`
+	Tag         string    `json:"tag"`
+	Invalidated time.Time `json:"invalidated"`
+	TTL         int64     `json:"ttl_ms"` // how long it is kept
 }
 
 // Bucket is one histogram bar: keys whose measure is below Below (the last
@@ -50,6 +59,7 @@ type Entries struct {
 	Stale      int64    `json:"stale"`      // marked stale, serving while one caller reloads
 	Refreshing int64    `json:"refreshing"` // a reload (early refresh or of a stale entry) is under way
 	Tombstones int64    `json:"tombstones"` // version tombstones: deleted, version kept against older writes
+	Tagged     int64    `json:"tagged"`     // entries carrying tags (WithTags)
 	NoTTL      int64    `json:"no_ttl"`     // no expiry: never refreshed unless written
 	TTLs       []Bucket `json:"ttls"`
 	// BusiestSecond is the one-second window in which most entries expire.

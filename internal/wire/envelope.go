@@ -16,7 +16,8 @@ import (
 //
 //	0   2  Magic MagicEnvelope
 //	2   1  format version (EnvelopeFormat)
-//	3   1  flags: FlagNull, FlagCompressed, FlagStale, FlagRefreshing
+//	3   1  flags: FlagNull, FlagCompressed, FlagStale, FlagRefreshing,
+//	       FlagTagged (a tag section follows the header: tags.go)
 //	4   8  version (0 for ordinary fills; versioned writes store theirs)
 //	12  8  logical expiry, Unix milliseconds
 //	20  4  load time δ in milliseconds (for probabilistic early refresh)
@@ -57,7 +58,7 @@ const (
 	// other flag (one from a newer writer) is a miss, reloaded and
 	// overwritten: decoding it as if the flag were not there would serve
 	// garbage.
-	ReadableFlags = FlagNull | FlagCompressed | FlagStale | FlagRefreshing
+	ReadableFlags = FlagNull | FlagCompressed | FlagStale | FlagRefreshing | FlagTagged
 )
 
 // Envelope is a decoded header plus a view of the payload.
@@ -68,6 +69,10 @@ type Envelope struct {
 	Delta   time.Duration
 	Header  []byte // the whole header, the entry's generation for compare-and-set
 	Payload []byte
+
+	// Of a tagged envelope (FlagTagged): its tags and creation time.
+	Tags    []string
+	Created time.Time
 }
 
 // Null reports a cached absence.
@@ -114,6 +119,11 @@ func DecodeEnvelope(b []byte) (e Envelope, ok bool) {
 	e.Delta = time.Duration(binary.BigEndian.Uint32(b[DeltaOffset:NonceOffset])) * time.Millisecond
 	e.Header = b[:HeaderSize]
 	e.Payload = b[HeaderSize:]
+	if e.Flags&FlagTagged != 0 {
+		if e.Created, e.Tags, e.Payload, ok = parseTagSection(e.Payload); !ok {
+			return e, false
+		}
+	}
 	if e.Null() && len(e.Payload) != 0 {
 		return e, false
 	}

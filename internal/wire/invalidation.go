@@ -18,11 +18,21 @@ import (
 //	       var   key count, uvarint
 //	       ...   each key: uvarint length, then its bytes (keys may hold any byte)
 //
-// Bytes after the last key are ignored, so a later version may append fields
-// that this one skips.
+// A message that invalidates tags (tags.go) has format version
+// InvalidationTagsFormat and goes on, after its keys, with a tag section:
+//
+//	var   invalidation time, Unix milliseconds, uvarint
+//	var   tag count (at least 1), uvarint
+//	...   each tag: uvarint length, then its bytes
+//
+// so that a reader that knows no tags refuses it, and clears its local tier
+// as for any message it cannot read, rather than miss the tags. Bytes after
+// the last key (format 1) or the last tag (format 2) are ignored, so a later
+// version may append fields that this one skips.
 const (
 	MagicInvalidation      = 'i'
 	InvalidationFormat     = 1
+	InvalidationTagsFormat = 2
 	SourceIDSize           = 16
 	InvalidationHeaderSize = 3 + SourceIDSize + 8
 )
@@ -33,6 +43,9 @@ type Invalidation struct {
 	Sent   int64 // unix nanos
 	Seq    uint64
 	Keys   []string
+
+	TagTime int64 // Unix ms: when Tags were invalidated
+	Tags    []string
 }
 
 // ErrBadInvalidation is returned for bytes that are not an invalidation
@@ -45,24 +58,46 @@ func EncodeInvalidation(m Invalidation) []byte {
 	for _, k := range m.Keys {
 		n += binary.MaxVarintLen64 + len(k)
 	}
+	if len(m.Tags) > 0 {
+		n += 2 * binary.MaxVarintLen64
+		for _, t := range m.Tags {
+			n += binary.MaxVarintLen64 + len(t)
+		}
+	}
 	b := make([]byte, 0, n)
-	b = append(b, Magic, MagicInvalidation, InvalidationFormat)
+	format := byte(InvalidationFormat)
+	if len(m.Tags) > 0 {
+		format = InvalidationTagsFormat
+	}
+	b = append(b, Magic, MagicInvalidation, format)
 	b = append(b, m.Source[:]...)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.Sent))
 	b = binary.AppendUvarint(b, m.Seq)
 	b = binary.AppendUvarint(b, uint64(len(m.Keys)))
-	for _, k := range m.Keys {
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
+	b = appendStrings(b, m.Keys)
+	if len(m.Tags) > 0 {
+		b = binary.AppendUvarint(b, uint64(m.TagTime))
+		b = binary.AppendUvarint(b, uint64(len(m.Tags)))
+		b = appendStrings(b, m.Tags)
+	}
+	return b
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	for _, s := range ss {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
 	}
 	return b
 }
 
 // DecodeInvalidation parses an invalidation message.
 func DecodeInvalidation(b []byte) (m Invalidation, err error) {
-	if len(b) < InvalidationHeaderSize || b[0] != Magic || b[1] != MagicInvalidation || b[2] != InvalidationFormat {
+	if len(b) < InvalidationHeaderSize || b[0] != Magic || b[1] != MagicInvalidation ||
+		(b[2] != InvalidationFormat && b[2] != InvalidationTagsFormat) {
 		return m, ErrBadInvalidation
 	}
+	tagged := b[2] == InvalidationTagsFormat
 	copy(m.Source[:], b[3:])
 	m.Sent = int64(binary.BigEndian.Uint64(b[3+SourceIDSize:]))
 	b = b[InvalidationHeaderSize:]
@@ -71,21 +106,37 @@ func DecodeInvalidation(b []byte) (m Invalidation, err error) {
 		return m, ErrBadInvalidation
 	}
 	b = b[w:]
-	count, w := binary.Uvarint(b)
-	// Every key takes at least its length byte: a count beyond that is a lie,
-	// and must not size an allocation.
-	if w <= 0 || count > uint64(len(b)-w) {
+	if m.Keys, b, err = readStrings(b); err != nil || !tagged {
+		return m, err
+	}
+	t, w := binary.Uvarint(b)
+	if w <= 0 || t >= 1<<62 {
 		return m, ErrBadInvalidation
 	}
+	m.TagTime = int64(t)
+	if m.Tags, _, err = readStrings(b[w:]); err == nil && len(m.Tags) == 0 {
+		err = ErrBadInvalidation // a tag section names at least one tag
+	}
+	return m, err
+}
+
+// readStrings reads a uvarint count and that many length-prefixed strings.
+func readStrings(b []byte) ([]string, []byte, error) {
+	count, w := binary.Uvarint(b)
+	// Every string takes at least its length byte: a count beyond that is a
+	// lie, and must not size an allocation.
+	if w <= 0 || count > uint64(len(b)-w) {
+		return nil, nil, ErrBadInvalidation
+	}
 	b = b[w:]
-	m.Keys = make([]string, 0, count)
+	ss := make([]string, 0, count)
 	for range count {
 		n, w := binary.Uvarint(b)
 		if w <= 0 || uint64(len(b)-w) < n {
-			return m, ErrBadInvalidation
+			return nil, nil, ErrBadInvalidation
 		}
-		m.Keys = append(m.Keys, string(b[w:w+int(n)]))
+		ss = append(ss, string(b[w:w+int(n)]))
 		b = b[w+int(n):]
 	}
-	return m, nil
+	return ss, b, nil
 }

@@ -26,7 +26,7 @@ import (
 //	owns(v, base)                mine, marked: v is the placeholder base (any shape)
 //	is_placeholder(v)            v is a placeholder of any shape
 //	placeholder_version(v)       the version a placeholder kept, or nil
-//	with_kept_version(ph, v)     base placeholder ph keeping the version of tombstone v
+//	with_kept_version(ph, v)     base placeholder ph keeping the non-zero version v carries (version_of)
 //	tombstone(ver)               a version tombstone of ver
 //	tombstone_version(v)         the version of a version tombstone, or nil
 //	version_of(v)                the version an envelope, tombstone or placeholder carries, or nil
@@ -136,13 +136,6 @@ local function tombstone_version(v)
 	end
 	return nil
 end
-local function with_kept_version(ph, v)
-	local ver = tombstone_version(v)
-	if ver and #ph == $PH then
-		return ph .. ver
-	end
-	return ph
-end
 local function version_newer(a, b)
 	for i = 1, $VERSION_SIZE do
 		local x, y = string.byte(a, i), string.byte(b, i)
@@ -157,5 +150,12 @@ local function version_of(v)
 		return envelope_version(v)
 	end
 	return tombstone_version(v) or placeholder_version(v)
+end
+local function with_kept_version(ph, v)
+	local ver = version_of(v)
+	if ver and ver ~= ZERO_VERSION and #ph == $PH then
+		return ph .. ver
+	end
+	return ph
 end
 `

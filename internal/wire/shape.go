@@ -37,6 +37,10 @@ func Classify(b []byte) Shape {
 		switch f := b[FlagsOffset]; {
 		case f&^ReadableFlags != 0:
 			return ShapeForeign
+		case f&FlagTagged != 0:
+			if _, ok := DecodeEnvelope(b); !ok {
+				return ShapeForeign
+			}
 		case f&FlagNull != 0:
 			if len(b) != HeaderSize {
 				return ShapeForeign

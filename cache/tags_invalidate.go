@@ -1,0 +1,107 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cacheguard/cacheguard/internal/wire"
+	"github.com/redis/go-redis/v9"
+)
+
+// invalidateTagsScript sets every KEYS[i] (a tag key of one cache: one slot)
+// to ARGV[1], Unix ms, unless it holds a later time, and makes it live at
+// least ARGV[2] ms more: a tag's time only grows, and stays while an entry
+// created before it may live. Values are wire.FormatTagTime's.
+var invalidateTagsScript = redis.NewScript(`
+local t, hold = tonumber(ARGV[1]), tonumber(ARGV[2])
+for _, k in ipairs(KEYS) do
+	local cur = tonumber(redis.call('GET', k) or '')
+	if cur and cur > t then
+		if redis.call('PTTL', k) < hold then
+			redis.call('PEXPIRE', k, hold)
+		end
+	else
+		redis.call('SET', k, ARGV[1], 'PX', hold)
+	end
+end
+return #KEYS
+`)
+
+// maxTagsPerInvalidation bounds one InvalidateTags call (one script, one
+// slot).
+const maxTagsPerInvalidation = 1024
+
+// InvalidateTags makes every entry carrying one of tags (see WithTags) a miss,
+// for every instance and local tier: readers load it again. It writes one key
+// per tag, never scans: O(len(tags)). Once it returns, no Get sees an entry
+// of those tags loaded before it was called, on this instance at once and on
+// the others within the local tier's bound (tagClockMargin applies to the
+// instances' clocks: see the package comment on tags). No tags is nothing to
+// do; an empty tag, one over wire.MaxTagSize bytes or more than 1024 tags
+// are an error wrapping ErrInvalidTag (and ErrInvalidOption).
+func (c *Cache[V]) InvalidateTags(ctx context.Context, tags ...string) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	if len(tags) > maxTagsPerInvalidation {
+		return fmt.Errorf("%w: %d tags in one call, at most %d", ErrInvalidTag, len(tags), maxTagsPerInvalidation)
+	}
+	for _, t := range tags {
+		if t == "" || len(t) > wire.MaxTagSize {
+			return fmt.Errorf("%w: tag of %d bytes, want 1 to %d", ErrInvalidTag, len(t), wire.MaxTagSize)
+		}
+	}
+	if len(tags) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	keys := make([]string, len(tags))
+	for i, t := range tags {
+		keys[i] = wire.TagKey(c.cfg.prefix, t)
+	}
+	now := c.now().UnixMilli()
+	hold := 2*c.cfg.ttl + c.cfg.loadTimeout + tagClockMargin
+	done, err := c.allow(keys[0])
+	if err != nil {
+		return err
+	}
+	// A write that lands after ctx gave up on it is not announced: the
+	// other instances learn it when the times they keep expire (the local
+	// TTL).
+	_, err = boundedWrite(c, ctx, nil, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, invalidateTagsScript.Run(ctx, c.rdb, keys, wire.FormatTagTime(now), hold.Milliseconds()).Err()
+	}, func(struct{}) bool { return false })
+	err = callerErr(ctx, err)
+	done(err)
+	if err != nil {
+		return c.redisError(tags[0], "invalidate tags", err)
+	}
+	c.stats.tagInvalidations.Add(uint64(len(tags)))
+	c.applyTags(tags, now)
+	c.publishTags(ctx, tags, now)
+	return nil
+}
+
+// applyTags records that tags were invalidated at ms (this instance's own
+// invalidation, or another's heard on the channel): the local tier's entries
+// carrying them are misses from now on, and reads that started before see
+// the clock moved and do not admit what they fetched.
+func (c *Cache[V]) applyTags(tags []string, ms int64) {
+	if c.local == nil {
+		return
+	}
+	c.invalSeq.Add(1)
+	times := make([]int64, len(tags))
+	for i := range times {
+		times[i] = ms
+	}
+	c.learnTags(tags, times, c.epoch.Load())
+}
+
+// publishTags announces tags invalidated at ms to the other instances, as
+// afterWrite does keys.
+func (c *Cache[V]) publishTags(ctx context.Context, tags []string, ms int64) {
+	c.enqueue(ctx, &pendingInval{tags: tags, tagTime: ms, ctx: context.WithoutCancel(ctx), done: make(chan struct{})})
+}

@@ -1,0 +1,357 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// trackWait bounds how long a test waits for an event that tracking must
+// bring: far above the bound H, so a slow machine does not fail a test, and
+// an event that never comes (tracking broken) does.
+const trackWait = 20 * time.Second
+
+// tracked is a cache with WithTracking and a local tier whose entries stay
+// fresh for a minute: only tracking (or a message of cacheguard's own) can
+// make it drop one within a test.
+type tracked struct {
+	*Cache[string]
+	rows sync.Map // key -> string: the source of truth
+	mu   sync.Mutex
+	seen []string      // keys of the tracking invalidations applied, "" for a flush
+	ping chan struct{} // a tracking invalidation was applied
+	ups  chan bool     // tracking came up (true) or went down (false)
+	down func()        // called (once) in the Down event, when set
+}
+
+func newTracked(t *testing.T, rdb redis.UniversalClient, opts ...Option) *tracked {
+	t.Helper()
+	tc := &tracked{ping: make(chan struct{}, 1), ups: make(chan bool, 16)}
+	h := &hooks{
+		onTrack: func(keys []string) {
+			tc.mu.Lock()
+			if keys == nil {
+				tc.seen = append(tc.seen, "")
+			}
+			tc.seen = append(tc.seen, keys...)
+			tc.mu.Unlock()
+			select {
+			case tc.ping <- struct{}{}:
+			default:
+			}
+		},
+		onTracking: func(up bool) {
+			tc.mu.Lock()
+			f := tc.down
+			if !up {
+				tc.down = nil
+			}
+			tc.mu.Unlock()
+			if !up && f != nil {
+				f()
+			}
+			tc.ups <- up
+		},
+	}
+	tc.Cache = newCache[string](t, rdb, append([]Option{withHooks(h), WithLocal(1 << 20), WithLocalAdmitAll(),
+		WithLocalTTL(time.Minute), WithTracking()}, opts...)...)
+	awaitSubscribed(t, tc.Cache)
+	tc.awaitUp(t)
+	return tc
+}
+
+// awaitUp waits until tracking is up on every master.
+func (tc *tracked) awaitUp(t *testing.T) {
+	t.Helper()
+	deadline := time.After(trackWait)
+	for {
+		select {
+		case up := <-tc.ups:
+			if up {
+				return
+			}
+		case <-deadline:
+			t.Fatal("tracking never came up")
+		}
+	}
+}
+
+// awaitDown waits until tracking goes down.
+func (tc *tracked) awaitDown(t *testing.T) {
+	t.Helper()
+	deadline := time.After(trackWait)
+	for {
+		select {
+		case up := <-tc.ups:
+			if !up {
+				return
+			}
+		case <-deadline:
+			t.Fatal("tracking never went down")
+		}
+	}
+}
+
+// awaitTracked waits until a tracking invalidation of key ("" for a flush)
+// has been applied, and forgets what was seen up to it.
+func (tc *tracked) awaitTracked(t *testing.T, key string) {
+	t.Helper()
+	deadline := time.After(trackWait)
+	for {
+		tc.mu.Lock()
+		i := slices.Index(tc.seen, key)
+		if i >= 0 {
+			tc.seen = tc.seen[i+1:]
+		}
+		tc.mu.Unlock()
+		if i >= 0 {
+			return
+		}
+		select {
+		case <-tc.ping:
+		case <-deadline:
+			t.Fatalf("no tracking invalidation of %q", key)
+		}
+	}
+}
+
+func (tc *tracked) load(_ context.Context, key string) (string, error) {
+	if v, ok := tc.rows.Load(key); ok {
+		return v.(string), nil
+	}
+	return "", ErrNotFound
+}
+
+// get returns key's value through the cache.
+func (tc *tracked) get(t *testing.T, key string) string {
+	t.Helper()
+	v, err := tc.Get(context.Background(), key, tc.load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// hold puts key (whose row is v) in the local tier: it reads until a read
+// is answered from memory. Then it fences: a change to fence (a key of the
+// same node), made by plain, is seen applied, so that every tracking
+// invalidation of key's fill has been too.
+func (tc *tracked) hold(t *testing.T, plain redis.UniversalClient, key, fence, v string) {
+	t.Helper()
+	tc.rows.Store(key, v)
+	if err := tc.Delete(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(trackWait)
+	for {
+		before := tc.Stats().LocalHits
+		if got := tc.get(t, key); got != v {
+			t.Fatalf("Get(%q) = %q, want %q", key, got, v)
+		}
+		if tc.Stats().LocalHits > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%q never served from the local tier", key)
+		}
+	}
+	if err := plain.Set(context.Background(), tc.cfg.prefix+fence, "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tc.awaitTracked(t, fence)
+	// The fence's invalidation came after those of key's fill: a read now
+	// admits for good.
+	for tc.Stats().LocalHits == 0 || !tc.inLocal(key) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%q not held in the local tier", key)
+		}
+		tc.get(t, key)
+	}
+}
+
+func (tc *tracked) inLocal(key string) bool {
+	_, ok := tc.local.Get(key)
+	return ok
+}
+
+// A key held in B's local tier and changed by a plain go-redis client (not
+// through a Cache, so no message of cacheguard's own) is not served from
+// memory after Redis's invalidation of it arrived: the next Get reads Redis.
+// The same for an expiry, on a single node and a cluster. Without tracking
+// the tier serves the old value for its minute.
+func TestTrackingDropsForeignWrites(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		b := newTracked(t, rdb)
+		key, fence := "{t}k", "{t}fence" // one slot: one master, in order
+		b.hold(t, rdb, key, fence, "v1")
+
+		// A SET of foreign bytes (another service's): a miss, so B loads.
+		b.rows.Store(key, "v2")
+		if err := rdb.Set(ctx, b.cfg.prefix+key, "written by someone else", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		b.awaitTracked(t, key)
+		if got := b.get(t, key); got != "v2" {
+			t.Fatalf("after a foreign SET, Get = %q, want v2 (the local copy was served)", got)
+		}
+
+		// An expiry.
+		b.hold(t, rdb, key, fence, "v3")
+		if err := rdb.PExpire(ctx, b.cfg.prefix+key, time.Millisecond).Err(); err != nil {
+			t.Fatal(err)
+		}
+		b.awaitTracked(t, key) // the PEXPIRE itself
+		b.awaitTracked(t, key) // the expiry
+		if n, err := rdb.Exists(ctx, b.cfg.prefix+key).Result(); err != nil || n != 0 {
+			t.Fatalf("the key has not expired (%d, %v)", n, err)
+		}
+		b.rows.Store(key, "v4")
+		if got := b.get(t, key); got != "v4" {
+			t.Fatalf("after an expiry, Get = %q, want v4", got)
+		}
+		if s := b.Stats(); s.TrackingInvalidations == 0 {
+			t.Fatalf("TrackingInvalidations = 0: %+v", s)
+		}
+	})
+}
+
+// A FLUSHALL clears the local tier (Redis sends a nil invalidation).
+func TestTrackingFlushClearsTier(t *testing.T) {
+	_, rdb := redistest.RealSingle(t)
+	b := newTracked(t, rdb)
+	b.hold(t, rdb, "k", "fence", "v1")
+	b.rows.Store("k", "v2")
+	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.awaitTracked(t, "")
+	if b.inLocal("k") {
+		t.Fatal("the local tier still holds k after a flush")
+	}
+	if got := b.get(t, "k"); got != "v2" {
+		t.Fatalf("after FLUSHALL, Get = %q, want v2", got)
+	}
+	if s := b.Stats(); s.TrackingFlushes == 0 {
+		t.Fatalf("TrackingFlushes = 0: %+v", s)
+	}
+}
+
+// trackingClients returns the IDs of the connections of the node at addr
+// that track with a redirect to themselves (the Hub's armed subscribers).
+func trackingClients(t *testing.T, addr string) []string {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	list, err := c.ClientList(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, line := range strings.Split(list, "\n") {
+		var id, redir string
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "id="); ok {
+				id = v
+			}
+			if v, ok := strings.CutPrefix(f, "redir="); ok {
+				redir = v
+			}
+		}
+		if id != "" && id == redir {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// keyAddr returns the address of the master holding key.
+func keyAddr(t *testing.T, rdb redis.UniversalClient, key string) string {
+	t.Helper()
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		m, err := c.MasterForKey(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Options().Addr
+	case *redis.Client:
+		if a := c.Options().Addr; a != "FailoverClient" {
+			return a
+		}
+		// Under Sentinel: the master the client reaches (loopback only).
+		port, err := c.ConfigGet(context.Background(), "port").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "127.0.0.1:" + port["port"]
+	}
+	t.Fatalf("no address for a %T", rdb)
+	return ""
+}
+
+// The tracking connection killed (CLIENT KILL: the redirect's target, and
+// its tracking, gone): the tier stops serving, and a write made while no
+// connection was armed (here, from inside the Down event, so before any new
+// session) is not served once tracking is back: the tier was cleared.
+func TestTrackingConnectionKilledClearsTier(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		b := newTracked(t, rdb)
+		key, fence := "{t}k", "{t}fence"
+		b.hold(t, rdb, key, fence, "v1")
+		addr := keyAddr(t, rdb, b.cfg.prefix+key)
+		ids := trackingClients(t, addr)
+		if len(ids) == 0 {
+			t.Fatalf("no tracking connection on %s", addr)
+		}
+		flushes := b.Stats().LocalFlushes
+		b.mu.Lock()
+		b.down = func() {
+			b.rows.Store(key, "v2")
+			if err := rdb.Set(ctx, b.cfg.prefix+key, "changed in the gap", 0).Err(); err != nil {
+				t.Error(err)
+			}
+		}
+		b.mu.Unlock()
+		kill := redis.NewClient(&redis.Options{Addr: addr})
+		defer kill.Close()
+		for _, id := range ids {
+			if err := kill.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.awaitDown(t)
+		b.awaitUp(t)
+		if b.inLocal(key) {
+			t.Fatal("the local tier still holds the key after tracking came back")
+		}
+		if got := b.get(t, key); got != "v2" {
+			t.Fatalf("after the gap, Get = %q, want v2", got)
+		}
+		s := b.Stats()
+		if s.TrackingDowns == 0 || s.LocalFlushes == flushes {
+			t.Fatalf("TrackingDowns %d, LocalFlushes %d (was %d)", s.TrackingDowns, s.LocalFlushes, flushes)
+		}
+	})
+}
+
+// WithTracking without a local tier, or on a Ring, is refused by New.
+func TestTrackingOptionChecks(t *testing.T) {
+	_, rdb := redistest.Single(t)
+	if _, err := New[string](rdb, WithTracking()); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("WithTracking without a local tier: %v, want ErrInvalidOption", err)
+	}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": rdb.(*redis.Client).Options().Addr}})
+	defer ring.Close()
+	if _, err := New[string](ring, WithLocal(1<<20), WithLocalAdmitAll(), WithTracking()); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("WithTracking on a Ring: %v, want ErrInvalidOption", err)
+	}
+}

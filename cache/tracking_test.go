@@ -362,3 +362,105 @@ func TestTrackingOptionChecks(t *testing.T) {
 		t.Fatalf("WithTracking on a Ring: %v, want ErrInvalidOption", err)
 	}
 }
+
+// trackHealth is the health check of the failover tests: H = 400 ms.
+const trackHealth = 200 * time.Millisecond
+
+// awaitFresh reads key until it returns want, failing if a read that began
+// more than H after written returns anything else: the bound of the package
+// comment, measured on this process's clock.
+func (tc *tracked) awaitFresh(t *testing.T, key, want string, written time.Time) {
+	t.Helper()
+	bound := written.Add(tc.cfg.local.healthInterval + tc.cfg.local.healthTimeout)
+	deadline := written.Add(trackWait)
+	for {
+		start := time.Now()
+		v, err := tc.Get(context.Background(), key, tc.load)
+		if err == nil && v == want {
+			return
+		}
+		if start.After(bound) {
+			t.Fatalf("Get(%q) begun %v after the write = %q, %v; want %q within %v", key, start.Sub(written), v, err, want, bound.Sub(written))
+		}
+		if start.After(deadline) {
+			t.Fatalf("Get(%q) never returned %q", key, want)
+		}
+	}
+}
+
+// A planned failover on a cluster (CLUSTER FAILOVER: the replica of the
+// key's master promoted): a plain client's write to a key B holds, made as
+// soon as the promotion is done and then again once tracking is armed on the
+// promoted master, is not served by B past the bound.
+func TestTrackingBoundAcrossClusterFailover(t *testing.T) {
+	rc, rdb := redistest.StartClusterWithReplicas(t)
+	ctx := context.Background()
+	b := newTracked(t, rdb, WithInvalidationHealthCheck(trackHealth, trackHealth))
+	key, fence := "{t}k", "{t}fence"
+	slot, err := rdb.ClusterKeySlot(ctx, b.cfg.prefix+key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := slotOwner(t, rc.Masters, slot)
+	b.hold(t, rdb, key, fence, "v1")
+
+	rc.Failover(owner)
+	b.rows.Store(key, "v2")
+	written := time.Now()
+	if err := rdb.Set(ctx, b.cfg.prefix+key, "written after the failover", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.awaitFresh(t, key, "v2", written)
+
+	// Armed on the promoted master: its writes arrive as invalidations.
+	promoted := rc.Replicas[owner].Addr
+	for deadline := time.Now().Add(trackWait); len(trackingClients(t, promoted)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no tracking connection on the promoted master %s", promoted)
+		}
+		b.awaitUp(t)
+	}
+	b.hold(t, rdb, key, fence, "v3")
+	b.rows.Store(key, "v4")
+	if err := rdb.Set(ctx, b.cfg.prefix+key, "written on the promoted master", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.awaitTracked(t, key)
+	if got := b.get(t, key); got != "v4" {
+		t.Fatalf("after a write on the promoted master, Get = %q, want v4", got)
+	}
+}
+
+// The same across a planned Sentinel failover (SENTINEL FAILOVER), after
+// which the demoted master goes on answering as one for seconds.
+func TestTrackingBoundAcrossSentinelFailover(t *testing.T) {
+	s, rdb := redistest.StartSentinel(t)
+	ctx := context.Background()
+	b := newTracked(t, rdb, WithInvalidationHealthCheck(trackHealth, trackHealth))
+	key, fence := "k", "fence"
+	b.hold(t, rdb, key, fence, "v1")
+
+	promoted := s.Failover()
+	b.rows.Store(key, "v2")
+	written := time.Now()
+	if err := rdb.Set(ctx, b.cfg.prefix+key, "written after the failover", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.awaitFresh(t, key, "v2", written)
+
+	for deadline := time.Now().Add(trackWait); len(trackingClients(t, promoted.Addr)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no tracking connection on the promoted master %s", promoted.Addr)
+		}
+		b.awaitUp(t)
+	}
+	b.hold(t, rdb, key, fence, "v3")
+	b.rows.Store(key, "v4")
+	if err := rdb.Set(ctx, b.cfg.prefix+key, "written on the promoted master", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.awaitTracked(t, key)
+	if got := b.get(t, key); got != "v4" {
+		t.Fatalf("after a write on the promoted master, Get = %q, want v4", got)
+	}
+}

@@ -464,3 +464,19 @@ func TestTrackingBoundAcrossSentinelFailover(t *testing.T) {
 		t.Fatalf("after a write on the promoted master, Get = %q, want v4", got)
 	}
 }
+
+// A cache without WithTracking arms nothing: no connection of the server
+// tracks, and the client's shared pub/sub connection is its only one.
+func TestNoTrackingWithoutOption(t *testing.T) {
+	srv, rdb := redistest.RealSingle(t)
+	c := localCache(t, rdb)
+	if ids := trackingClients(t, srv.Addr); len(ids) != 0 {
+		t.Fatalf("tracking connections %v without WithTracking", ids)
+	}
+	if n := c.hub.Conns(); n != 1 {
+		t.Fatalf("%d pub/sub connections, want 1", n)
+	}
+	if s := c.Stats(); s.TrackingDowns != 0 || s.TrackingInvalidations != 0 {
+		t.Fatalf("tracking counters moved: %+v", s)
+	}
+}

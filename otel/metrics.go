@@ -58,6 +58,9 @@ var cacheCounters = []counter[cache.Stats]{
 	{MetricInvalidationDecodeErrs, "Invalidation messages that did not decode", one(func(s cache.Stats) uint64 { return s.InvalidationDecodeErrors })},
 	{MetricSubscriptionDowns, "Invalidation subscription failures", one(func(s cache.Stats) uint64 { return s.SubscriptionDowns })},
 	{MetricObserverPanics, "Panics of the cache's Observer, recovered", one(func(s cache.Stats) uint64 { return s.ObserverPanics })},
+	{MetricTrackingInvalidations, "Keys Redis's tracking said changed, dropped from the local tier", one(func(s cache.Stats) uint64 { return s.TrackingInvalidations })},
+	{MetricTrackingFlushes, "Flushes Redis's tracking reported, each clearing the local tier", one(func(s cache.Stats) uint64 { return s.TrackingFlushes })},
+	{MetricTrackingDowns, "Times tracking was lost on a master (connection gone, failover, arming refused)", one(func(s cache.Stats) uint64 { return s.TrackingDowns })},
 }
 
 // StatsSource is what RegisterCache reads: a *cache.Cache[V] of any V.

@@ -29,6 +29,9 @@ const (
 	MetricInvalidationDecodeErrs = "cacheguard.cache.invalidation.decode_errors"
 	MetricSubscriptionDowns      = "cacheguard.cache.invalidation.subscription_downs"
 	MetricObserverPanics         = "cacheguard.cache.observer.panics"
+	MetricTrackingInvalidations  = "cacheguard.cache.tracking.invalidations" // keys Redis said changed (WithTracking)
+	MetricTrackingFlushes        = "cacheguard.cache.tracking.flushes"
+	MetricTrackingDowns          = "cacheguard.cache.tracking.downs"
 	// Gauge: the circuit breaker's state, 0 closed, 1 half-open, 2 open.
 	MetricBreakerState = "cacheguard.cache.breaker.state"
 	// Gauges, in seconds.

@@ -23,6 +23,7 @@ func TestDocumentedNamesAreServed(t *testing.T) {
 		MetricStockDeadLettered, MetricStockParkAlerts, MetricStockLimited, MetricStockFallbacks,
 		MetricObserverPanics, MetricHotKeysPromoted, MetricHotKeysDemoted, MetricLockLost, MetricLockPanics,
 		MetricBinlogTransactions, MetricBinlogRows, MetricBinlogKeys, MetricBinlogClears, MetricBinlogErrors,
+		MetricTrackingInvalidations, MetricTrackingFlushes, MetricTrackingDowns,
 	} {
 		want = append(want, prom(n, "_total"))
 	}

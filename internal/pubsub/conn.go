@@ -382,14 +382,22 @@ func (c *conn) health() (interval, timeout time.Duration) {
 	c.h.mu.Lock()
 	defer c.h.mu.Unlock()
 	interval, timeout = defaultHealth, defaultHealth
+	shortest := func(o Options) {
+		if d := o.HealthInterval; d > 0 {
+			interval = min(interval, d)
+		}
+		if d := o.HealthTimeout; d > 0 {
+			timeout = min(timeout, d)
+		}
+	}
 	for _, ch := range c.chans {
 		for _, s := range ch.subs {
-			if d := s.opt.HealthInterval; d > 0 {
-				interval = min(interval, d)
-			}
-			if d := s.opt.HealthTimeout; d > 0 {
-				timeout = min(timeout, d)
-			}
+			shortest(s.opt)
+		}
+	}
+	if c.track.duty {
+		for _, t := range c.h.track.trackers {
+			shortest(t.opt)
 		}
 	}
 	return interval, timeout

@@ -388,81 +388,61 @@ func (tc *tracked) awaitFresh(t *testing.T, key, want string, written time.Time)
 	}
 }
 
+// afterFailover checks B once promoted is master in place of the node that
+// held key: a plain client's write made at once is not served past the
+// bound, and once tracking is armed on promoted, a write there arrives as an
+// invalidation and is not served either.
+func (tc *tracked) afterFailover(t *testing.T, plain redis.UniversalClient, key, fence, promoted string) {
+	t.Helper()
+	ctx := context.Background()
+	tc.rows.Store(key, "v2")
+	written := time.Now()
+	if err := plain.Set(ctx, tc.cfg.prefix+key, "written after the failover", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tc.awaitFresh(t, key, "v2", written)
+
+	for deadline := time.Now().Add(trackWait); len(trackingClients(t, promoted)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no tracking connection on the promoted master %s", promoted)
+		}
+		tc.awaitUp(t)
+	}
+	tc.hold(t, plain, key, fence, "v3")
+	tc.rows.Store(key, "v4")
+	if err := plain.Set(ctx, tc.cfg.prefix+key, "written on the promoted master", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tc.awaitTracked(t, key)
+	if got := tc.get(t, key); got != "v4" {
+		t.Fatalf("after a write on the promoted master, Get = %q, want v4", got)
+	}
+}
+
 // A planned failover on a cluster (CLUSTER FAILOVER: the replica of the
-// key's master promoted): a plain client's write to a key B holds, made as
-// soon as the promotion is done and then again once tracking is armed on the
-// promoted master, is not served by B past the bound.
+// key's master promoted).
 func TestTrackingBoundAcrossClusterFailover(t *testing.T) {
 	rc, rdb := redistest.StartClusterWithReplicas(t)
-	ctx := context.Background()
 	b := newTracked(t, rdb, WithInvalidationHealthCheck(trackHealth, trackHealth))
 	key, fence := "{t}k", "{t}fence"
-	slot, err := rdb.ClusterKeySlot(ctx, b.cfg.prefix+key).Result()
+	slot, err := rdb.ClusterKeySlot(context.Background(), b.cfg.prefix+key).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	owner, _ := slotOwner(t, rc.Masters, slot)
 	b.hold(t, rdb, key, fence, "v1")
-
 	rc.Failover(owner)
-	b.rows.Store(key, "v2")
-	written := time.Now()
-	if err := rdb.Set(ctx, b.cfg.prefix+key, "written after the failover", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	b.awaitFresh(t, key, "v2", written)
-
-	// Armed on the promoted master: its writes arrive as invalidations.
-	promoted := rc.Replicas[owner].Addr
-	for deadline := time.Now().Add(trackWait); len(trackingClients(t, promoted)) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no tracking connection on the promoted master %s", promoted)
-		}
-		b.awaitUp(t)
-	}
-	b.hold(t, rdb, key, fence, "v3")
-	b.rows.Store(key, "v4")
-	if err := rdb.Set(ctx, b.cfg.prefix+key, "written on the promoted master", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	b.awaitTracked(t, key)
-	if got := b.get(t, key); got != "v4" {
-		t.Fatalf("after a write on the promoted master, Get = %q, want v4", got)
-	}
+	b.afterFailover(t, rdb, key, fence, rc.Replicas[owner].Addr)
 }
 
-// The same across a planned Sentinel failover (SENTINEL FAILOVER), after
-// which the demoted master goes on answering as one for seconds.
+// A planned Sentinel failover (SENTINEL FAILOVER), after which the demoted
+// master goes on answering as one for seconds.
 func TestTrackingBoundAcrossSentinelFailover(t *testing.T) {
 	s, rdb := redistest.StartSentinel(t)
-	ctx := context.Background()
 	b := newTracked(t, rdb, WithInvalidationHealthCheck(trackHealth, trackHealth))
-	key, fence := "k", "fence"
-	b.hold(t, rdb, key, fence, "v1")
-
+	b.hold(t, rdb, "k", "fence", "v1")
 	promoted := s.Failover()
-	b.rows.Store(key, "v2")
-	written := time.Now()
-	if err := rdb.Set(ctx, b.cfg.prefix+key, "written after the failover", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	b.awaitFresh(t, key, "v2", written)
-
-	for deadline := time.Now().Add(trackWait); len(trackingClients(t, promoted.Addr)) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no tracking connection on the promoted master %s", promoted.Addr)
-		}
-		b.awaitUp(t)
-	}
-	b.hold(t, rdb, key, fence, "v3")
-	b.rows.Store(key, "v4")
-	if err := rdb.Set(ctx, b.cfg.prefix+key, "written on the promoted master", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	b.awaitTracked(t, key)
-	if got := b.get(t, key); got != "v4" {
-		t.Fatalf("after a write on the promoted master, Get = %q, want v4", got)
-	}
+	b.afterFailover(t, rdb, "k", "fence", promoted.Addr)
 }
 
 // A cache without WithTracking arms nothing: no connection of the server

@@ -460,3 +460,30 @@ func TestNoTrackingWithoutOption(t *testing.T) {
 		t.Fatalf("tracking counters moved: %+v", s)
 	}
 }
+
+// Tracking caches added one after another on one client, with prefixes that
+// overlap (Redis refuses overlapping prefixes on one connection) and one
+// that does not (the armed connection dials again to add it), all come up,
+// and each hears a plain client's write under its prefix.
+func TestTrackingPrefixesOfOneClient(t *testing.T) {
+	_, rdb := redistest.RealSingle(t)
+	base := prefixFor(t)
+	var caches []*tracked
+	for _, p := range []string{base + "a:", base + "a:b:", base + "c:"} {
+		caches = append(caches, newTracked(t, rdb, WithPrefix(p)))
+	}
+	for _, tc := range caches {
+		tc.hold(t, rdb, "k", "fence", "v1")
+		tc.rows.Store("k", "v2")
+		if err := rdb.Set(context.Background(), tc.cfg.prefix+"k", "foreign", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		tc.awaitTracked(t, "k")
+		if got := tc.get(t, "k"); got != "v2" {
+			t.Fatalf("%s: Get = %q, want v2", tc.cfg.prefix, got)
+		}
+	}
+	if n := caches[0].hub.Conns(); n != 1 {
+		t.Fatalf("%d pub/sub connections, want 1", n)
+	}
+}

@@ -31,8 +31,10 @@ import (
 // from this instance's local tier within the bound of the package comment,
 // not only writes made through a Cache. It needs a *redis.Client, a failover
 // client or a *redis.ClusterClient (New refuses a Ring), Redis 6.0 or later,
-// and a Redis user allowed CLIENT TRACKING and CLIENT ID. A cache without it
-// opens no connection and sends no command for it.
+// and a Redis user allowed CLIENT TRACKING and CLIENT ID (refused, the tier
+// serves nothing from memory and the refusal is reported to the logger and
+// the error handler). A cache without it opens no connection and sends no
+// command for it.
 func WithTracking() Option { return func(c *config) { c.local.tracking = true } }
 
 // tracking is a Cache's tracking state (nil without WithTracking).

@@ -487,3 +487,44 @@ func TestTrackingPrefixesOfOneClient(t *testing.T) {
 		t.Fatalf("%d pub/sub connections, want 1", n)
 	}
 }
+
+// A Redis user refused CLIENT TRACKING: the tracking cache reports it and
+// serves nothing from memory, and the shared connection goes on carrying
+// the other subscriptions (a cache without tracking on the same client
+// comes up).
+func TestTrackingRefusedLeavesConnectionWorking(t *testing.T) {
+	srv, admin := redistest.RealSingle(t)
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "notrack", "on", ">pw", "~*", "&*", "+@all", "-client|tracking").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "notrack", Password: "pw"})
+	defer rdb.Close()
+	refused := make(chan error, 16)
+	onErr := func(_ string, err error) {
+		if strings.Contains(err.Error(), "CLIENT TRACKING") {
+			select {
+			case refused <- err:
+			default:
+			}
+		}
+	}
+	tc := newCache[string](t, rdb, WithLocal(1<<20), WithLocalAdmitAll(), WithTracking(), WithErrorHandler(onErr))
+	select {
+	case <-refused:
+	case <-time.After(trackWait):
+		t.Fatal("the refused arming was not reported")
+	}
+	other := newCache[string](t, rdb, WithPrefix(prefixFor(t)+"other:"), WithLocal(1<<20), WithLocalAdmitAll())
+	awaitSubscribed(t, other)
+	awaitSubscribed(t, tc)
+	load := func(context.Context, string) (string, error) { return "v", nil }
+	for range 3 {
+		if _, err := tc.Get(ctx, "k", load); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := tc.Stats(); s.LocalHits != 0 {
+		t.Fatalf("%d local hits without tracking armed", s.LocalHits)
+	}
+}

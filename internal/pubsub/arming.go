@@ -2,6 +2,7 @@ package pubsub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -60,6 +61,16 @@ func arm(ctx context.Context, cn *redis.Conn, prefixes []string) error {
 		return fmt.Errorf("pubsub: CLIENT TRACKING: %w", err)
 	}
 	return nil
+}
+
+// errNotArmed: the session's connection was not dialled through the tracking
+// client.
+var errNotArmed = errors.New("the connection was not armed when dialled")
+
+func (c *conn) disarm() {
+	c.armMu.Lock()
+	defer c.armMu.Unlock()
+	c.track.arm = armResult{err: errNotArmed}
 }
 
 func (c *conn) armed() armResult {

@@ -202,6 +202,7 @@ func (c *conn) open() *redis.PubSub {
 	c.h.mu.Unlock()
 	client := c.node.client
 	if len(names) > 0 && names[0] == TrackChannel {
+		c.disarm() // until this session's dial arms
 		tc, err := c.trackingClient()
 		if err != nil {
 			c.report(err)

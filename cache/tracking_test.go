@@ -71,33 +71,22 @@ func newTracked(t *testing.T, rdb redis.UniversalClient, opts ...Option) *tracke
 }
 
 // awaitUp waits until tracking is up on every master.
-func (tc *tracked) awaitUp(t *testing.T) {
-	t.Helper()
-	deadline := time.After(trackWait)
-	for {
-		select {
-		case up := <-tc.ups:
-			if up {
-				return
-			}
-		case <-deadline:
-			t.Fatal("tracking never came up")
-		}
-	}
-}
+func (tc *tracked) awaitUp(t *testing.T) { t.Helper(); tc.await(t, true) }
 
 // awaitDown waits until tracking goes down.
-func (tc *tracked) awaitDown(t *testing.T) {
+func (tc *tracked) awaitDown(t *testing.T) { t.Helper(); tc.await(t, false) }
+
+func (tc *tracked) await(t *testing.T, want bool) {
 	t.Helper()
 	deadline := time.After(trackWait)
 	for {
 		select {
 		case up := <-tc.ups:
-			if !up {
+			if up == want {
 				return
 			}
 		case <-deadline:
-			t.Fatal("tracking never went down")
+			t.Fatalf("tracking never went up=%v", want)
 		}
 	}
 }

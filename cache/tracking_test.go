@@ -168,6 +168,21 @@ func (tc *tracked) hold(t *testing.T, plain redis.UniversalClient, key, fence, v
 	}
 }
 
+// foreignSet has plain (not a Cache) write foreign bytes, as another service
+// would, under key, whose row becomes row; once Redis's invalidation of it is
+// applied, a Get must miss the local tier and load row.
+func (tc *tracked) foreignSet(t *testing.T, plain redis.UniversalClient, key, row string) {
+	t.Helper()
+	tc.rows.Store(key, row)
+	if err := plain.Set(context.Background(), tc.cfg.prefix+key, "written by someone else", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tc.awaitTracked(t, key)
+	if got := tc.get(t, key); got != row {
+		t.Fatalf("%s%s after a foreign SET: Get = %q, want %q (the local copy was served)", tc.cfg.prefix, key, got, row)
+	}
+}
+
 func (tc *tracked) inLocal(key string) bool {
 	_, ok := tc.local.Get(key)
 	return ok
@@ -185,15 +200,7 @@ func TestTrackingDropsForeignWrites(t *testing.T) {
 		key, fence := "{t}k", "{t}fence" // one slot: one master, in order
 		b.hold(t, rdb, key, fence, "v1")
 
-		// A SET of foreign bytes (another service's): a miss, so B loads.
-		b.rows.Store(key, "v2")
-		if err := rdb.Set(ctx, b.cfg.prefix+key, "written by someone else", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		b.awaitTracked(t, key)
-		if got := b.get(t, key); got != "v2" {
-			t.Fatalf("after a foreign SET, Get = %q, want v2 (the local copy was served)", got)
-		}
+		b.foreignSet(t, rdb, key, "v2")
 
 		// An expiry.
 		b.hold(t, rdb, key, fence, "v3")
@@ -398,14 +405,7 @@ func (tc *tracked) afterFailover(t *testing.T, plain redis.UniversalClient, key,
 		tc.awaitUp(t)
 	}
 	tc.hold(t, plain, key, fence, "v3")
-	tc.rows.Store(key, "v4")
-	if err := plain.Set(ctx, tc.cfg.prefix+key, "written on the promoted master", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	tc.awaitTracked(t, key)
-	if got := tc.get(t, key); got != "v4" {
-		t.Fatalf("after a write on the promoted master, Get = %q, want v4", got)
-	}
+	tc.foreignSet(t, plain, key, "v4")
 }
 
 // A planned failover on a cluster (CLUSTER FAILOVER: the replica of the
@@ -463,14 +463,7 @@ func TestTrackingPrefixesOfOneClient(t *testing.T) {
 	}
 	for _, tc := range caches {
 		tc.hold(t, rdb, "k", "fence", "v1")
-		tc.rows.Store("k", "v2")
-		if err := rdb.Set(context.Background(), tc.cfg.prefix+"k", "foreign", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		tc.awaitTracked(t, "k")
-		if got := tc.get(t, "k"); got != "v2" {
-			t.Fatalf("%s: Get = %q, want v2", tc.cfg.prefix, got)
-		}
+		tc.foreignSet(t, rdb, "k", "v2")
 	}
 	if n := caches[0].hub.Conns(); n != 1 {
 		t.Fatalf("%d pub/sub connections, want 1", n)

@@ -110,8 +110,9 @@
 // (Options.ClientSideCacheConfig): it keeps the replies of read commands
 // such as GET, on a standalone client speaking RESP3, with the server
 // tracking the keys each connection read and MaxStaleness as the hard
-// bound; it does not run on a ClusterClient, and it caches bytes, not
-// decoded values, with no admission policy. WithTracking keeps decoded
+// bound; neither a cluster nor a Sentinel failover client has it (their
+// options lack the field), and it caches replies, not decoded values, with
+// no admission policy. WithTracking keeps decoded
 // values of hot keys only, runs on a single node, under Sentinel and on a
 // cluster (every master, re-armed after a failover or a slot moved to a new
 // master), speaks RESP2 on its one connection per master whatever the

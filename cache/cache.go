@@ -83,6 +83,7 @@ type Cache[V any] struct {
 	trustUntil atomic.Int64
 	pub        publisher  // invalidate_publish.go
 	inval      invalStats // invalidate.go
+	track      *tracking  // WithTracking (tracking.go); nil without
 
 	breaker       *gobreaker.TwoStepCircuitBreaker[struct{}] // nil when off
 	gate          breakerGate                                // the breaker's lock-free fast path (breaker.go)
@@ -124,6 +125,8 @@ type hooks struct {
 	beforeLocalSet func(key string)                     // an admission passed its check, holding key's stripe lock
 	onLoadWait     func()                               // a load waits for a slot under WithMaxLoads
 	onJoin         func(key string)                     // a call joined another's read of key (flight.go)
+	onTrack        func(keys []string)                  // a tracking invalidation was applied (nil: a flush)
+	onTracking     func(up bool)                        // tracking came up on every master, or went down
 
 	// Fill notifications (notify.go).
 	onWake       func(key string, notified bool) // a lease waiter woke: by a fill message, or to poll
@@ -206,6 +209,7 @@ func (c *Cache[V]) isClosed() bool { return c.closed.Load() }
 func (c *Cache[V]) Stats() Stats {
 	s := c.stats.snapshot()
 	c.inval.fill(&s)
+	c.track.fill(&s)
 	s.Breaker = c.breakerState()
 	return s
 }
@@ -373,6 +377,11 @@ func (c *Cache[V]) startLocal() error {
 	c.admitLocks = new(admitLocks)
 	c.epoch.Store(1) // down until the first subscription is confirmed
 	c.coarseNow.Store(time.Now().UnixNano())
+	if l.tracking {
+		if err := c.startTracking(); err != nil {
+			return err
+		}
+	}
 	c.clockWake = make(chan struct{}, 1)
 	c.goBackground(c.runCoarseClock)
 	c.subscribe()

@@ -59,6 +59,7 @@ func (c *Cache[V]) Close() error {
 	if !c.flight.Wait(time.Until(deadline)) && err == nil {
 		err = fmt.Errorf("cacheguard: close: Redis calls still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
 	}
+	c.track.close()
 	c.invalSub.Close()
 	c.fills.close()
 	if herr := c.hub.Release(deadline); herr != nil && err == nil {

@@ -106,6 +106,39 @@
 // invalidation counts as invalidated too. See tags.go for the model and the
 // limits (64 tags of at most 256 bytes per entry).
 //
+// # Writes made outside cacheguard (WithTracking)
+//
+// Messages of cacheguard's own reach the local tier only for writes made
+// through a Cache. WithTracking adds Redis's server-assisted invalidation:
+// the shared pub/sub connection on every master is armed with CLIENT
+// TRACKING in broadcasting mode for the prefix, redirected to itself and
+// subscribed to __redis__:invalidate, so any change to a key under the
+// prefix (a SET from another service or redis-cli, a script, an expiry, an
+// eviction) drops it from the tier, and a FLUSHALL or FLUSHDB clears the
+// tier. The bound is the one above, for every writer: once a write is on
+// its master, the tier stops serving the old value within min(T, H), the
+// health check now running on every master's connection. A connection
+// lost, a failover, a new master not armed yet or an arming refused takes
+// the tier off until every master is armed again, and clears it then
+// (Stats.TrackingDowns; Stats.TrackingInvalidations and TrackingFlushes
+// count what Redis sent). Redis tells of every change under the prefix,
+// fills and leases included, so each instance's own fill drops the entry it
+// fills (the next read admits it from Redis), and a read in flight during
+// any change does not admit what it read: the price of hearing everyone.
+//
+// go-redis v9.22+ has a client-side cache of its own
+// (Options.ClientSideCacheConfig): it keeps the replies of read commands
+// such as GET, on a standalone client speaking RESP3, with the server
+// tracking the keys each connection read and MaxStaleness as the hard
+// bound; neither a cluster nor a Sentinel failover client has it (their
+// options lack the field), and it caches replies, not decoded values, with
+// no admission policy. WithTracking keeps decoded
+// values of hot keys only, runs on a single node, under Sentinel and on a
+// cluster (every master, re-armed after a failover or a slot moved to a new
+// master), speaks RESP2 on its one connection per master whatever the
+// client speaks, and keeps the lease and fill rules of the tiers below. Use
+// one or the other for a key space, not both.
+//
 // Values handed out may be shared: callers of one load get the same value,
 // and a local-tier hit returns the stored one. Treat them as read-only (copy
 // a slice, map or pointed-to struct before changing it).

@@ -66,7 +66,7 @@ func (h *invalHandler[V]) Up(_ string, since time.Time) {
 func (h *invalHandler[V]) Healthy(_ string, sent time.Time) {
 	// A reply to a PING sent at sent: every message published before then
 	// has been applied.
-	h.c.trustUntil.Store(sent.Add(h.trust()).UnixNano())
+	h.c.setTrust(false, sent.Add(h.trust()).UnixNano())
 }
 
 func (h *invalHandler[V]) Down(_ string, err error) { h.c.subscriptionDown(err) }
@@ -74,7 +74,7 @@ func (h *invalHandler[V]) Down(_ string, err error) { h.c.subscriptionDown(err) 
 func (h *invalHandler[V]) Report(err error) { h.c.report(logSubscription, "", err) }
 
 func (c *Cache[V]) subscriptionDown(err error) {
-	c.trustUntil.Store(0)
+	c.setTrust(false, 0)
 	if e := c.epoch.Load(); e%2 == 0 {
 		c.epoch.CompareAndSwap(e, e+1)
 	}
@@ -94,7 +94,7 @@ func (c *Cache[V]) subscriptionUp(trustUntil time.Time) {
 	c.localFloor.Store(e + 1) // the epoch it comes up in
 	c.local.Clear()
 	c.stats.localFlushes.Add(1)
-	c.trustUntil.Store(trustUntil.UnixNano())
+	c.setTrust(false, trustUntil.UnixNano())
 	c.epoch.Add(1)
 	c.subscribedOnce.Do(func() { close(c.subscribed) })
 	if c.hooks != nil && c.hooks.onSubscribed != nil {

@@ -65,6 +65,7 @@ type localConfig struct {
 	channel  string
 
 	healthInterval, healthTimeout time.Duration // WithInvalidationHealthCheck
+	tracking                      bool          // WithTracking (tracking.go)
 }
 
 // WithLocal turns on the local tier with room for maxBytes of values, on

@@ -250,6 +250,9 @@ func (c *config) validate() error {
 		if c.local.admitAll {
 			c.invalid("WithLocalAdmitAll needs a local tier (WithLocal or WithLocalStore)")
 		}
+		if c.local.tracking {
+			c.invalid("WithTracking needs a local tier (WithLocal or WithLocalStore)")
+		}
 	}
 	if len(c.errs) > 0 {
 		return c.errs[0]

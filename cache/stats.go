@@ -48,6 +48,11 @@ type Stats struct {
 	SubscriptionDowns        uint64        // subscription failures: errors, missed health replies, server unsubscribes
 	InvalidationLag          time.Duration // publish-to-apply delay of the latest message (publisher's clock against ours)
 	InvalidationLagMax       time.Duration // the largest such delay seen
+
+	// Tracking (WithTracking): Redis's own invalidations.
+	TrackingInvalidations uint64 // keys of this prefix Redis said changed (each dropped from the local tier)
+	TrackingFlushes       uint64 // flushes Redis reported (each cleared the local tier)
+	TrackingDowns         uint64 // times tracking was lost on a master (its connection gone or replaced, arming failed, a new master not armed yet)
 }
 
 // counters are the live counters behind Stats. hits counts Redis hits only,

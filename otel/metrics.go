@@ -61,6 +61,9 @@ var cacheCounters = []counter[cache.Stats]{
 	{MetricTagInvalidations, "Tags invalidated by InvalidateTags", one(func(s cache.Stats) uint64 { return s.TagInvalidations })},
 	{MetricTagMisses, "Entries read and found invalidated by a tag", one(func(s cache.Stats) uint64 { return s.TagMisses })},
 	{MetricTagReads, "Reads of tag invalidation times from Redis", one(func(s cache.Stats) uint64 { return s.TagReads })},
+	{MetricTrackingInvalidations, "Keys Redis's tracking said changed, dropped from the local tier", one(func(s cache.Stats) uint64 { return s.TrackingInvalidations })},
+	{MetricTrackingFlushes, "Flushes Redis's tracking reported, each clearing the local tier", one(func(s cache.Stats) uint64 { return s.TrackingFlushes })},
+	{MetricTrackingDowns, "Times tracking was lost on a master (connection gone, failover, arming refused)", one(func(s cache.Stats) uint64 { return s.TrackingDowns })},
 }
 
 // StatsSource is what RegisterCache reads: a *cache.Cache[V] of any V.

@@ -29,9 +29,12 @@ const (
 	MetricInvalidationDecodeErrs = "cacheguard.cache.invalidation.decode_errors"
 	MetricSubscriptionDowns      = "cacheguard.cache.invalidation.subscription_downs"
 	MetricObserverPanics         = "cacheguard.cache.observer.panics"
-	MetricTagInvalidations       = "cacheguard.cache.tag.invalidations" // tags invalidated by InvalidateTags
-	MetricTagMisses              = "cacheguard.cache.tag.misses"        // entries read and found invalidated by a tag
-	MetricTagReads               = "cacheguard.cache.tag.reads"         // reads of tag invalidation times from Redis
+	MetricTagInvalidations       = "cacheguard.cache.tag.invalidations"      // tags invalidated by InvalidateTags
+	MetricTagMisses              = "cacheguard.cache.tag.misses"             // entries read and found invalidated by a tag
+	MetricTagReads               = "cacheguard.cache.tag.reads"              // reads of tag invalidation times from Redis
+	MetricTrackingInvalidations  = "cacheguard.cache.tracking.invalidations" // keys Redis said changed (WithTracking)
+	MetricTrackingFlushes        = "cacheguard.cache.tracking.flushes"
+	MetricTrackingDowns          = "cacheguard.cache.tracking.downs"
 	// Gauge: the circuit breaker's state, 0 closed, 1 half-open, 2 open.
 	MetricBreakerState = "cacheguard.cache.breaker.state"
 	// Gauges, in seconds.

@@ -24,6 +24,7 @@ func TestDocumentedNamesAreServed(t *testing.T) {
 		MetricObserverPanics, MetricHotKeysPromoted, MetricHotKeysDemoted, MetricLockLost, MetricLockPanics,
 		MetricBinlogTransactions, MetricBinlogRows, MetricBinlogKeys, MetricBinlogClears, MetricBinlogErrors,
 		MetricTagInvalidations, MetricTagMisses, MetricTagReads,
+		MetricTrackingInvalidations, MetricTrackingFlushes, MetricTrackingDowns,
 	} {
 		want = append(want, prom(n, "_total"))
 	}

@@ -39,6 +39,9 @@ type conn struct {
 	stopped bool                 // under opMu: shut closed ps, or will
 	stop    chan struct{}        // closed by shut
 	once    sync.Once
+
+	track connTrack  // tracking (track.go)
+	armMu sync.Mutex // guards track.arm
 }
 
 // The Hub's record (c.chans, under h.mu) says which channels c should carry;
@@ -102,7 +105,7 @@ func (c *conn) send(name string) {
 	defer cancel()
 	c.sent[name] = time.Now()
 	var err error
-	if c.h.route.sharded {
+	if c.h.route.sharded && name != TrackChannel {
 		err = c.ps.SSubscribe(ctx, name)
 	} else {
 		err = c.ps.Subscribe(ctx, name)
@@ -189,15 +192,28 @@ func (c *conn) open() *redis.PubSub {
 		return nil
 	}
 	c.h.mu.Lock()
-	names := make([]string, 0, len(c.chans))
+	names := make([]string, 0, len(c.chans)+1)
+	if c.track.duty {
+		names = append(names, TrackChannel) // dials, and arms, first
+	}
 	for n := range c.chans {
 		names = append(names, n)
 	}
 	c.h.mu.Unlock()
+	client := c.node.client
+	if len(names) > 0 && names[0] == TrackChannel {
+		c.disarm() // until this session's dial arms
+		tc, err := c.trackingClient()
+		if err != nil {
+			c.report(err)
+		} else {
+			client = tc
+		}
+	}
 	if c.h.route.sharded {
-		c.ps = c.node.client.SSubscribe(c.h.bg)
+		c.ps = client.SSubscribe(c.h.bg)
 	} else {
-		c.ps = c.node.client.Subscribe(c.h.bg)
+		c.ps = client.Subscribe(c.h.bg)
 	}
 	c.sent, c.asked = map[string]time.Time{}, map[string]int{}
 	for _, n := range names {
@@ -218,6 +234,7 @@ func (c *conn) closePS(ps *redis.PubSub) {
 // run runs sessions until c is shut; between two, every handler hears Down
 // and channels whose node changed move to their new node's connection.
 func (c *conn) run() {
+	defer c.closeTrackingClient()
 	retry := retryMin
 	for {
 		up, err := c.session()
@@ -225,6 +242,9 @@ func (c *conn) run() {
 			return
 		}
 		c.h.down(c, err)
+		if c.tracking() {
+			c.h.kickTrack() // a failover may have made another node master
+		}
 		if up {
 			retry = retryMin
 		}
@@ -303,6 +323,10 @@ func (c *conn) session() (up bool, err error) {
 		if c.isStopped() || ctx.Err() != nil {
 			return up, errStopped
 		}
+		if flushPayload(err) { // a flush on a tracking connection
+			c.h.trackDeliver(c, nil)
+			continue
+		}
 		if err != nil {
 			var nerr interface{ Timeout() bool }
 			if errors.As(err, &nerr) && nerr.Timeout() {
@@ -324,6 +348,12 @@ func (c *conn) session() (up bool, err error) {
 					up = true
 					nextPing = start.Add(interval)
 				}
+				if m.Channel == TrackChannel {
+					if err := c.h.trackConfirm(c, ps, c.sentAt(m.Channel)); err != nil {
+						return up, err
+					}
+					continue
+				}
 				c.h.confirm(c, m.Channel, c.sentAt(m.Channel))
 			case "unsubscribe", "sunsubscribe":
 				if c.unasked(m.Channel) {
@@ -338,56 +368,11 @@ func (c *conn) session() (up bool, err error) {
 				pingSent = time.Time{}
 			}
 		case *redis.Message:
+			if m.Channel == TrackChannel && m.Pattern == "" {
+				c.h.trackDeliver(c, m.PayloadSlice)
+				continue
+			}
 			c.h.deliver(c, m.Channel, m.Payload)
-		}
-	}
-}
-
-// health returns the shortest health interval and timeout of c's
-// subscriptions.
-func (c *conn) health() (interval, timeout time.Duration) {
-	c.h.mu.Lock()
-	defer c.h.mu.Unlock()
-	interval, timeout = defaultHealth, defaultHealth
-	for _, ch := range c.chans {
-		for _, s := range ch.subs {
-			if d := s.opt.HealthInterval; d > 0 {
-				interval = min(interval, d)
-			}
-			if d := s.opt.HealthTimeout; d > 0 {
-				timeout = min(timeout, d)
-			}
-		}
-	}
-	return interval, timeout
-}
-
-// hook calls the hook pick chooses of every subscription on c.
-func (c *conn) hook(pick func(*Hooks) func()) {
-	var fs []func()
-	c.h.mu.Lock()
-	for _, ch := range c.chans {
-		for _, s := range ch.subs {
-			if s.opt.Hooks != nil {
-				if f := pick(s.opt.Hooks); f != nil {
-					fs = append(fs, f)
-				}
-			}
-		}
-	}
-	c.h.mu.Unlock()
-	for _, f := range fs {
-		f()
-	}
-}
-
-// report tells every handler on c of err.
-func (c *conn) report(err error) {
-	c.h.mu.Lock()
-	defer c.h.mu.Unlock()
-	for _, ch := range c.chans {
-		for _, s := range ch.subs {
-			s.hd.Report(err)
 		}
 	}
 }

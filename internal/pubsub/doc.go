@@ -38,6 +38,12 @@
 //     a subscription on its own (a cluster slot moved) moves that channel to
 //     the master now serving it, with Down before and Up after.
 //
+// Trackers (track.go) add Redis's server-assisted invalidation: while a Hub
+// has one, every master has a connection of the Hub, armed when dialled with
+// CLIENT TRACKING in broadcasting mode for the Trackers' prefixes, redirected
+// to itself and subscribed to __redis__:invalidate; a Tracker is up while
+// every master's is. A Hub without Trackers sends none of it.
+//
 // Pub/sub delivers at most once: users keep a fallback (polling, a bounded
 // trust) for messages lost while no session is up.
 package pubsub

@@ -24,6 +24,7 @@ func (h *Hub) confirm(c *conn, name string, since time.Time) {
 func (h *Hub) healthy(c *conn, sent time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.trackHealthy(c, sent)
 	for name, ch := range c.chans {
 		if ch.up && !ch.since.After(sent) {
 			for _, s := range ch.subs {
@@ -47,6 +48,7 @@ func (h *Hub) deliver(c *conn, name, payload string) {
 func (h *Hub) down(c *conn, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.trackDown(c, err)
 	for name, ch := range c.chans {
 		ch.up = false
 		for _, s := range ch.subs {
@@ -148,7 +150,7 @@ func (h *Hub) shutIfEmpty(c *conn) bool {
 		return false
 	}
 	h.mu.Lock()
-	empty := len(c.chans) == 0
+	empty := len(c.chans) == 0 && !c.track.duty
 	if empty && h.conns[c.key] == c {
 		delete(h.conns, c.key)
 	}

@@ -64,6 +64,7 @@ type Hub struct {
 	closed bool
 	chans  map[string]*channel
 	conns  map[string]*conn
+	track  trackHub // Trackers (track.go)
 	// goroutines counts the connections' goroutines and the searches for a
 	// moved channel's node: the last Release waits for them.
 	goroutines call.Flight
@@ -218,7 +219,7 @@ func (s *Sub) Close() {
 	empty := false
 	if c != nil {
 		delete(c.chans, s.name)
-		if empty = len(c.chans) == 0; empty && h.conns[c.key] == c {
+		if empty = len(c.chans) == 0 && !c.track.duty; empty && h.conns[c.key] == c {
 			delete(h.conns, c.key)
 		}
 	}

@@ -55,8 +55,8 @@ func (r *router) nodeOf(ctx context.Context, name string) (string, *node, error)
 		if err != nil {
 			return "", nil, err
 		}
-		o := m.Options()
-		return o.Addr, &node{client: m, roleAddr: func() (string, *redis.Options) { return o.Addr, o }}, nil
+		key, n := clusterNode(m)
+		return key, n, nil
 	case *redis.Ring:
 		return name, &node{client: c}, nil
 	}
@@ -64,6 +64,33 @@ func (r *router) nodeOf(ctx context.Context, name string) (string, *node, error)
 		return "", &node{client: f.client, roleAddr: f.dialedAddr, current: f.current}, nil
 	}
 	return "", &node{client: r.rdb}, nil
+}
+
+func clusterNode(m *redis.Client) (string, *node) {
+	o := m.Options()
+	return o.Addr, &node{client: m, roleAddr: func() (string, *redis.Options) { return o.Addr, o }}
+}
+
+// masters returns the masters (by connection key) that hold keys: every
+// master of a cluster's slot map (read afresh), or the one node.
+func (r *router) masters(ctx context.Context) (map[string]*node, error) {
+	if cc, ok := r.rdb.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		out := map[string]*node{}
+		err := cc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+			key, n := clusterNode(m)
+			mu.Lock()
+			out[key] = n
+			mu.Unlock()
+			return nil
+		})
+		return out, err
+	}
+	key, n, err := r.nodeOf(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return map[string]*node{key: n}, nil
 }
 
 // reload asks a cluster client to reload its slot map.

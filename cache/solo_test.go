@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,7 +162,28 @@ func (h *heldGet) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 func (h *heldGet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		ours := slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool { return cmd.Name() == "get" && h.rt.ours(cmd) })
+		if !ours || !h.taken.CompareAndSwap(false, true) {
+			return next(ctx, cmds)
+		}
+		var err error
+		if h.after {
+			err = next(ctx, cmds)
+		}
+		close(h.held)
+		<-h.release
+		if h.after {
+			return err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			for _, cmd := range cmds {
+				cmd.SetErr(cerr)
+			}
+			return cerr
+		}
+		return next(ctx, cmds)
+	}
 }
 
 func recvOr[T any](t *testing.T, ch <-chan T, what string) T {

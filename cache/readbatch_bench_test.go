@@ -28,7 +28,9 @@ func BenchmarkReadTransport(b *testing.B) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("row:%d", i)
 	}
-	load := func(_ context.Context, k string) (string, error) { return `{"id":"` + k + `","name":"a row of the table"}`, nil }
+	load := func(_ context.Context, k string) (string, error) {
+		return `{"id":"` + k + `","name":"a row of the table"}`, nil
+	}
 	ap, err := rdb.(*redis.Client).AutoPipeline()
 	if err != nil {
 		b.Fatal(err)

@@ -75,9 +75,8 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 	if q.busy < readsInFlight && len(q.waiting) == 0 {
 		q.busy++
 		q.mu.Unlock()
-		raw, err := c.rdb.Get(ctx, rkey).Bytes()
-		c.sendQueued(q)
-		return raw, err
+		defer c.sendQueued(q) // even if a hook panics: the queue must move on
+		return c.rdb.Get(ctx, rkey).Bytes()
 	}
 	if err := ctx.Err(); err != nil {
 		q.mu.Unlock()

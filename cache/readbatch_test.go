@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -174,4 +175,46 @@ func TestQueuedReadLeavesOnContextEndAndFailsAlone(t *testing.T) {
 		}
 		checkFlightsIdle(t, c)
 	})
+}
+
+// Reads queued for a node whose slot moves to another node meanwhile go out
+// to the old node in a pipeline, are answered MOVED and follow the slot:
+// every caller gets its value.
+func TestQueuedReadsFollowAMovedSlot(t *testing.T) {
+	redistest.NeedServer(t)
+	cl, rdb := redistest.StartCluster(t)
+	ctx := context.Background()
+	c := newCache[string](t, rdb)
+	keys := batchKeys(readsInFlight + 5)
+	h, held := holdTwoReads(t, rdb, c, keys)
+	queued := make([]chan getAnswer, 0, 5)
+	for _, k := range keys[readsInFlight:] {
+		ch := make(chan getAnswer, 1)
+		queued = append(queued, ch)
+		go func() {
+			v, err := c.Get(ctx, k, noLoad)
+			ch <- getAnswer{v, err}
+		}()
+	}
+	waitQueued(t, c, prefixFor(t)+keys[0], 5)
+	slot, err := rdb.(*redis.ClusterClient).ClusterKeySlot(ctx, prefixFor(t)+keys[0]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner, err := cl.MigrateSlot(ctx, int(slot), 0); err != nil {
+		t.Fatal(err)
+	} else if owner == 0 {
+		if _, err := cl.MigrateSlot(ctx, int(slot), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(h.release)
+	for i, ch := range slices.Concat(held, queued) {
+		if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "v-"+keys[i] {
+			t.Errorf("Get(%s) = %q, %v after its slot moved", keys[i], a.v, a.err)
+		}
+	}
+	if q := h.pipes.Load(); q < 1 {
+		t.Errorf("%d pipelines; the queued reads were not batched", q)
+	}
 }

@@ -91,6 +91,19 @@ func waitQueued(t *testing.T, c *Cache[string], rkey string, n int) {
 	})
 }
 
+// getEach starts a Get of each key; the channels give their answers.
+func getEach(c *Cache[string], ctx context.Context, keys []string) []chan getAnswer {
+	out := make([]chan getAnswer, len(keys))
+	for i, k := range keys {
+		out[i] = make(chan getAnswer, 1)
+		go func() {
+			v, err := c.Get(ctx, k, noLoad)
+			out[i] <- getAnswer{v, err}
+		}()
+	}
+	return out
+}
+
 // noLoad is the loader of keys that are in Redis: a load is a wrong answer.
 func noLoad(context.Context, string) (string, error) { return "loaded", nil }
 
@@ -109,15 +122,7 @@ func TestQueuedReadsShareOneRoundTrip(t *testing.T) {
 		c := newCache[string](t, rdb)
 		keys := batchKeys(readsInFlight + 10)
 		h, held := holdTwoReads(t, rdb, c, keys)
-		queued := make([]chan getAnswer, 0, 10)
-		for _, k := range keys[readsInFlight:] {
-			ch := make(chan getAnswer, 1)
-			queued = append(queued, ch)
-			go func() {
-				v, err := c.Get(context.Background(), k, noLoad)
-				ch <- getAnswer{v, err}
-			}()
-		}
+		queued := getEach(c, context.Background(), keys[readsInFlight:])
 		waitQueued(t, c, prefixFor(t)+keys[0], 10)
 		close(h.release)
 		for i, ch := range slices.Concat(held, queued) {
@@ -147,14 +152,7 @@ func TestQueuedReadLeavesOnContextEndAndFailsAlone(t *testing.T) {
 			v, err := c.Get(ctx, keys[readsInFlight], noLoad)
 			left <- getAnswer{v, err}
 		}()
-		rest := make([]chan getAnswer, 2)
-		for i := range rest {
-			rest[i] = make(chan getAnswer, 1)
-			go func() {
-				v, err := c.Get(context.Background(), keys[readsInFlight+1+i], noLoad)
-				rest[i] <- getAnswer{v, err}
-			}()
-		}
+		rest := getEach(c, context.Background(), keys[readsInFlight+1:])
 		waitQueued(t, c, prefixFor(t)+keys[0], 3)
 		cancel()
 		if a := recvOr(t, left, "the cancelled Get"); !errors.Is(a.err, context.Canceled) {
@@ -187,15 +185,7 @@ func TestQueuedReadsFollowAMovedSlot(t *testing.T) {
 	c := newCache[string](t, rdb)
 	keys := batchKeys(readsInFlight + 5)
 	h, held := holdTwoReads(t, rdb, c, keys)
-	queued := make([]chan getAnswer, 0, 5)
-	for _, k := range keys[readsInFlight:] {
-		ch := make(chan getAnswer, 1)
-		queued = append(queued, ch)
-		go func() {
-			v, err := c.Get(ctx, k, noLoad)
-			ch <- getAnswer{v, err}
-		}()
-	}
+	queued := getEach(c, ctx, keys[readsInFlight:])
 	waitQueued(t, c, prefixFor(t)+keys[0], 5)
 	slot, err := rdb.(*redis.ClusterClient).ClusterKeySlot(ctx, prefixFor(t)+keys[0]).Result()
 	if err != nil {

@@ -95,6 +95,8 @@ type Cache[V any] struct {
 
 	// flights coalesces the Redis reads of one key (flight.go).
 	flights flights[V]
+	// reads batches the GETs of different keys per node (readbatch.go).
+	reads readQueues
 	// hub is the client's shared pub/sub connections (internal/pubsub);
 	// invalSub is the invalidation channel's subscription on it (nil
 	// without a local tier).
@@ -133,6 +135,8 @@ type hooks struct {
 	notifiedPoll time.Duration                   // replaces notifiedPoll when > 0
 	noFillNotify bool                            // waiters poll only, as before fill messages
 	onWaitMarked func(key string)                // a waiter marked key's placeholder
+
+	readVia redis.Cmdable // sends the read engine's GETs in place of its read queues
 }
 
 // New returns a Cache backed by rdb, which may be a *redis.Client, a

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,9 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 				h.n.Add(1)
 				break
 			}
+		}
+		if g := h.gate.Load(); g != nil && slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool { return cmd.Name() == "get" && h.ours(cmd) }) {
+			<-*g
 		}
 		return next(ctx, cmds)
 	}

@@ -28,7 +28,23 @@ func (h failGets) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 func (h failGets) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !h.on.Load() {
+			return next(ctx, cmds)
+		}
+		var rest []redis.Cmder
+		for _, cmd := range cmds {
+			if cmd.Name() == "get" || cmd.Name() == "set" {
+				cmd.SetErr(errors.New("injected: read failed"))
+			} else {
+				rest = append(rest, cmd)
+			}
+		}
+		if len(rest) == 0 {
+			return errors.New("injected: read failed")
+		}
+		return next(ctx, rest)
+	}
 }
 
 // A Get that starts after Delete returned never gets a value loaded before

@@ -20,7 +20,7 @@ func (c *Cache[V]) read(ctx context.Context, key, rkey string) (res flightResult
 	if err != nil {
 		return flightResult[V]{err: err}, env, false
 	}
-	raw, err := c.rdb.Get(ctx, rkey).Bytes()
+	raw, err := c.getRaw(ctx, rkey)
 	err = callerErr(ctx, err)
 	done(err)
 	if isWrongType(err) { // another Redis type: foreign data, a miss

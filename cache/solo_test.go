@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,24 +145,39 @@ func (h *heldGet) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if cmd.Name() != "get" || !h.rt.ours(cmd) || !h.taken.CompareAndSwap(false, true) {
 			return next(ctx, cmd)
 		}
-		var err error
-		if h.after {
-			err = next(ctx, cmd)
-		}
-		close(h.held)
-		<-h.release
-		if h.after {
-			return err
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			cmd.SetErr(cerr)
-			return cerr
-		}
-		return next(ctx, cmd)
+		return h.hold(ctx, func() error { return next(ctx, cmd) }, cmd.SetErr)
 	}
 }
 func (h *heldGet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		ours := slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool { return cmd.Name() == "get" && h.rt.ours(cmd) })
+		if !ours || !h.taken.CompareAndSwap(false, true) {
+			return next(ctx, cmds)
+		}
+		return h.hold(ctx, func() error { return next(ctx, cmds) }, func(err error) {
+			for _, cmd := range cmds {
+				cmd.SetErr(err)
+			}
+		})
+	}
+}
+
+// hold holds the taken GET (send sends it; fail fails it) as h says.
+func (h *heldGet) hold(ctx context.Context, send func() error, fail func(error)) error {
+	var err error
+	if h.after {
+		err = send()
+	}
+	close(h.held)
+	<-h.release
+	if h.after {
+		return err
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		fail(cerr)
+		return cerr
+	}
+	return send()
 }
 
 func recvOr[T any](t *testing.T, ch <-chan T, what string) T {

@@ -45,6 +45,7 @@ var otherMeasurements = []measurement{
 	{"pub/sub connections per master of 20 caches and a lock client on one cluster client", ".", "go test -count=1 -run TestOneConnectionPerMaster -v ./internal/pubsub"},
 	{"linearizability of random histories (1 or 3 instances, connections killed), long form", ".", "CACHEGUARD_LINCHECK=long go test -run TestLinearizable -timeout 60m ./internal/lincheck/"},
 	{"flash-sale soak: orders in, orders in the database, dead letters, oversell", "stock", "go test -race -count=1 -v -run 'TestSoak$' -timeout 30m . -stock.soak=10m"},
+	{"Get's Redis hit over the read queues, go-redis's AutoPipeliner and the connection pool, taking turns, at 1 to 1,024 goroutines", "cache", "go test -run '^$' -bench BenchmarkReadTransport -benchtime 20x ."},
 }
 
 // writeOtherCommands lists otherMeasurements.

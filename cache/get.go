@@ -126,9 +126,15 @@ func (c *Cache[V]) remote(ctx context.Context, key string, load Loader[V], stale
 			f.joined.Add(1)
 			c.event(ctx, evShared, key, nil)
 		}
-		res, err := f.wait(ctx)
+		res, soft, err := c.waitFlight(ctx, f, stale)
 		if err != nil {
 			return zero, err
+		}
+		if soft { // the fill goes on without us (soft.go)
+			if stale.Null {
+				return zero, ErrNotFound
+			}
+			return stale.Value, nil
 		}
 		if res.gone {
 			if lead && res.err != nil {

@@ -25,10 +25,13 @@ func (c *Cache[V]) solo(ctx context.Context, key, rkey string, load Loader[V]) (
 	f = sh.endSolo(rkey, miss)
 	ended = true
 	if !miss {
+		res, soft := c.refreshSoft(ctx, key, rkey, res, env, load)
 		if f != nil { // a flight queued behind this read: it may go now
 			c.flights.finish(rkey, f, res)
 		}
-		c.refreshAfterHit(ctx, key, rkey, res, env, load)
+		if !soft {
+			c.refreshAfterHit(ctx, key, rkey, res, env, load)
+		}
 		return nil, false, res, clock, true
 	}
 	c.leadMiss(ctx, f, key, rkey, load)
@@ -56,8 +59,11 @@ func (c *Cache[V]) lead(ctx context.Context, f *flight[V], key, rkey string, loa
 	res, env, miss := c.read(ctx, key, rkey)
 	ended = true
 	if !miss {
+		res, soft := c.refreshSoft(ctx, key, rkey, res, env, load)
 		c.flights.finish(rkey, f, res)
-		c.refreshAfterHit(ctx, key, rkey, res, env, load)
+		if !soft {
+			c.refreshAfterHit(ctx, key, rkey, res, env, load)
+		}
 		return
 	}
 	c.leadMiss(ctx, f, key, rkey, load)

@@ -30,6 +30,8 @@ type Stats struct {
 	ObserverPanics   uint64 // panics of the Observer, recovered (see Observer)
 	RateLimited      uint64 // Redis reads and loads the key rate limit refused (ratelimit.go); a refused fill's load also counts in LoadErrors
 	RateLimitedLocal uint64 // of the Gets they belonged to, answered from the local tier instead
+	SoftTimeouts     uint64 // Gets answered with a stale value because the reload outlasted WithSoftLoadTimeout
+	LoadTimeouts     uint64 // loader calls stopped by WithLoadTimeout
 
 	// Breaker is the circuit breaker's state now (BreakerClosed without
 	// WithCircuitBreaker).
@@ -54,7 +56,8 @@ type counters struct {
 	loads, loadErrors, leaseWaits, waitTimeouts, rejectedFills,
 	earlyRefresh, corrupt, tooLarge, redisErrors,
 	staleServed, localFlushes, fallbackLoads, fallbackRejected,
-	breakerRejects, observerPanics, rateLimited, rateLimitedLocal atomic.Uint64
+	breakerRejects, observerPanics, rateLimited, rateLimitedLocal,
+	softTimeouts, loadTimeouts atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -82,5 +85,7 @@ func (c *counters) snapshot() Stats {
 		ObserverPanics:   c.observerPanics.Load(),
 		RateLimited:      c.rateLimited.Load(),
 		RateLimitedLocal: c.rateLimitedLocal.Load(),
+		SoftTimeouts:     c.softTimeouts.Load(),
+		LoadTimeouts:     c.loadTimeouts.Load(),
 	}
 }

@@ -58,6 +58,8 @@ var cacheCounters = []counter[cache.Stats]{
 	{MetricInvalidationDecodeErrs, "Invalidation messages that did not decode", one(func(s cache.Stats) uint64 { return s.InvalidationDecodeErrors })},
 	{MetricSubscriptionDowns, "Invalidation subscription failures", one(func(s cache.Stats) uint64 { return s.SubscriptionDowns })},
 	{MetricObserverPanics, "Panics of the cache's Observer, recovered", one(func(s cache.Stats) uint64 { return s.ObserverPanics })},
+	{MetricSoftTimeouts, "Gets answered with a stale value because the reload outlasted the soft load timeout", one(func(s cache.Stats) uint64 { return s.SoftTimeouts })},
+	{MetricLoadTimeouts, "Loader calls stopped by the load timeout", one(func(s cache.Stats) uint64 { return s.LoadTimeouts })},
 }
 
 // StatsSource is what RegisterCache reads: a *cache.Cache[V] of any V.

@@ -29,6 +29,8 @@ const (
 	MetricInvalidationDecodeErrs = "cacheguard.cache.invalidation.decode_errors"
 	MetricSubscriptionDowns      = "cacheguard.cache.invalidation.subscription_downs"
 	MetricObserverPanics         = "cacheguard.cache.observer.panics"
+	MetricSoftTimeouts           = "cacheguard.cache.load.soft_timeouts" // Gets answered stale past WithSoftLoadTimeout
+	MetricLoadTimeouts           = "cacheguard.cache.load.timeouts"      // loads stopped by WithLoadTimeout
 	// Gauge: the circuit breaker's state, 0 closed, 1 half-open, 2 open.
 	MetricBreakerState = "cacheguard.cache.breaker.state"
 	// Gauges, in seconds.
@@ -99,4 +101,6 @@ const (
 	AttrLeaseWaited  = "cacheguard.lease.waited"       // the fill waited for another holder's lease
 	AttrLeaseWait    = "cacheguard.lease.wait_seconds" // how long (set when waited)
 	AttrEarlyRefresh = "cacheguard.early_refresh"      // the call started a refresh ahead of expiry
+	AttrSoftTimeout  = "cacheguard.soft_timeout"       // the call was answered stale past the soft load timeout
+	AttrLoadTimeout  = "cacheguard.load_timeout"       // a load of the call hit the load timeout
 )

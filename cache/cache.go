@@ -89,6 +89,8 @@ type Cache[V any] struct {
 
 	hooks *hooks // nil in production
 
+	ttlFunc func(string, V) time.Duration // WithTTLFunc (ttlfunc.go); nil when off
+
 	// flights coalesces the Redis reads of one key (flight.go).
 	flights flights[V]
 	// hub is the client's shared pub/sub connections (internal/pubsub);
@@ -143,11 +145,14 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if err := checkValueType[V](cfg.codec); err != nil {
 		return nil, err
 	}
+	ttlFunc, err := ttlFuncOf[V](cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkServerVersion(rdb); err != nil {
 		return nil, err
 	}
-	var err error
-	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger, hot: cfg.local.hot}
+	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger, hot: cfg.local.hot, ttlFunc: ttlFunc}
 	c.calls = call.For(rdb).Counting(&c.flight)
 	if c.log == nil {
 		c.log = slog.Default()
@@ -206,11 +211,15 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	if err := c.check(ctx, key); err != nil {
 		return err
 	}
+	base, cacheable := c.valueTTL(key, v)
+	if !cacheable {
+		return c.Delete(ctx, key) // not to be cached: the old value must go (ttlfunc.go)
+	}
 	payload, err := c.encode(key, v)
 	if err != nil {
 		return err
 	}
-	env, ttl := c.entry(false, 0, 0, payload)
+	env, ttl := c.entryFor(false, 0, 0, payload, base)
 	done, err := c.allow(key)
 	if err != nil {
 		return err
@@ -280,7 +289,12 @@ func (c *Cache[V]) uncacheable(key string, err error) {
 // entry builds the envelope for payload (or for an absence, null) with its
 // jittered TTL: the value TTL, or the null TTL for an absence.
 func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload []byte) ([]byte, time.Duration) {
-	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
+	return c.entryFor(null, version, delta, payload, c.cfg.ttl)
+}
+
+// entryFor is entry with base, before jitter, as the value TTL.
+func (c *Cache[V]) entryFor(null bool, version uint64, delta time.Duration, payload []byte, base time.Duration) ([]byte, time.Duration) {
+	ttl, flags := jittered(base, c.cfg.jitter), byte(0)
 	if null {
 		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), wire.FlagNull
 	}

@@ -37,12 +37,14 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		if !found {
 			rs[i] = result[V]{null: true}
 			env, ttl = c.entry(true, 0, delta, nil)
+		} else if base, ok := c.valueTTL(k, v); !ok {
+			rs[i] = result[V]{v: v, noLocal: true} // served, not cached (ttlfunc.go)
 		} else if payload, err := c.encode(k, v); err != nil {
 			c.uncacheable(k, err)
 			rs[i] = result[V]{v: v, noLocal: true}
 		} else {
 			rs[i] = result[V]{v: v, size: len(payload)}
-			env, ttl = c.entry(false, 0, delta, payload)
+			env, ttl = c.entryFor(false, 0, delta, payload, base)
 		}
 		if env == nil { // release instead of fill
 			calls[i] = scriptCall{releaseScript, []string{leases[i].key}, leases[i].releaseArgs()}

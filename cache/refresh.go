@@ -157,6 +157,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	delta := time.Since(start)
 	null := errors.Is(err, ErrNotFound)
 	var payload []byte
+	base := c.cfg.ttl
 	switch {
 	case null:
 	case err != nil:
@@ -166,6 +167,10 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 		c.report(logRefreshFailed, key, err)
 		return out
 	default:
+		var ok bool
+		if base, ok = c.valueTTL(key, v); !ok {
+			return out // the entry is left to expire (ttlfunc.go)
+		}
 		if payload, err = c.encode(key, v); err != nil {
 			c.uncacheable(key, err)
 			return out
@@ -173,7 +178,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	}
 	// Keep the replaced entry's version, so that a versioned write older
 	// than it is still refused after the refresh.
-	env, ttl := c.entry(null, binary.BigEndian.Uint64(header[4:12]), delta, payload)
+	env, ttl := c.entryFor(null, binary.BigEndian.Uint64(header[4:12]), delta, payload, base)
 	n, err := refreshFillScript.Run(ctx, c.rdb, []string{rkey}, marked, env, ttl.Milliseconds()).Int()
 	if err != nil {
 		c.report(logRefreshFailed, key, c.redisError(key, "refresh fill", err))

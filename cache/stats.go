@@ -32,6 +32,8 @@ type Stats struct {
 	RateLimitedLocal uint64 // of the Gets they belonged to, answered from the local tier instead
 	SoftTimeouts     uint64 // Gets answered with a stale value because the reload outlasted WithSoftLoadTimeout
 	LoadTimeouts     uint64 // loader calls stopped by WithLoadTimeout
+	TTLZero          uint64 // values not cached because WithTTLFunc chose 0
+	TTLInvalid       uint64 // values not cached because WithTTLFunc returned a negative or too long TTL, or panicked (each reported)
 
 	// Breaker is the circuit breaker's state now (BreakerClosed without
 	// WithCircuitBreaker).
@@ -57,7 +59,7 @@ type counters struct {
 	earlyRefresh, corrupt, tooLarge, redisErrors,
 	staleServed, localFlushes, fallbackLoads, fallbackRejected,
 	breakerRejects, observerPanics, rateLimited, rateLimitedLocal,
-	softTimeouts, loadTimeouts atomic.Uint64
+	softTimeouts, loadTimeouts, ttlZero, ttlInvalid atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -87,5 +89,7 @@ func (c *counters) snapshot() Stats {
 		RateLimitedLocal: c.rateLimitedLocal.Load(),
 		SoftTimeouts:     c.softTimeouts.Load(),
 		LoadTimeouts:     c.loadTimeouts.Load(),
+		TTLZero:          c.ttlZero.Load(),
+		TTLInvalid:       c.ttlInvalid.Load(),
 	}
 }

@@ -45,11 +45,15 @@ func (c *Cache[V]) SetVersioned(ctx context.Context, key string, v V, version ui
 	if err := c.check(ctx, key); err != nil {
 		return false, err
 	}
+	base, cacheable := c.valueTTL(key, v)
+	if !cacheable { // a version tombstone: readers miss, older versions are refused (ttlfunc.go)
+		return c.runVersioned(ctx, key, version, wire.AppendTombstone(nil, version), c.cfg.nullTTL.Milliseconds())
+	}
 	payload, err := c.encode(key, v)
 	if err != nil {
 		return false, err
 	}
-	env, ttl := c.entry(false, version, 0, payload)
+	env, ttl := c.entryFor(false, version, 0, payload, base)
 	return c.runVersioned(ctx, key, version, env, ttl.Milliseconds())
 }
 

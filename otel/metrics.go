@@ -60,6 +60,10 @@ var cacheCounters = []counter[cache.Stats]{
 	{MetricObserverPanics, "Panics of the cache's Observer, recovered", one(func(s cache.Stats) uint64 { return s.ObserverPanics })},
 	{MetricSoftTimeouts, "Gets answered with a stale value because the reload outlasted the soft load timeout", one(func(s cache.Stats) uint64 { return s.SoftTimeouts })},
 	{MetricLoadTimeouts, "Loader calls stopped by the load timeout", one(func(s cache.Stats) uint64 { return s.LoadTimeouts })},
+	{MetricTTLNotCached, "Values not cached because of the TTL func's answer", []series[cache.Stats]{
+		{[]attribute.KeyValue{attribute.String(AttrReason, "zero")}, func(s cache.Stats) uint64 { return s.TTLZero }},
+		{[]attribute.KeyValue{attribute.String(AttrReason, "invalid")}, func(s cache.Stats) uint64 { return s.TTLInvalid }},
+	}},
 }
 
 // StatsSource is what RegisterCache reads: a *cache.Cache[V] of any V.

@@ -29,8 +29,9 @@ const (
 	MetricInvalidationDecodeErrs = "cacheguard.cache.invalidation.decode_errors"
 	MetricSubscriptionDowns      = "cacheguard.cache.invalidation.subscription_downs"
 	MetricObserverPanics         = "cacheguard.cache.observer.panics"
-	MetricSoftTimeouts           = "cacheguard.cache.load.soft_timeouts" // Gets answered stale past WithSoftLoadTimeout
-	MetricLoadTimeouts           = "cacheguard.cache.load.timeouts"      // loads stopped by WithLoadTimeout
+	MetricSoftTimeouts           = "cacheguard.cache.load.soft_timeouts"  // Gets answered stale past WithSoftLoadTimeout
+	MetricLoadTimeouts           = "cacheguard.cache.load.timeouts"       // loads stopped by WithLoadTimeout
+	MetricTTLNotCached           = "cacheguard.cache.ttl_func.not_cached" // values WithTTLFunc kept out; attribute reason: zero | invalid
 	// Gauge: the circuit breaker's state, 0 closed, 1 half-open, 2 open.
 	MetricBreakerState = "cacheguard.cache.breaker.state"
 	// Gauges, in seconds.
@@ -88,6 +89,7 @@ const (
 	AttrTier      = "tier"
 	AttrOutcome   = "outcome"
 	AttrDirection = "direction"
+	AttrReason    = "reason" // why a value was not cached (ttl_func.not_cached): zero | invalid
 	AttrOp        = "op"
 	AttrKey       = "cacheguard.key"
 	AttrKeys      = "cacheguard.keys"

@@ -90,6 +90,7 @@ type Cache[V any] struct {
 	hooks *hooks // nil in production
 
 	ttlFunc func(string, V) time.Duration // WithTTLFunc (ttlfunc.go); nil when off
+	gen     atomic.Uint64                 // the generation of every key read and written (clear.go)
 
 	// flights coalesces the Redis reads of one key (flight.go).
 	flights flights[V]
@@ -118,6 +119,7 @@ type hooks struct {
 	beforeLocalSet func(key string)                     // an admission passed its check, holding key's stripe lock
 	onLoadWait     func()                               // a load waits for a slot under WithMaxLoads
 	onJoin         func(key string)                     // a call joined another's read of key (flight.go)
+	onGeneration   func(gen uint64)                     // the cache moved to a new generation (clear.go)
 
 	// Fill notifications (notify.go).
 	onWake       func(key string, notified bool) // a lease waiter woke: by a fill message, or to poll
@@ -183,6 +185,10 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.fallbackSem = make(chan struct{}, cfg.fallbackLoads)
 	}
 	c.closing, c.close = context.WithCancel(context.Background())
+	if err := c.readGeneration(context.Background()); err != nil {
+		// Read again once the subscription is up (Redis reachable).
+		c.report(logSubscription, "", c.redisError("", "read generation", err))
+	}
 	c.hub = pubsub.Acquire(rdb)
 	if cfg.local.enabled() {
 		if err := c.startLocal(); err != nil {
@@ -190,6 +196,8 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 			_ = c.hub.Release(time.Time{}) // nothing subscribed yet: nothing to wait for
 			return nil, err
 		}
+	} else {
+		c.subscribe() // for the generation Clear announces (clear.go)
 	}
 	return c, nil
 }
@@ -226,7 +234,7 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	}
 	// The key's version stays (versionkeep.go).
 	_, err = boundedWrite(c, ctx, []string{key}, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, setKeepingVersionScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, env, ttl.Milliseconds()).Err()
+		return struct{}{}, setKeepingVersionScript.Run(ctx, c.rdb, []string{c.rkey(key)}, env, ttl.Milliseconds()).Err()
 	}, nil)
 	err = callerErr(ctx, err)
 	done(err)
@@ -246,7 +254,7 @@ func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
 	return c.writeKeys(ctx, "delete", keys, func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
-				p.Unlink(ctx, c.cfg.prefix+k)
+				p.Unlink(ctx, c.rkey(k))
 			}
 			return nil
 		})
@@ -255,7 +263,7 @@ func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
 }
 
 func (c *Cache[V]) check(ctx context.Context, key string) error {
-	if key == "" {
+	if key == "" || wire.ReservedKey(key) {
 		return ErrInvalidKey
 	}
 	if c.isClosed() {
@@ -376,7 +384,7 @@ func (c *Cache[V]) startLocal() error {
 // before the write (flight.go; nobody joins a read already sent anyway).
 func (c *Cache[V]) forget(keys []string) {
 	for _, k := range keys {
-		c.flights.forget(c.cfg.prefix + k)
+		c.flights.forget(c.rkey(k))
 		c.fallbackGroup.Forget(k)
 	}
 }

@@ -30,10 +30,10 @@ func (c *Cache[V]) sharedFill(ctx context.Context, f *flight[V], key, rkey strin
 			defer stop()
 			r, err = c.fill(fctx, key, rkey, load)
 		}()
-		c.flights.finish(rkey, f, flightResult[V]{r: r, tier: TierFill, err: err})
+		c.flights.finish(f, flightResult[V]{r: r, tier: TierFill, err: err})
 	})
 	if !started {
-		c.flights.finish(rkey, f, flightResult[V]{err: ErrClosed})
+		c.flights.finish(f, flightResult[V]{err: ErrClosed})
 	}
 }
 

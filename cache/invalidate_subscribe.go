@@ -61,6 +61,7 @@ func (h *invalHandler[V]) Up(_ string, since time.Time) {
 	// on; what came before is flushed.
 	clear(h.seqs)
 	h.c.subscriptionUp(since.Add(h.trust()))
+	h.c.rereadGeneration() // a Clear announced in the gap was missed (clear.go)
 }
 
 func (h *invalHandler[V]) Healthy(_ string, sent time.Time) {
@@ -92,8 +93,10 @@ func (c *Cache[V]) subscriptionUp(trustUntil time.Time) {
 		e = c.epoch.Add(1)
 	}
 	c.localFloor.Store(e + 1) // the epoch it comes up in
-	c.local.Clear()
-	c.stats.localFlushes.Add(1)
+	if c.local != nil {
+		c.local.Clear()
+		c.stats.localFlushes.Add(1)
+	}
 	c.trustUntil.Store(trustUntil.UnixNano())
 	c.epoch.Add(1)
 	c.subscribedOnce.Do(func() { close(c.subscribed) })
@@ -114,8 +117,10 @@ func (c *Cache[V]) flushLocal() {
 		c.epoch.CompareAndSwap(e, e+2) // a failed swap: it went down, which is as good
 	}
 	c.localFloor.Store(c.epoch.Load())
-	c.local.Clear()
-	c.stats.localFlushes.Add(1)
+	if c.local != nil {
+		c.local.Clear()
+		c.stats.localFlushes.Add(1)
+	}
 }
 
 // onInvalidation applies one message; seqs holds the last sequence number
@@ -149,7 +154,10 @@ func (c *Cache[V]) onInvalidation(payload string, seqs map[[sourceIDSize]byte]ui
 		}
 		seqs[m.src] = m.seq
 	}
-	c.dropLocal(m.keys)
+	c.onAnnouncements(m.keys)
+	if c.local != nil {
+		c.dropLocal(m.keys)
+	}
 	c.forget(m.keys)
 	if c.hooks != nil && c.hooks.onInvalidate != nil {
 		c.hooks.onInvalidate(m.keys)

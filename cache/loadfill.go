@@ -149,7 +149,7 @@ func (c *Cache[V]) callBatchLoader(ctx context.Context, keys []string, load Batc
 func (c *Cache[V]) prefixed(keys []string) []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
-		out[i] = c.cfg.prefix + k
+		out[i] = c.rkey(k)
 	}
 	return out
 }
@@ -163,7 +163,7 @@ func (c *Cache[V]) markManyWaited(ctx context.Context, keys []string, prev [][]b
 	var prevs [][]byte
 	for i, k := range keys {
 		if prev[i] != nil {
-			rkeys, prevs = append(rkeys, c.cfg.prefix+k), append(prevs, prev[i])
+			rkeys, prevs = append(rkeys, c.rkey(k)), append(prevs, prev[i])
 		}
 	}
 	if len(rkeys) == 0 {

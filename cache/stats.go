@@ -34,6 +34,8 @@ type Stats struct {
 	LoadTimeouts     uint64 // loader calls stopped by WithLoadTimeout
 	TTLZero          uint64 // values not cached because WithTTLFunc chose 0
 	TTLInvalid       uint64 // values not cached because WithTTLFunc returned a negative or too long TTL, or panicked (each reported)
+	Clears           uint64 // Clear calls that moved the cache to a new generation
+	Generations      uint64 // moves to a newer generation: Clears here and those heard from other instances
 
 	// Breaker is the circuit breaker's state now (BreakerClosed without
 	// WithCircuitBreaker).
@@ -59,7 +61,7 @@ type counters struct {
 	earlyRefresh, corrupt, tooLarge, redisErrors,
 	staleServed, localFlushes, fallbackLoads, fallbackRejected,
 	breakerRejects, observerPanics, rateLimited, rateLimitedLocal,
-	softTimeouts, loadTimeouts, ttlZero, ttlInvalid atomic.Uint64
+	softTimeouts, loadTimeouts, ttlZero, ttlInvalid, clears, generations atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -91,5 +93,7 @@ func (c *counters) snapshot() Stats {
 		LoadTimeouts:     c.loadTimeouts.Load(),
 		TTLZero:          c.ttlZero.Load(),
 		TTLInvalid:       c.ttlInvalid.Load(),
+		Clears:           c.clears.Load(),
+		Generations:      c.generations.Load(),
 	}
 }

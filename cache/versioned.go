@@ -72,7 +72,7 @@ func (c *Cache[V]) DeleteVersioned(ctx context.Context, key string, version uint
 func (c *Cache[V]) runVersioned(ctx context.Context, key string, version uint64, env []byte, ttlMS int64) (bool, error) {
 	ver := binary.BigEndian.AppendUint64(nil, version)
 	n, err := boundedWrite(c, ctx, []string{key}, func(ctx context.Context) (int, error) {
-		return versionedSetScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, ver, env, ttlMS).Int()
+		return versionedSetScript.Run(ctx, c.rdb, []string{c.rkey(key)}, ver, env, ttlMS).Int()
 	}, func(n int) bool { return n == 1 })
 	if err = callerErr(ctx, err); err != nil {
 		return false, c.redisError(key, "versioned write", err)

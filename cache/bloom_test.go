@@ -54,7 +54,10 @@ func TestPenetrationBehindLocalBloom(t *testing.T) {
 		t.Fatalf("rejects %d + loads %d != %d", st.FilterRejects, loads.Load(), requests)
 	}
 	// Each false positive costs a GET, a lease and a fill; rejects cost none.
-	if cmds.Load() > 3*loads.Load()+10 { // +10: script loading on first use
+	// +16: what a cache sends once, whatever the requests: the server
+	// version probe, the generation read, its subscription's setup, script
+	// loading on first use.
+	if cmds.Load() > 3*loads.Load()+16 {
 		t.Fatalf("%d Redis commands for %d false positives: filter negatives reached Redis", cmds.Load(), loads.Load())
 	}
 }

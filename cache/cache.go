@@ -56,8 +56,9 @@ type Cache[V any] struct {
 	// localFloor is the epoch of the last clear of the local tier (a
 	// flush, or the subscription coming back). An entry of an older epoch
 	// was stored around that Clear and is never served, not even stale
-	// while Redis fails (get.go, unavailable). Only the subscriber writes
-	// it, always with the current epoch, which only grows.
+	// while Redis fails (get.go, unavailable). The subscriber (and a
+	// generation move, clear.go) writes it, with the current epoch, which
+	// only grows; it never goes down.
 	localFloor atomic.Uint64
 	coarseNow  atomic.Int64  // unix nanos, advanced every coarseTick (local.go)
 	clockIdle  atomic.Bool   // the coarse clock is paused until the next local read
@@ -196,8 +197,10 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 			_ = c.hub.Release(time.Time{}) // nothing subscribed yet: nothing to wait for
 			return nil, err
 		}
-	} else {
-		c.subscribe() // for the generation Clear announces (clear.go)
+	} else if _, ring := rdb.(*redis.Ring); !ring {
+		// For the generations Clear announces (clear.go). Not on a Ring,
+		// where a subscription without a local tier is not made (clear.go).
+		c.subscribe()
 	}
 	return c, nil
 }

@@ -39,6 +39,8 @@ import (
 //   - Versions of versioned writes live in their entries: Clear forgets
 //     them, as it forgets the values. Bloom filters describe the database,
 //     not the cache: Clear leaves them alone.
+//   - On a redis.Ring, a cache without a local tier does not subscribe:
+//     it learns of a Clear made by another instance only when made (New).
 //   - User keys must not begin with byte 0xFF (wire.GenerationMark):
 //     ErrInvalidKey.
 

@@ -60,8 +60,16 @@ func (h *invalHandler[V]) Up(_ string, since time.Time) {
 	// Everything published after the SUBSCRIBE was sent arrives from here
 	// on; what came before is flushed.
 	clear(h.seqs)
+	again := false
+	select {
+	case <-h.c.subscribed:
+		again = true
+	default: // the first Up: New has just read the generation
+	}
 	h.c.subscriptionUp(since.Add(h.trust()))
-	h.c.rereadGeneration() // a Clear announced in the gap was missed (clear.go)
+	if again {
+		h.c.rereadGeneration() // a Clear announced in the gap may have been missed (clear.go)
+	}
 }
 
 func (h *invalHandler[V]) Healthy(_ string, sent time.Time) {
@@ -116,7 +124,13 @@ func (c *Cache[V]) flushLocal() {
 	if e := c.epoch.Load(); e%2 == 0 {
 		c.epoch.CompareAndSwap(e, e+2) // a failed swap: it went down, which is as good
 	}
-	c.localFloor.Store(c.epoch.Load())
+	// Clear's caller flushes too (clear.go): the floor only rises.
+	for e := c.epoch.Load(); ; {
+		f := c.localFloor.Load()
+		if f >= e || c.localFloor.CompareAndSwap(f, e) {
+			break
+		}
+	}
 	if c.local != nil {
 		c.local.Clear()
 		c.stats.localFlushes.Add(1)

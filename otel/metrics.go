@@ -64,6 +64,8 @@ var cacheCounters = []counter[cache.Stats]{
 		{[]attribute.KeyValue{attribute.String(AttrReason, "zero")}, func(s cache.Stats) uint64 { return s.TTLZero }},
 		{[]attribute.KeyValue{attribute.String(AttrReason, "invalid")}, func(s cache.Stats) uint64 { return s.TTLInvalid }},
 	}},
+	{MetricClears, "Clear calls that moved the cache to a new generation", one(func(s cache.Stats) uint64 { return s.Clears })},
+	{MetricGenerations, "Moves to a newer generation, by a Clear here or heard from another instance", one(func(s cache.Stats) uint64 { return s.Generations })},
 }
 
 // StatsSource is what RegisterCache reads: a *cache.Cache[V] of any V.

@@ -32,6 +32,8 @@ const (
 	MetricSoftTimeouts           = "cacheguard.cache.load.soft_timeouts"  // Gets answered stale past WithSoftLoadTimeout
 	MetricLoadTimeouts           = "cacheguard.cache.load.timeouts"       // loads stopped by WithLoadTimeout
 	MetricTTLNotCached           = "cacheguard.cache.ttl_func.not_cached" // values WithTTLFunc kept out; attribute reason: zero | invalid
+	MetricClears                 = "cacheguard.cache.clears"              // Clear calls on this instance
+	MetricGenerations            = "cacheguard.cache.generations"         // moves to a newer generation (Clears here and heard)
 	// Gauge: the circuit breaker's state, 0 closed, 1 half-open, 2 open.
 	MetricBreakerState = "cacheguard.cache.breaker.state"
 	// Gauges, in seconds.

@@ -22,7 +22,7 @@ func TestDocumentedNamesAreServed(t *testing.T) {
 		MetricStockApplied, MetricStockCredited, MetricStockExpired, MetricStockClaimed, MetricStockFailed,
 		MetricStockDeadLettered, MetricStockParkAlerts, MetricStockLimited, MetricStockFallbacks,
 		MetricObserverPanics, MetricHotKeysPromoted, MetricHotKeysDemoted, MetricLockLost, MetricLockPanics,
-		MetricSoftTimeouts, MetricLoadTimeouts, MetricTTLNotCached,
+		MetricSoftTimeouts, MetricLoadTimeouts, MetricTTLNotCached, MetricClears, MetricGenerations,
 		MetricBinlogTransactions, MetricBinlogRows, MetricBinlogKeys, MetricBinlogClears, MetricBinlogErrors,
 	} {
 		want = append(want, prom(n, "_total"))

@@ -44,10 +44,17 @@ func blockingLoader(v string, release <-chan struct{}) Loader[string] {
 	}
 }
 
-// checkSoftBound fails unless a stale answer came after the soft timeout and
-// well before the hard one.
-func checkSoftBound(t *testing.T, took time.Duration) {
+// getStale runs a Get of "k" whose reload blocks until release, and fails
+// unless it answered "old" after the soft timeout and well before the hard
+// one.
+func getStale(t *testing.T, c *Cache[string], release <-chan struct{}) {
 	t.Helper()
+	start := time.Now()
+	v, err := c.Get(context.Background(), "k", blockingLoader("new", release))
+	took := time.Since(start)
+	if err != nil || v != "old" {
+		t.Fatalf("Get = %q, %v; want the stale value", v, err)
+	}
 	if took < testSoft || took > testSoft+softSlack {
 		t.Fatalf("stale value after %v; want the soft timeout %v (+5ms, up to %v on a loaded machine), hard timeout %v", took, testSoft, softSlack, testHard)
 	}
@@ -71,13 +78,7 @@ func TestSoftTimeoutServesStaleRedisEntry(t *testing.T) {
 		filled := make(chan bool, 1)
 		c.hooks.onFill = func(_ string, ok bool) { filled <- ok }
 		release := make(chan struct{})
-		start := time.Now()
-		v, err := c.Get(ctx, "k", blockingLoader("new", release))
-		took := time.Since(start)
-		if err != nil || v != "old" {
-			t.Fatalf("Get = %q, %v; want the stale value", v, err)
-		}
-		checkSoftBound(t, took)
+		getStale(t, c, release)
 		if gi := obs.last(); !gi.SoftTimeout || gi.LoadTimeout {
 			t.Fatalf("GetInfo %+v: want SoftTimeout", gi)
 		}
@@ -128,13 +129,7 @@ func TestSoftTimeoutServesStaleLocalEntry(t *testing.T) {
 		filled := make(chan bool, 1)
 		c.hooks.onFill = func(_ string, ok bool) { filled <- ok }
 		release := make(chan struct{})
-		start := time.Now()
-		v, err := c.Get(ctx, "k", blockingLoader("new", release))
-		took := time.Since(start)
-		if err != nil || v != "old" {
-			t.Fatalf("Get = %q, %v; want the stale local value", v, err)
-		}
-		checkSoftBound(t, took)
+		getStale(t, c, release)
 		close(release)
 		if !<-filled {
 			t.Fatal("the background fill was refused")

@@ -9,6 +9,7 @@ import (
 	"github.com/cacheguard/cacheguard/hotkey"
 	"github.com/dgraph-io/ristretto/v2"
 	"github.com/maypok86/otter/v2"
+	"github.com/redis/go-redis/v9"
 )
 
 // localBytes is the local tier's size in the local-hit benchmarks; localTTL
@@ -21,8 +22,8 @@ const (
 // BenchmarkLocalHit measures the local-hit path: the row is in process
 // memory. Baselines are a raw ristretto v2 Get (configured as cacheguard
 // configures it) and a raw otter v2 GetIfPresent of a *row. cacheguard runs
-// with its default ristretto store (admitting every key, or only hot keys
-// with a detector recording every Get), and with an otter store plugged in
+// with its default store, otter v2 (admitting every key, or only hot keys
+// with a detector recording every Get), and with a ristretto store plugged in
 // through WithLocalStore. The other libraries with a local tier keep encoded
 // bytes there, so their local hit includes decoding.
 func BenchmarkLocalHit(b *testing.B) {
@@ -79,21 +80,13 @@ func BenchmarkLocalHit(b *testing.B) {
 			b.Cleanup(func() { det.Close() })
 			return []cache.Option{cache.WithLocal(localBytes), cache.WithHotKeys(det)}
 		}},
-		{"cacheguard+otter", func(*testing.B) []cache.Option {
-			return []cache.Option{cache.WithLocalStore[row](newOtterStore[row](localBytes)), cache.WithLocalAdmitAll()}
+		{"cacheguard+ristretto", func(*testing.B) []cache.Option {
+			return []cache.Option{cache.WithLocalStore[row](newRistrettoStore[row](localBytes)), cache.WithLocalAdmitAll()}
 		}},
 	} {
 		b.Run("impl="+v.name, func(b *testing.B) {
 			rdb, rt := countedClient(b)
-			opts := append(v.opts(b), cache.WithPrefix("local:"+v.name+":"), cache.WithLocalTTL(localTTL), cache.WithLogger(quietLog))
-			c, err := cache.New[row](rdb, opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			waitLocalTier(b, c)
-			load := func(ctx context.Context, key string) (row, error) { return db.load(ctx, key) }
-			warmLocal(b, c, key, load)
+			c, load := localHitCache(b, rdb, db, v.name, key, v.opts(b)...)
 			b.ReportAllocs()
 			before, rts := c.Stats().LocalHits, rt.load()
 			for b.Loop() {
@@ -159,32 +152,61 @@ func BenchmarkLocalHit(b *testing.B) {
 			}
 		})
 	})
-	b.Run("impl=cacheguard/parallel", func(b *testing.B) {
-		rdb, _ := countedClient(b)
-		c, err := cache.New[row](rdb, cache.WithPrefix("local:cacheguard:"), cache.WithLocal(localBytes),
-			cache.WithLocalAdmitAll(), cache.WithLocalTTL(localTTL), cache.WithLogger(quietLog))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		waitLocalTier(b, c)
-		load := func(ctx context.Context, key string) (row, error) { return db.load(ctx, key) }
-		warmLocal(b, c, key, load)
+	b.Run("impl=otter/parallel", func(b *testing.B) {
+		oc := otter.Must(&otter.Options[string, *row]{MaximumSize: localBytes / 256})
+		oc.Set(key, &r0)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if _, err := c.Get(ctx, key, load); err != nil {
-					b.Error(err)
-					return
+				if p, ok := oc.GetIfPresent(key); ok {
+					r := *p
+					_ = r
 				}
 			}
 		})
 	})
+	for _, v := range []struct {
+		name  string
+		store func() cache.Option
+	}{
+		{"cacheguard", func() cache.Option { return cache.WithLocal(localBytes) }},
+		{"cacheguard+ristretto", func() cache.Option { return cache.WithLocalStore[row](newRistrettoStore[row](localBytes)) }},
+	} {
+		name := v.name
+		b.Run("impl="+name+"/parallel", func(b *testing.B) {
+			rdb, _ := countedClient(b)
+			c, load := localHitCache(b, rdb, db, name, key, v.store(), cache.WithLocalAdmitAll())
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.Get(ctx, key, load); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// localHitCache returns a cache made with opts (a local tier among them),
+// closed when b ends, that serves key from its local tier, and its loader.
+func localHitCache(b *testing.B, rdb redis.UniversalClient, db *simDB, name, key string, opts ...cache.Option) (*cache.Cache[row], cache.Loader[row]) {
+	opts = append(opts, cache.WithPrefix("local:"+name+":"), cache.WithLocalTTL(localTTL), cache.WithLogger(quietLog))
+	c, err := cache.New[row](rdb, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	waitLocalTier(b, c)
+	load := func(ctx context.Context, key string) (row, error) { return db.load(ctx, key) }
+	warmLocal(b, c, key, load)
+	return c, load
 }
 
 // warmLocal reads key until cacheguard serves it from the local tier
-// (ristretto admits asynchronously; a hot-key detector promotes at its next
-// tick).
+// (a ristretto store admits asynchronously; a hot-key detector promotes at
+// its next tick).
 func warmLocal(b *testing.B, c *cache.Cache[row], key string, load cache.Loader[row]) {
 	ctx := context.Background()
 	for deadline := time.Now().Add(5 * time.Second); ; {

@@ -48,21 +48,21 @@ const schemeVersion = 1
 var (
 	// ErrInvalidParams is returned for an expected key count of zero, a
 	// false-positive rate outside (0, 1), or a bad filter name.
-	ErrInvalidParams = errors.New("bloom: invalid parameters")
+	ErrInvalidParams = errors.New("cacheguard: bloom: invalid parameters")
 	// ErrTooLarge is returned when the requested size exceeds MaxBits.
-	ErrTooLarge = errors.New("bloom: filter larger than 2^32 bits (512 MiB)")
+	ErrTooLarge = errors.New("cacheguard: bloom: filter larger than 2^32 bits (512 MiB)")
 	// ErrMismatch is returned when a Redis filter of the same name exists
 	// with another size, number of hash functions or location scheme.
-	ErrMismatch = errors.New("bloom: filter exists with other parameters")
+	ErrMismatch = errors.New("cacheguard: bloom: filter exists with other parameters")
 	// ErrRebuildInProgress is returned by Rebuild while another rebuild of
 	// the same filter is running.
-	ErrRebuildInProgress = errors.New("bloom: rebuild already in progress")
+	ErrRebuildInProgress = errors.New("cacheguard: bloom: rebuild already in progress")
 	// ErrRebuildLost is returned by a Redis Rebuild whose lease expired or
 	// was taken over before it could swap its filter in; the serving filter
 	// is left as it was.
-	ErrRebuildLost = errors.New("bloom: rebuild lease lost")
+	ErrRebuildLost = errors.New("cacheguard: bloom: rebuild lease lost")
 	// ErrCorrupt is returned when a snapshot cannot be read back.
-	ErrCorrupt = errors.New("bloom: corrupt snapshot")
+	ErrCorrupt = errors.New("cacheguard: bloom: corrupt snapshot")
 )
 
 // Params are a filter's size in bits (M) and its number of hash functions (K).

@@ -150,5 +150,5 @@ func (r *Redis) wrap(err error) error {
 			return fmt.Errorf("%w: Redis filter %q", ErrRebuildLost, r.name)
 		}
 	}
-	return fmt.Errorf("bloom: Redis filter %q: %w", r.name, err)
+	return fmt.Errorf("cacheguard: bloom: Redis filter %q: %w", r.name, err)
 }

@@ -90,14 +90,14 @@ func (r *Redis) MayContainMany(ctx context.Context, keys []string) ([]bool, erro
 				}
 			case string:
 				if len(v) != batches[i].n {
-					return nil, fmt.Errorf("bloom: Redis filter %q: %d answers for %d keys", r.name, len(v), batches[i].n)
+					return nil, fmt.Errorf("cacheguard: bloom: Redis filter %q: %d answers for %d keys", r.name, len(v), batches[i].n)
 				}
 				r.ready.Store(true)
 				for j := 0; j < len(v); j++ {
 					out = append(out, v[j] == '1')
 				}
 			default:
-				return nil, fmt.Errorf("bloom: Redis filter %q: unexpected reply %T", r.name, v)
+				return nil, fmt.Errorf("cacheguard: bloom: Redis filter %q: unexpected reply %T", r.name, v)
 			}
 		}
 	}

@@ -56,21 +56,21 @@ func (l *Local) WriteTo(w io.Writer) (int64, error) {
 	binary.LittleEndian.PutUint64(hdr[8:], uint64(l.n))
 	binary.LittleEndian.PutUint64(hdr[16:], l.p.M)
 	if _, err := cw.Write(hdr); err != nil {
-		return cw.n, fmt.Errorf("bloom: writing snapshot: %w", err)
+		return cw.n, fmt.Errorf("cacheguard: bloom: writing snapshot: %w", err)
 	}
 	buf := make([]byte, 0, 64<<10)
 	for i, word := range words {
 		buf = binary.LittleEndian.AppendUint64(buf, word)
 		if len(buf) == cap(buf) || i == len(words)-1 {
 			if _, err := cw.Write(buf); err != nil {
-				return cw.n, fmt.Errorf("bloom: writing snapshot: %w", err)
+				return cw.n, fmt.Errorf("cacheguard: bloom: writing snapshot: %w", err)
 			}
 			buf = buf[:0]
 		}
 	}
 	sum := binary.LittleEndian.AppendUint32(nil, cw.crc.Sum32())
 	if _, err := w.Write(sum); err != nil {
-		return cw.n, fmt.Errorf("bloom: writing snapshot: %w", err)
+		return cw.n, fmt.Errorf("cacheguard: bloom: writing snapshot: %w", err)
 	}
 	return cw.n + 4, nil
 }

@@ -46,7 +46,7 @@ func feed(ctx context.Context, src iter.Seq2[string, error], c *config, expected
 	}
 	for key, serr := range src {
 		if serr != nil {
-			return n, fmt.Errorf("bloom: reading source after %d keys: %w", n, serr)
+			return n, fmt.Errorf("cacheguard: bloom: reading source after %d keys: %w", n, serr)
 		}
 		batch = append(batch, key)
 		n++

@@ -47,8 +47,11 @@ type Cache[V any] struct {
 	refreshing sync.Map // rkey -> header (string) of the entry being refreshed here
 	held       sync.Map // lease -> struct{}: leases taken here and not yet given up (close.go)
 
-	// The local tier (nil when off) and its invalidation state.
+	// The local tier (nil when off) and its invalidation state; otter is
+	// the same store when it is the default one, called without an
+	// interface on a local hit (local.go, localGet).
 	local   LocalStore[V]
+	otter   *otterStore[V]
 	hot     HotKeys
 	source  [sourceIDSize]byte
 	channel string
@@ -372,6 +375,7 @@ func (c *Cache[V]) startLocal() error {
 		return err
 	}
 	c.local = store
+	c.otter, _ = store.(*otterStore[V])
 	c.admitLocks = new(admitLocks)
 	c.epoch.Store(1) // down until the first subscription is confirmed
 	c.coarseNow.Store(time.Now().UnixNano())

@@ -60,7 +60,6 @@ func TestClearEmptiesEveryInstance(t *testing.T) {
 				t.Fatalf("Get = %q, %v", v, err)
 			}
 		}
-		settle(b)
 		if _, ok := b.local.Get("k"); !ok {
 			t.Fatal("b holds no local copy")
 		}
@@ -139,7 +138,6 @@ func TestFillRacingClearNotVisible(t *testing.T) {
 			t.Fatal(v) // its caller called before Clear returned
 		}
 		<-filled
-		settle(b)
 		if _, ok := b.local.Get("k"); ok {
 			t.Fatal("the local tier admitted a value loaded before Clear")
 		}

@@ -22,20 +22,9 @@ func outageClient(t *testing.T, rdb redis.UniversalClient) redis.UniversalClient
 // pauseAll makes every master hold its clients' commands for d (CLIENT
 // PAUSE): Redis is healthy, just slow for a moment.
 func pauseAll(t *testing.T, rdb redis.UniversalClient, d time.Duration) {
-	ctx := context.Background()
-	pause := func(ctx context.Context, c *redis.Client) error {
+	redistest.EachMaster(t, rdb, func(ctx context.Context, c *redis.Client) error {
 		return c.Do(ctx, "CLIENT", "PAUSE", d.Milliseconds(), "ALL").Err()
-	}
-	var err error
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, pause)
-	case *redis.Client:
-		err = pause(ctx, c)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 }
 
 // A caller whose deadline runs out while Redis answers slowly and another

@@ -16,6 +16,12 @@
 // Delete and Set replace the key outright, so a fill that loaded before them
 // is refused and cannot write a stale value back.
 //
+//	users, err := cache.New[User](rdb, cache.WithPrefix("user:"), cache.WithTTL(10*time.Minute))
+//	u, err := users.Get(ctx, id, repo.FindUser) // FindUser returns cache.ErrNotFound for a missing row
+//	err = users.Delete(ctx, id)                 // after the row changed
+//
+// Everything else is an option (With...); New with none works.
+//
 // What that buys, failure by failure:
 //
 //   - Breakdown (a hot key expires and thousands reload it): one load per key

@@ -66,7 +66,6 @@ func TestEntryFromBeforeAClearNotServedInAnOutage(t *testing.T) {
 			if v, err := c.Get(ctx, "hot", func(context.Context, string) (string, error) { return "v", nil }); err != nil || v != "v" {
 				t.Fatalf("Get: %q, %v", v, err)
 			}
-			settle(c)
 			e, ok := c.local.Get("hot")
 			if !held || !ok || e.epoch >= c.epoch.Load() {
 				t.Fatalf("the held admission stored no entry of the epoch before the clear (held %v, stored %v)", held, ok)

@@ -157,7 +157,6 @@ func TestGetManyPerKeyOutage(t *testing.T) {
 		if v, err := c.Get(ctx, "hot", func(context.Context, string) (string, error) { return "v", nil }); err != nil || v != "v" {
 			t.Fatalf("warming: %q, %v", v, err)
 		}
-		settle(c)
 		e, ok := c.local.Get("hot")
 		if !ok {
 			t.Fatal("not admitted")

@@ -31,7 +31,6 @@ func TestHotKeyPromotionWithDetector(t *testing.T) {
 			c.Get(ctx, fmt.Sprint("cold", i), load)
 		}
 	}
-	settle(c)
 	if c.Stats().LocalHits != 0 || det.IsHot("hot") {
 		t.Fatalf("under the threshold: %d local hits, hot %v", c.Stats().LocalHits, det.IsHot("hot"))
 	}
@@ -40,7 +39,6 @@ func TestHotKeyPromotionWithDetector(t *testing.T) {
 		t.Fatalf("detector: hot=%v cold=%v", det.IsHot("hot"), det.IsHot("cold0"))
 	}
 	c.Get(ctx, "cold0", load)
-	settle(c)
 	for i := 0; i < 10; i++ {
 		c.Get(ctx, "hot", load)
 	}

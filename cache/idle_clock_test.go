@@ -18,7 +18,6 @@ func TestIdleLocalTierStopsItsClock(t *testing.T) {
 	if _, err := c.Get(ctx, "k", load); err != nil {
 		t.Fatal(err)
 	}
-	settle(c)
 	if _, ok := c.local.Get("k"); !ok {
 		t.Fatal("not admitted")
 	}

@@ -76,7 +76,6 @@ func TestInvalidationOutlivesWriterContext(t *testing.T) {
 			if v, _ := reader.Get(ctx, "k", never(t)); v != "old" {
 				t.Fatal(v)
 			}
-			settle(reader)
 			if _, ok := reader.local.Get("k"); !ok {
 				t.Fatal("reader did not keep a local copy")
 			}
@@ -171,7 +170,6 @@ func TestHalfOpenSubscriberIsDetected(t *testing.T) {
 	if v, _ := reader.Get(ctx, "k", never(t)); v != "old" {
 		t.Fatal(v)
 	}
-	settle(reader)
 	if _, ok := reader.local.Get("k"); !ok {
 		t.Fatal("not cached locally")
 	}
@@ -389,7 +387,6 @@ func TestInvalidationGapClearsLocalTier(t *testing.T) {
 		cacheK := func() {
 			t.Helper()
 			reader.Get(ctx, "k", func(context.Context, string) (string, error) { return "v", nil })
-			settle(reader)
 			if _, ok := reader.local.Get("k"); !ok {
 				t.Fatal("k not cached locally")
 			}

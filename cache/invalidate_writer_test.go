@@ -17,7 +17,6 @@ func TestWriterWithoutLocalTierInvalidatesReaders(t *testing.T) {
 	if v, _ := reader.Get(ctx, "k", never(t)); v != "old" {
 		t.Fatal(v)
 	}
-	settle(reader)
 	if _, ok := reader.local.Get("k"); !ok {
 		t.Fatal("reader did not keep a local copy")
 	}

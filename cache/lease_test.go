@@ -266,7 +266,7 @@ func TestWaitTimeout(t *testing.T) {
 			t.Fatal("loader ran although the database was to be protected")
 		}
 
-		d := newCache[string](t, rdb, WithPrefix(prefixFor(t)), WithWait(0), WithLoadOnWaitTimeout(true))
+		d := newCache[string](t, rdb, WithPrefix(prefixFor(t)), WithWait(0), WithLoadOnWaitTimeout())
 		if v, err := d.Get(ctx, "k", l.load); err != nil || v != "v" {
 			t.Fatalf("direct load: %q, %v", v, err)
 		}

@@ -2,10 +2,7 @@ package cache
 
 import (
 	"fmt"
-	"sync"
 	"time"
-
-	"github.com/dgraph-io/ristretto/v2"
 )
 
 // The local tier keeps decoded values in process memory, so that a hot key is
@@ -16,8 +13,9 @@ import (
 // served from it as fresh. A fresh-expired entry is kept a little longer
 // (WithLocalStale) only to answer for a key while Redis is failing.
 
-// LocalStore is the in-process tier's storage. The default is ristretto
-// (WithLocal); another implementation can be plugged in with WithLocalStore.
+// LocalStore is the in-process tier's storage. The default is otter v2
+// (WithLocal, local_otter.go); another implementation, ristretto for one,
+// can be plugged in with WithLocalStore.
 // Implementations must be safe for concurrent use; Set may drop an entry
 // (admission policies do); once Del or Clear returned, Get must not return
 // an entry Set before it was called (a store that applies Sets later, as
@@ -41,6 +39,9 @@ type LocalEntry[V any] struct {
 	fresh int64  // unix nanos: served as a hit until then
 	stale int64  // unix nanos: served only while Redis fails, until then
 	epoch uint64 // subscription epoch it was admitted in
+	// weight is the entry's cost in bytes as the default store weighs it
+	// (local_otter.go).
+	weight uint32
 }
 
 // HotKeys decides which keys the local tier admits. Record is called on every
@@ -64,7 +65,7 @@ type localConfig struct {
 }
 
 // WithLocal turns on the local tier with room for maxBytes of values, on
-// ristretto. Admission follows WithHotKeys (only hot keys, the usual choice)
+// otter v2. Admission follows WithHotKeys (only hot keys, the usual choice)
 // or WithLocalAdmitAll; one of them is required.
 func WithLocal(maxBytes int64) Option {
 	return func(c *config) {
@@ -148,106 +149,19 @@ func newLocalStore[V any](l localConfig) (LocalStore[V], error) {
 		}
 		return s, nil
 	}
-	return newRistrettoStore[V](l.maxBytes)
+	return newOtterStore[V](l.maxBytes)
 }
-
-// ristrettoStore is the default LocalStore. Cost is counted in bytes, so
-// IgnoreInternalCost is set (otherwise ristretto adds its own per-item
-// estimate on top); counters are ten per expected item, as ristretto's
-// authors advise, assuming items of about 256 bytes.
-//
-// ristretto's Close must not run concurrently with any other call (it closes
-// channels that Set and Del send on), while the Cache's Close may race calls
-// that are still finishing; mu orders them, and calls after Close do nothing.
-type ristrettoStore[V any] struct {
-	c      *ristretto.Cache[string, *LocalEntry[V]]
-	mu     sync.RWMutex
-	closed bool
-}
-
-// ristrettoSweepSecs sets ristretto's expiry sweep to run every 12 hours.
-// Entries are stored without a TTL (see Set), so the sweep never finds
-// anything; at ristretto's default it would wake the store's goroutine every
-// 2.5 s per cache, for nothing.
-const ristrettoSweepSecs = 24 * 3600
-
-func newRistrettoStore[V any](maxBytes int64) (*ristrettoStore[V], error) {
-	items := max(maxBytes/256, 1000)
-	c, err := ristretto.NewCache(&ristretto.Config[string, *LocalEntry[V]]{
-		NumCounters:            items * 10,
-		MaxCost:                maxBytes,
-		BufferItems:            64,
-		IgnoreInternalCost:     true,
-		TtlTickerDurationInSec: ristrettoSweepSecs,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: local tier: %w", ErrInvalidOption, err)
-	}
-	return &ristrettoStore[V]{c: c}, nil
-}
-
-func (s *ristrettoStore[V]) Get(key string) (*LocalEntry[V], bool) {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return nil, false
-	}
-	e, ok := s.c.Get(key)
-	s.mu.RUnlock()
-	return e, ok
-}
-
-// Set ignores ttl on purpose: with a TTL, ristretto reads the wall clock on
-// every Get, which measured as the largest single cost of a local hit. The
-// cache checks freshness itself against a coarse clock, and an entry past its
-// stale bound is never served; it stays until overwritten or evicted by size.
-func (s *ristrettoStore[V]) Set(key string, e *LocalEntry[V], cost int64, _ time.Duration) {
-	s.mu.RLock()
-	if !s.closed {
-		s.c.Set(key, e, cost)
-	}
-	s.mu.RUnlock()
-}
-
-// Del waits for ristretto's goroutine: ristretto stores a new key later, on
-// that goroutine, and a Del that comes first finds nothing to delete at once
-// and only queues the deletion behind the pending Set. Until the queue
-// reaches it, the deleted value would be served.
-func (s *ristrettoStore[V]) Del(key string) {
-	s.mu.RLock()
-	if !s.closed {
-		s.c.Del(key)
-		s.c.Wait()
-	}
-	s.mu.RUnlock()
-}
-
-func (s *ristrettoStore[V]) Clear() {
-	s.mu.RLock()
-	if !s.closed {
-		s.c.Clear()
-	}
-	s.mu.RUnlock()
-}
-
-func (s *ristrettoStore[V]) Close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed {
-		s.closed = true
-		s.c.Close()
-	}
-}
-
-// wait makes pending sets visible; tests use it where a promotion must be
-// seen at once.
-func (s *ristrettoStore[V]) wait() { s.c.Wait() }
 
 // localGet returns the local entry for key if it may be served as fresh, and
 // the entry itself (possibly stale) for the Redis-failure fallback.
 func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
 	c.touchClock()
-	e, ok := c.local.Get(key)
+	var ok bool
+	if c.otter != nil {
+		e, ok = c.otter.Get(key)
+	} else {
+		e, ok = c.local.Get(key)
+	}
 	if !ok {
 		return false, nil
 	}

@@ -25,13 +25,6 @@ func localCache(t *testing.T, rdb redis.UniversalClient, opts ...Option) *Cache[
 	return c
 }
 
-// settle makes ristretto's buffered sets visible.
-func settle[V any](c *Cache[V]) {
-	if s, ok := c.local.(*ristrettoStore[V]); ok {
-		s.wait()
-	}
-}
-
 func never(t *testing.T) Loader[string] {
 	return func(context.Context, string) (string, error) {
 		t.Error("loader called")
@@ -58,7 +51,6 @@ func TestLocalHitSkipsRedis(t *testing.T) {
 	if v, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "v", nil }); err != nil || v != "v" {
 		t.Fatal(v, err)
 	}
-	settle(c)
 	var cmds atomic.Int64
 	rdb.AddHook(countHook{&cmds})
 	for i := 0; i < 100; i++ {
@@ -102,7 +94,6 @@ func TestOnlyHotKeysAreAdmitted(t *testing.T) {
 	load := func(_ context.Context, k string) (string, error) { return "v" + k, nil }
 	c.Get(ctx, "hot", load)
 	c.Get(ctx, "cold", load)
-	settle(c)
 	if _, ok := c.local.Get("hot"); !ok {
 		t.Fatal("hot key not promoted")
 	}
@@ -137,7 +128,6 @@ func TestInvalidationAcrossInstances(t *testing.T) {
 			if v, _ := b.Get(ctx, key, never(t)); v != old {
 				t.Fatalf("b read %q", v)
 			}
-			settle(b)
 			if e, ok := b.local.Get(key); !ok || e.Value != old {
 				t.Fatal("b did not keep a local copy")
 			}
@@ -188,7 +178,6 @@ func TestLostSubscriptionFlushesLocal(t *testing.T) {
 		if v, _ := b.Get(ctx, "k", never(t)); v != "old" {
 			t.Fatal(v)
 		}
-		settle(b)
 		if _, ok := b.local.Get("k"); !ok {
 			t.Fatal("not cached locally")
 		}
@@ -233,7 +222,6 @@ func TestHotKeyServedStaleWhileRedisDown(t *testing.T) {
 	ctx := context.Background()
 	c := localCache(t, rdb, WithLocalStale(time.Minute))
 	c.Get(ctx, "hot", func(context.Context, string) (string, error) { return "v", nil })
-	settle(c)
 	e, ok := c.local.Get("hot")
 	if !ok {
 		t.Fatal("not admitted")
@@ -263,7 +251,7 @@ func TestLocalOptions(t *testing.T) {
 	if _, err := New[string](rdb, WithLocal(-1)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("negative size: %v", err)
 	}
-	s, _ := newRistrettoStore[int](1 << 20)
+	s, _ := newOtterStore[int](1 << 20)
 	defer s.Close()
 	if _, err := New[string](rdb, WithLocalStore[int](s), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("store of another value type: %v", err)
@@ -273,27 +261,31 @@ func TestLocalOptions(t *testing.T) {
 	}
 }
 
-// LocalStore's contract: Get must not return an entry after Del returned.
-// ristrettoStore applies a Set of a new key later, on ristretto's goroutine;
-// a Del of the key before that deletes nothing at once and queues its
-// deletion behind the Set, so the value shows up in between.
-func TestRistrettoStoreDelHidesPendingSet(t *testing.T) {
-	s, err := newRistrettoStore[int](1 << 20)
+// LocalStore's contract: Get must not return an entry after Del returned,
+// and a Set is seen by the next Get (the tier's tests read right after an
+// admission); after Close, Get misses.
+func TestDefaultStoreSetDelClose(t *testing.T) {
+	s, err := newOtterStore[int](1 << 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	bad := 0
-	for i := 0; i < 5000 && bad == 0; i++ {
+	for i := range 5000 {
 		k := fmt.Sprint("k", i%64)
 		s.Set(k, &LocalEntry[int]{Value: i}, 8, time.Second)
+		if e, ok := s.Get(k); !ok || e.Value != i {
+			t.Fatalf("iteration %d: Get after Set: %v %v", i, e, ok)
+		}
 		s.Del(k) // the Del returned: from now on no Get may see i
-		for j := 0; j < 20; j++ {
-			if e, ok := s.Get(k); ok && e.Value == i {
-				bad++
-				t.Errorf("iteration %d: Get after Del returned the deleted entry", i)
-				break
-			}
+		if e, ok := s.Get(k); ok && e.Value == i {
+			t.Fatalf("iteration %d: Get after Del returned the deleted entry", i)
 		}
 	}
+	s.Set("k", &LocalEntry[int]{Value: 1}, 8, time.Second)
+	s.Close()
+	if _, ok := s.Get("k"); ok {
+		t.Error("Get after Close hit")
+	}
+	s.Set("k", &LocalEntry[int]{Value: 2}, 8, time.Second) // no-ops after Close
+	s.Del("k")
+	s.Clear()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -18,18 +17,10 @@ func TestMain(m *testing.M) {
 	redistest.MainQuiet(m)
 }
 
-// onTopologies runs body against a single node and a three-master cluster
-// (shared by the package's tests; each test keeps to its own prefix).
-func onTopologies(t *testing.T, body func(t *testing.T, rdb redis.UniversalClient)) {
-	for _, top := range redistest.SharedTopologies() {
-		t.Run(top.Name, func(t *testing.T) { body(t, top.New(t)) })
-	}
-}
-
-// prefixFor gives each (sub)test its own key space on a shared server.
-func prefixFor(t *testing.T) string {
-	return strings.NewReplacer("/", ":", " ", "_").Replace(t.Name()) + ":"
-}
+var (
+	onTopologies = redistest.OnTopologies
+	prefixFor    = redistest.Prefix
+)
 
 func newCache[V any](t *testing.T, rdb redis.UniversalClient, opts ...Option) *Cache[V] {
 	t.Helper()

@@ -15,7 +15,7 @@ import (
 // Random Gets, GetManys, Sets and Deletes on a few keys: a read that starts
 // after a write returned never answers an older version; Stats add up.
 func TestReadsNeverGoBackAfterWrite(t *testing.T) {
-	for local, name := range []string{"no local tier", "ristretto", "locked map store"} {
+	for local, name := range []string{"no local tier", "default store", "locked map store"} {
 		t.Run(name, func(t *testing.T) {
 			onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 				ctx := context.Background()

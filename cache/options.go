@@ -174,7 +174,7 @@ func WithCloseTimeout(d time.Duration) Option {
 // WithLoadOnWaitTimeout makes Get call its loader itself, without caching the
 // result, when the wait budget runs out, instead of returning ErrWaitTimeout.
 // It trades database protection for availability; off by default.
-func WithLoadOnWaitTimeout(on bool) Option { return func(c *config) { c.loadOnTimeout = on } }
+func WithLoadOnWaitTimeout() Option { return func(c *config) { c.loadOnTimeout = true } }
 
 // WithMaxValueSize sets the largest encoded value cached, in bytes (default
 // 1 MiB; big values block Redis). Zero or less disables the limit.

@@ -77,7 +77,6 @@ func TestKeyRateLimitServesTheLocalEntry(t *testing.T) {
 	g := &gate{reads: true, loads: true}
 	c := localCache(t, rdb, WithKeyRateLimit(g))
 	c.Get(ctx, "hot", func(context.Context, string) (string, error) { return "v", nil })
-	settle(c)
 	e, ok := c.local.Get("hot")
 	if !ok {
 		t.Fatal("not admitted")

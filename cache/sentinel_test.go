@@ -39,7 +39,6 @@ func TestSentinelLocalTierFollowsTheMaster(t *testing.T) {
 			if v, err := b.Get(ctx, "k", load); err != nil || v != "v1" {
 				t.Fatalf("first read: %q %v", v, err)
 			}
-			settle(b)
 			if _, ok := b.local.Get("k"); !ok {
 				t.Fatal("not cached locally")
 			}

@@ -349,7 +349,6 @@ func TestSoloReadInvalidatedNotAdmitted(t *testing.T) {
 		if ra.err != nil || rb.err != nil || ra.v != "v1" || rb.v != "v2" {
 			t.Fatalf("a %q %v, b %q %v", ra.v, ra.err, rb.v, rb.err)
 		}
-		settle(r)
 		for i := 0; i < 3; i++ {
 			if v, err := r.Get(ctx, "k", never(t)); err != nil || v != "v2" {
 				t.Fatalf("Get %d after all: %q %v (stale local admission?)", i, v, err)

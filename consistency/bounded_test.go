@@ -19,7 +19,7 @@ import (
 // does not run its write.
 func TestCallsBoundedOnDefaultClient(t *testing.T) {
 	srv, rdb := redistest.RealSingleDefault(t)
-	q := newQueue(t, rdb, WithWorker(false))
+	q := newQueue(t, rdb, WithoutWorker())
 	users := register(t, q, "users", newCache[string](t, rdb))
 	ctx := context.Background()
 	if err := users.Delete(ctx, "warm"); err != nil { // scripts loaded, connections open

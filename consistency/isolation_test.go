@@ -34,7 +34,7 @@ func TestPoisonEntryFailsAlone(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.SharedSingle(t)
 	clk := newFakeClock()
-	q := newQueue(t, rdb, withClock(clk), WithWorker(false), WithMaxAttempts(2),
+	q := newQueue(t, rdb, withClock(clk), WithoutWorker(), WithMaxAttempts(2),
 		WithBackoff(time.Second, time.Second), WithBatchSize(100))
 	c := newCache[string](t, rdb)
 	users := register(t, q, "users", poisonInvalidator{c, "poison"})

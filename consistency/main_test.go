@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,17 +24,10 @@ var (
 	_ VersionedCache[string] = (*cache.Cache[string])(nil)
 )
 
-// onTopologies runs body against a single node and a three-master cluster.
-func onTopologies(t *testing.T, body func(t *testing.T, rdb redis.UniversalClient)) {
-	for _, top := range redistest.SharedTopologies() {
-		t.Run(top.Name, func(t *testing.T) { body(t, top.New(t)) })
-	}
-}
-
-// prefixFor gives each (sub)test its own key space on a shared server.
-func prefixFor(t *testing.T) string {
-	return strings.NewReplacer("/", ":", " ", "_").Replace(t.Name()) + ":"
-}
+var (
+	onTopologies = redistest.OnTopologies
+	prefixFor    = redistest.Prefix
+)
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -93,8 +85,7 @@ func clearOnce(t *testing.T, rdb redis.UniversalClient, prefix string) {
 // shared server under prefix.
 func clearPrefix(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	t.Helper()
-	ctx := context.Background()
-	clear := func(ctx context.Context, c *redis.Client) error {
+	redistest.EachMaster(t, rdb, func(ctx context.Context, c *redis.Client) error {
 		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 		for iter.Next(ctx) {
 			if err := c.Unlink(ctx, iter.Val()).Err(); err != nil {
@@ -102,17 +93,7 @@ func clearPrefix(t *testing.T, rdb redis.UniversalClient, prefix string) {
 			}
 		}
 		return iter.Err()
-	}
-	var err error
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, clear)
-	case *redis.Client:
-		err = clear(ctx, c)
-	}
-	if err != nil {
-		t.Fatalf("clearing %s: %v", prefix, err)
-	}
+	})
 }
 
 // fakeClock is a clock that moves only when the test says so.

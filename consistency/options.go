@@ -203,9 +203,9 @@ func WithShards(n int) Option {
 	}
 }
 
-// WithWorker turns the background worker on or off (default on). An instance
-// without a worker still records deletes; others drain them.
-func WithWorker(on bool) Option { return func(c *config) { c.worker = on } }
+// WithoutWorker turns the background worker off (it runs by default). An
+// instance without a worker still records deletes; others drain them.
+func WithoutWorker() Option { return func(c *config) { c.worker = false } }
 
 // WithLogger sets where errors that no caller sees are logged (a failed
 // first delete, a retry, a dead letter). The default is slog.Default().

@@ -54,7 +54,7 @@ type hooks struct {
 
 // New returns a Queue keeping its entries in rdb (any redis.UniversalClient;
 // all of the queue's keys share one hash tag, see WithNamespace) and starts
-// its worker unless WithWorker(false) is given. It returns an error wrapping
+// its worker unless WithoutWorker() is given. It returns an error wrapping
 // cache.ErrInvalidOption when an option makes no sense.
 func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 	if rdb == nil {
@@ -108,7 +108,7 @@ func (q *Queue) Close() error {
 	q.cancel()
 	q.wg.Wait()
 	if !q.flight.Wait(q.cfg.opTimeout) {
-		q.log.Warn("cacheguard consistency: close: Redis calls still running", "waited", q.cfg.opTimeout)
+		q.log.Warn("cacheguard: consistency: close: Redis calls still running", "waited", q.cfg.opTimeout)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ func TestCorruptEntriesDoNotBlockTheirBatch(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.SharedSingle(t)
 	clk := newFakeClock()
-	q := newQueue(t, rdb, withClock(clk), WithWorker(false), WithMaxAttempts(2), WithBackoff(time.Second, time.Second))
+	q := newQueue(t, rdb, withClock(clk), WithoutWorker(), WithMaxAttempts(2), WithBackoff(time.Second, time.Second))
 	c := newCounting(newCache[string](t, rdb))
 	users := register(t, q, "users", c)
 	for i := range 3 {
@@ -64,7 +64,7 @@ func TestLateFailureAfterClaimExpiredIsRefused(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.SharedSingle(t)
 	const vis = 30 * time.Second
-	producer := newQueue(t, rdb, WithWorker(false))
+	producer := newQueue(t, rdb, WithoutWorker())
 	pt := register(t, producer, "users", newCache[string](t, rdb))
 	if err := pt.InvalidateAfter(ctx, 0, "k"); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestLateFailureAfterClaimExpiredIsRefused(t *testing.T) {
 	await(t, claimed, "A claiming")
 	clkB := &fakeClock{now: clkA.Now()}
 	clkB.Advance(vis + time.Second)
-	b := newQueue(t, rdb, withClock(clkB), WithVisibilityTimeout(vis), WithWorker(false))
+	b := newQueue(t, rdb, withClock(clkB), WithVisibilityTimeout(vis), WithoutWorker())
 	cb := newCounting(newCache[string](t, rdb))
 	register(t, b, "users", cb)
 	if n, _, err := b.drain(ctx); err != nil || n != 1 || cb.deleted("k") != 1 {
@@ -128,7 +128,7 @@ func TestCloseDuringUpdateKeepsSecondDelete(t *testing.T) {
 	if err != nil && !errors.Is(err, ErrClosed) {
 		t.Fatalf("update: %v", err)
 	}
-	other := newQueue(t, rdb, WithWorker(false))
+	other := newQueue(t, rdb, WithoutWorker())
 	oc := newCounting(newCache[string](t, rdb))
 	register(t, other, "users", oc)
 	if p, err := other.Pending(ctx); err != nil || p != 1 {

@@ -161,7 +161,7 @@ func TestInstancesClaimDisjointBatches(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		const n = 300
-		producer := newQueue(t, rdb, WithWorker(false))
+		producer := newQueue(t, rdb, WithoutWorker())
 		pt := register(t, producer, "users", newCache[string](t, rdb))
 		for i := range n {
 			if err := pt.InvalidateAfter(ctx, 0, "k"+itoa(i)); err != nil {
@@ -211,7 +211,7 @@ func TestExpiredClaimPassesToAnotherInstance(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.SharedSingle(t)
 	const vis = 30 * time.Second
-	producer := newQueue(t, rdb, WithWorker(false))
+	producer := newQueue(t, rdb, WithoutWorker())
 	pt := register(t, producer, "users", newCache[string](t, rdb))
 	for i := range 3 {
 		pt.InvalidateAfter(ctx, 0, "k"+itoa(i))
@@ -231,7 +231,7 @@ func TestExpiredClaimPassesToAnotherInstance(t *testing.T) {
 
 	clkB := &fakeClock{now: clkA.Now()}
 	clkB.Advance(vis - time.Second)
-	b := newQueue(t, rdb, withClock(clkB), WithVisibilityTimeout(vis), WithWorker(false))
+	b := newQueue(t, rdb, withClock(clkB), WithVisibilityTimeout(vis), WithoutWorker())
 	register(t, b, "users", newCache[string](t, rdb))
 	if n, _, err := b.drain(ctx); err != nil || n != 0 {
 		t.Fatalf("B drained %d, %v while A's claim was valid", n, err)
@@ -259,7 +259,7 @@ func TestDrainRespectsDueTime(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.SharedSingle(t)
 	clk := newFakeClock()
-	q := newQueue(t, rdb, withClock(clk), WithWorker(false))
+	q := newQueue(t, rdb, withClock(clk), WithoutWorker())
 	users := register(t, q, "users", newCache[string](t, rdb))
 	if err := users.InvalidateAfter(ctx, time.Minute, "a"); err != nil {
 		t.Fatal(err)
@@ -335,7 +335,7 @@ func TestOptionsAndRegisterValidate(t *testing.T) {
 	if _, err := New(nil); !errors.Is(err, cache.ErrInvalidOption) {
 		t.Errorf("nil client: %v", err)
 	}
-	q := newQueue(t, rdb, WithWorker(false))
+	q := newQueue(t, rdb, WithoutWorker())
 	c := newCache[string](t, rdb)
 	register(t, q, "users", c)
 	if _, err := q.Register("users", c); !errors.Is(err, ErrDuplicateTarget) {
@@ -385,7 +385,7 @@ func TestCloseReleasesInterruptedDeletes(t *testing.T) {
 	if st := a.Stats(); st.Retries != 0 || st.Done != 0 {
 		t.Fatalf("A stats %+v: an interrupted delete is neither a failure nor done", st)
 	}
-	next := newQueue(t, rdb, withClock(clk), WithWorker(false)) // same clock: no time has passed
+	next := newQueue(t, rdb, withClock(clk), WithoutWorker()) // same clock: no time has passed
 	inv := newCounting(newCache[string](t, rdb))
 	register(t, next, "users", inv)
 	if n, _, err := next.drain(ctx); err != nil || n != 1 || inv.deleted("k") != 1 {

@@ -18,7 +18,7 @@ func TestWaitReplicasOnPrimaryAndReplica(t *testing.T) {
 	rdb := primary.Client()
 	rep := replica.Client()
 	clk := newFakeClock()
-	q := newQueue(t, rdb, withClock(clk), WithWorker(false), WithOpTimeout(time.Second))
+	q := newQueue(t, rdb, withClock(clk), WithoutWorker(), WithOpTimeout(time.Second))
 	c := newCache[string](t, rdb)
 	users := register(t, q, "users", c, WaitReplicas(1, 2*time.Second))
 	rkey := prefixFor(t) + "c:k"
@@ -53,7 +53,7 @@ func TestWaitReplicasOnPrimaryAndReplica(t *testing.T) {
 		t.Fatalf("stats %+v: the retry should be confirmed now", st)
 	}
 
-	cq := newQueue(t, redistest.SharedCluster(t), WithWorker(false))
+	cq := newQueue(t, redistest.SharedCluster(t), WithoutWorker())
 	if _, err := cq.Register("x", c, WaitReplicas(1, time.Second)); err == nil {
 		t.Fatal("WaitReplicas accepted a cluster client")
 	}

@@ -23,10 +23,10 @@ func TestDueTimesFollowServerClock(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.SharedSingle(t)
 	ns := prefixFor(t) + "q"
-	honest := newQueue(t, rdb, WithWorker(false))
+	honest := newQueue(t, rdb, WithoutWorker())
 	ht := register(t, honest, "users", newCache[string](t, rdb))
 	mk := func(off time.Duration, opts ...Option) (*Queue, *Target) {
-		q, err := New(rdb, append([]Option{WithNamespace(ns), WithLogger(quiet), WithWorker(false), withClock(skewedClock{off})}, opts...)...)
+		q, err := New(rdb, append([]Option{WithNamespace(ns), WithLogger(quiet), WithoutWorker(), withClock(skewedClock{off})}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

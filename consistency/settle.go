@@ -172,10 +172,10 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 		if n > 0 {
 			// The line an operator looks for: these keys may stay stale
 			// until their TTL runs out.
-			q.log.Error("cacheguard consistency: delete dead-lettered after retry budget",
+			q.log.Error("cacheguard: consistency: delete dead-lettered after retry budget",
 				"target", t.name, "keys", deadKeys, "attempts", q.cfg.maxAttempts, "err", lastErr)
 			if q.cfg.onError != nil {
-				q.cfg.onError(t.name, deadKeys, fmt.Errorf("dead-lettered: %w", lastErr))
+				q.cfg.onError(t.name, deadKeys, fmt.Errorf("cacheguard: dead-lettered: %w", lastErr))
 			}
 		}
 	}

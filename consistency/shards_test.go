@@ -16,7 +16,7 @@ func TestShardedQueueOnCluster(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.SharedCluster(t)
 	const n = 300
-	producer := newQueue(t, rdb, WithWorker(false), WithShards(8))
+	producer := newQueue(t, rdb, WithoutWorker(), WithShards(8))
 	pt := register(t, producer, "users", newCache[string](t, rdb))
 	for i := range n {
 		if err := pt.InvalidateAfter(ctx, 0, "k"+itoa(i)); err != nil {
@@ -74,7 +74,7 @@ func TestShardedQueueOnCluster(t *testing.T) {
 
 	// Poison entries in several shards: each dead-lettered alone, counted
 	// across shards.
-	dq := newQueue(t, rdb, WithWorker(false), WithShards(8), WithMaxAttempts(1))
+	dq := newQueue(t, rdb, WithoutWorker(), WithShards(8), WithMaxAttempts(1))
 	c := newCache[string](t, rdb)
 	dt := register(t, dq, "poisoned", poisonInvalidator{c, "poison"})
 	for range 5 {

@@ -50,7 +50,7 @@ func TestDeleteKeepsVersionHighWaterMark(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 				ctx := context.Background()
-				q := newQueue(t, rdb, WithWorker(false), WithTombstoneTTL(time.Minute))
+				q := newQueue(t, rdb, WithoutWorker(), WithTombstoneTTL(time.Minute))
 				c := newCache[string](t, rdb)
 				tg := register(t, q, "users", c)
 				vw, _ := NewVersioned[string](c, tg)
@@ -83,7 +83,7 @@ func TestDeleteKeepsVersionHighWaterMark(t *testing.T) {
 func TestDeleteWithoutVersionLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.SharedSingle(t)
-	q := newQueue(t, rdb, WithWorker(false))
+	q := newQueue(t, rdb, WithoutWorker())
 	c := newCache[string](t, rdb)
 	tg := register(t, q, "users", c)
 	if err := c.Set(ctx, "k", "v"); err != nil {

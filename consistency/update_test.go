@@ -191,7 +191,7 @@ func killedWriter(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("CG_TEST_REDIS")})
 	row := os.Getenv("CG_TEST_ROW")
 	c := newCache[string](t, rdb)
-	q := newQueue(t, rdb, WithWorker(false), WithWriteGrace(killedGrace))
+	q := newQueue(t, rdb, WithoutWorker(), WithWriteGrace(killedGrace))
 	users := register(t, q, "users", c)
 	users.Update(ctx, []string{"1"}, func(context.Context) error {
 		if err := os.WriteFile(row, []byte("2"), 0o600); err != nil {
@@ -252,7 +252,7 @@ func TestUpdateReturnsWriteErrorAndStillDeletes(t *testing.T) {
 
 func TestUpdateRejectsBadInput(t *testing.T) {
 	rdb := redistest.SharedSingle(t)
-	q := newQueue(t, rdb, WithWorker(false))
+	q := newQueue(t, rdb, WithoutWorker())
 	users := register(t, q, "users", newCache[string](t, rdb))
 	ctx := context.Background()
 	nop := func(context.Context) error { return nil }

@@ -47,7 +47,7 @@ import (
 // succeeds.
 
 // ErrFleet wraps the errors of a fleet exchange.
-var ErrFleet = errors.New("hotkey: fleet exchange")
+var ErrFleet = errors.New("cacheguard: hotkey: fleet exchange")
 
 // fleetConfig is set by WithFleet.
 type fleetConfig struct {

@@ -9,7 +9,7 @@ import (
 
 // ErrInvalidOption is returned by New, wrapped with the reason, when an option
 // is out of range.
-var ErrInvalidOption = errors.New("hotkey: invalid option")
+var ErrInvalidOption = errors.New("cacheguard: hotkey: invalid option")
 
 // Option configures a Detector.
 type Option func(*config)

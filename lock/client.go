@@ -25,7 +25,7 @@ type Client struct {
 // the client; see Option.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if rdb == nil {
-		return nil, errors.New("lock: nil redis client")
+		return nil, errors.New("cacheguard: lock: nil redis client")
 	}
 	cfg := defaultConfig()
 	cfg.apply(opts)
@@ -102,7 +102,7 @@ func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []ren
 	}); err != nil {
 		for _, i := range todo {
 			if _, ok := cmds[i]; ok {
-				out[i].err = fmt.Errorf("lock: renew %q: %w", batch[i].h.b.name(), err)
+				out[i].err = fmt.Errorf("cacheguard: lock: renew %q: %w", batch[i].h.b.name(), err)
 			}
 		}
 		return left
@@ -125,7 +125,7 @@ func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []ren
 	}
 	for s := range missing {
 		if err := s.Load(ctx, c.rdb).Err(); err != nil {
-			c.logger.Warn("lock: loading a script", "err", err)
+			c.logger.Warn("cacheguard: lock: loading a script", "err", err)
 		}
 	}
 	return left

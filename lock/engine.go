@@ -62,7 +62,7 @@ func (e *engine) close() {
 	}
 	e.bg.Wait()
 	if !e.inflight.Wait(closeWait) {
-		e.logger.Warn("lock: close: Redis calls still running", "waited", closeWait)
+		e.logger.Warn("cacheguard: lock: close: Redis calls still running", "waited", closeWait)
 	}
 }
 
@@ -108,7 +108,7 @@ func (e *engine) obtain(ctx context.Context, b backend, cfg *config, wait bool) 
 	if e.isClosed() {
 		return nil, ErrClosed
 	}
-	owner, reentrant := OwnerFrom(ctx)
+	owner, reentrant := OwnerFromContext(ctx)
 	if !reentrant {
 		owner = newOwner()
 	}
@@ -164,7 +164,7 @@ func (e *engine) try(ctx context.Context, b backend, owner string, cfg *config, 
 			cctx, cancel := context.WithTimeout(context.Background(), min(cfg.lease, time.Second))
 			defer cancel()
 			if err := b.release(cctx, owner, true); err != nil && !errors.Is(err, ErrNotHeld) {
-				e.logger.Warn("lock: cleanup after a failed acquire", "lock", b.name(), "err", err)
+				e.logger.Warn("cacheguard: lock: cleanup after a failed acquire", "lock", b.name(), "err", err)
 			}
 		})
 	}
@@ -194,7 +194,7 @@ func (e *engine) handle(ctx context.Context, b backend, owner string, cfg *confi
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(cfg.lease, time.Second))
 		defer cancel()
 		if rerr := b.release(rctx, owner, false); rerr != nil {
-			e.logger.Warn("lock: release after close", "lock", b.name(), "err", rerr)
+			e.logger.Warn("cacheguard: lock: release after close", "lock", b.name(), "err", rerr)
 		}
 		return nil, err
 	}

@@ -9,36 +9,36 @@ var (
 	// ErrNotObtained is returned when a lock could not be taken: TryLock found
 	// it held by another owner, or Lock gave up waiting. When Lock gave up
 	// because its context ended, the error also matches ctx.Err().
-	ErrNotObtained = errors.New("lock: not obtained")
+	ErrNotObtained = errors.New("cacheguard: lock: not obtained")
 
 	// ErrNotHeld is returned by Unlock, Extend and TTL when the lock is no
 	// longer held by the handle's owner: its lease ran out, or it was deleted
 	// or taken by someone else. Nothing is changed in Redis in that case.
-	ErrNotHeld = errors.New("lock: not held")
+	ErrNotHeld = errors.New("cacheguard: lock: not held")
 
 	// ErrLost is the cause (see context.Cause) of a handle's context when the
 	// lease was lost while the handle was still in use. The wrapping error
 	// says why: the lease ran out, the key was gone, another owner took it,
 	// or the client was closed.
-	ErrLost = errors.New("lock: lease lost")
+	ErrLost = errors.New("cacheguard: lock: lease lost")
 
 	// ErrReleased is the cause of a handle's context after a normal Unlock.
-	ErrReleased = errors.New("lock: released")
+	ErrReleased = errors.New("cacheguard: lock: released")
 
 	// ErrClosed is returned by calls on a closed Client or Redlock.
-	ErrClosed = errors.New("lock: client closed")
+	ErrClosed = errors.New("cacheguard: lock: client closed")
 
 	// ErrInvalidName is returned for a lock name that cannot make a Redis
 	// key whose keys stay in one cluster slot (see Client.Mutex).
-	ErrInvalidName = errors.New("lock: invalid lock name")
+	ErrInvalidName = errors.New("cacheguard: lock: invalid lock name")
 
 	// ErrTimeout is returned when a Redis call took longer than the
 	// operation timeout (see WithTimeout).
-	ErrTimeout = errors.New("lock: redis call timed out")
+	ErrTimeout = errors.New("cacheguard: lock: redis call timed out")
 
 	// ErrUpgrade is returned when an owner holding a read lock asks for the
 	// write lock of the same RWMutex. Waiting would deadlock on itself.
-	ErrUpgrade = errors.New("lock: cannot upgrade a read lock to a write lock")
+	ErrUpgrade = errors.New("cacheguard: lock: cannot upgrade a read lock to a write lock")
 )
 
 // lostf builds a cause matching ErrLost that says why the lease was lost.

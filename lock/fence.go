@@ -19,7 +19,7 @@ import (
 // ErrFenced is returned when a resource refused a write because it has
 // already accepted one with a larger (or the same) fencing token: a newer
 // holder of the lock got there first, and this holder must stop.
-var ErrFenced = errors.New("lock: write refused by the fencing token")
+var ErrFenced = errors.New("cacheguard: lock: write refused by the fencing token")
 
 // Execer is what ExecFenced needs of a *sql.DB, *sql.Tx or *sql.Conn.
 type Execer interface {
@@ -43,7 +43,7 @@ func ExecFenced(ctx context.Context, db Execer, query string, args ...any) error
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("lock: fenced write: rows affected: %w", err)
+		return fmt.Errorf("cacheguard: lock: fenced write: rows affected: %w", err)
 	}
 	if n == 0 {
 		return ErrFenced
@@ -72,7 +72,7 @@ return 1
 func SetFenced(ctx context.Context, rdb redis.Scripter, key string, token int64, value any, ttl time.Duration) error {
 	n, err := fencedSetScript.Run(ctx, rdb, []string{key}, token, value, ms(ttl)).Int64()
 	if err != nil {
-		return fmt.Errorf("lock: fenced set %q: %w", key, err)
+		return fmt.Errorf("cacheguard: lock: fenced set %q: %w", key, err)
 	}
 	if n == 0 {
 		return ErrFenced

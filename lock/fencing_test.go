@@ -35,18 +35,9 @@ func takeToken(t testing.TB, lock func(context.Context) (*Handle, error)) int64 
 
 func flushAll(t testing.TB, rdb redis.UniversalClient) {
 	t.Helper()
-	ctx := testCtx(t)
-	var err error
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			return c.FlushAll(ctx).Err()
-		})
-	} else {
-		err = rdb.FlushAll(ctx).Err()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	redistest.EachMaster(t, rdb, func(ctx context.Context, c *redis.Client) error {
+		return c.FlushAll(ctx).Err()
+	})
 }
 
 // testFencingSurvivesLoss: the fencing counter is evicted, then everything is

@@ -78,7 +78,7 @@ func (h *hold) expired() error {
 
 func (h *hold) contextLocked() context.Context {
 	if h.ctx == nil {
-		h.ctx, h.cancel = context.WithCancelCause(WithOwner(context.WithoutCancel(h.parent), h.owner))
+		h.ctx, h.cancel = context.WithCancelCause(ContextWithOwner(context.WithoutCancel(h.parent), h.owner))
 		if h.err != nil {
 			h.cancel(h.err)
 		}
@@ -89,7 +89,7 @@ func (h *hold) contextLocked() context.Context {
 // Name returns the lock's name.
 func (hd *Handle) Name() string { return hd.h.b.name() }
 
-// Owner returns the owner id of the hold. Passing it with WithOwner (or
+// Owner returns the owner id of the hold. Passing it with ContextWithOwner (or
 // passing Context, which carries it) makes further acquisitions reentrant.
 func (hd *Handle) Owner() string { return hd.h.owner }
 
@@ -177,7 +177,7 @@ func (hd *Handle) TTL(ctx context.Context) (time.Duration, error) {
 // already lost, and ErrClosed, touching nothing, once the client is closed.
 func (hd *Handle) Extend(ctx context.Context, d time.Duration) error {
 	if d < minLease {
-		return fmt.Errorf("lock: lease %v is shorter than %v", d, minLease)
+		return fmt.Errorf("cacheguard: lock: lease %v is shorter than %v", d, minLease)
 	}
 	if hd.e.isClosed() {
 		return fmt.Errorf("%w: %q: extend", ErrClosed, hd.Name())

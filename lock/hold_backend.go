@@ -90,7 +90,7 @@ func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Dura
 		}
 	})
 	if err != nil {
-		return acquired{}, fmt.Errorf("lock: acquire %q: %w", b.lname, err)
+		return acquired{}, fmt.Errorf("cacheguard: lock: acquire %q: %w", b.lname, err)
 	}
 	return parseAcquired(v, start, b.cfg)
 }
@@ -101,7 +101,7 @@ func (b *holdBackend) giveBack(owner string, token int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.releaseTimeout())
 	defer cancel()
 	if err := b.releaseHold(ctx, owner, false, strconv.FormatInt(token, 10)); err != nil && !errors.Is(err, ErrNotHeld) {
-		b.cfg.logger.Warn("lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
+		b.cfg.logger.Warn("cacheguard: lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
 	}
 }
 
@@ -111,7 +111,7 @@ func (b *holdBackend) giveBack(owner string, token int64) {
 // now, counted from when the request was sent, less the drift allowance.
 func parseAcquired(v []int64, start time.Time, cfg *config) (acquired, error) {
 	if len(v) < 2 {
-		return acquired{}, fmt.Errorf("lock: unexpected acquire reply %v", v)
+		return acquired{}, fmt.Errorf("cacheguard: lock: unexpected acquire reply %v", v)
 	}
 	if v[0] < 0 {
 		return acquired{}, ErrUpgrade
@@ -120,7 +120,7 @@ func parseAcquired(v []int64, start time.Time, cfg *config) (acquired, error) {
 		return acquired{wait: time.Duration(v[1]) * time.Millisecond, start: start}, nil
 	}
 	if len(v) != 3 {
-		return acquired{}, fmt.Errorf("lock: unexpected acquire reply %v", v)
+		return acquired{}, fmt.Errorf("cacheguard: lock: unexpected acquire reply %v", v)
 	}
 	return acquired{
 		holds:      v[0],
@@ -139,7 +139,7 @@ func (b *holdBackend) renewScript() *redis.Script { return b.renewS }
 func (b *holdBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Duration) (time.Time, error) {
 	n, err := cmd.Int64()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("lock: renew %q: %w", b.lname, err)
+		return time.Time{}, fmt.Errorf("cacheguard: lock: renew %q: %w", b.lname, err)
 	}
 	return b.renewed(n, start)
 }
@@ -161,7 +161,7 @@ func (b *holdBackend) renew(ctx context.Context, owner string, lease time.Durati
 		return b.renewS.Run(ctx, b.rdb, b.keys[:1], owner, b.args.leaseArg(lease)).Int64()
 	}, nil)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("lock: renew %q: %w", b.lname, err)
+		return time.Time{}, fmt.Errorf("cacheguard: lock: renew %q: %w", b.lname, err)
 	}
 	return b.renewed(n, start)
 }
@@ -178,7 +178,7 @@ func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, t
 			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload, token).Int64()
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("lock: release %q: %w", b.lname, err)
+		return fmt.Errorf("cacheguard: lock: release %q: %w", b.lname, err)
 	}
 	if n < 0 {
 		return fmt.Errorf("%w: %q", ErrNotHeld, b.lname)
@@ -191,7 +191,7 @@ func (b *holdBackend) ttl(ctx context.Context, owner string) (time.Duration, err
 		return b.ttlS.Run(ctx, b.rdb, b.keys[:1], owner).Int64()
 	}, nil)
 	if err != nil {
-		return 0, fmt.Errorf("lock: ttl %q: %w", b.lname, err)
+		return 0, fmt.Errorf("cacheguard: lock: ttl %q: %w", b.lname, err)
 	}
 	if n == -3 {
 		return 0, fmt.Errorf("%w: %q", ErrNotHeld, b.lname)
@@ -209,6 +209,6 @@ func (b *holdBackend) giveUp(ctx context.Context, owner string) {
 		return writerGivesUpScript.Run(ctx, b.rdb, b.keys[4:5], owner, b.args.pubCmd, b.args.channel, b.args.payload).Err()
 	})
 	if err != nil {
-		b.cfg.logger.Warn("lock: removing a waiting writer's mark", "lock", b.lname, "err", err)
+		b.cfg.logger.Warn("cacheguard: lock: removing a waiting writer's mark", "lock", b.lname, "err", err)
 	}
 }

@@ -142,7 +142,7 @@ func runInvariant(t *testing.T, addrs []string, cluster bool, fs []*frozen, targ
 				r := rand.New(rand.NewPCG(uint64(l), uint64(ci)))
 				c := cs[ci]
 				for !done.Load() && ctx.Err() == nil {
-					octx := WithOwner(ctx, newOwner())
+					octx := ContextWithOwner(ctx, newOwner())
 					lctx, lcancel := context.WithTimeout(octx, 300*time.Millisecond)
 					var h *Handle
 					var err error

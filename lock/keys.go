@@ -47,7 +47,7 @@ func baseKey(prefix, name string) (string, error) {
 // changing it.
 func validPrefix(prefix string) error {
 	if strings.ContainsAny(prefix, "{}") {
-		return fmt.Errorf("lock: key prefix %q contains '{' or '}'", prefix)
+		return fmt.Errorf("cacheguard: lock: key prefix %q contains '{' or '}'", prefix)
 	}
 	return nil
 }

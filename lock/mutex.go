@@ -14,7 +14,7 @@ type Mutex struct {
 func (m *Mutex) Name() string { return m.b.name() }
 
 // Lock takes the lock, waiting for it as long as ctx allows. The owner id is
-// taken from ctx (see WithOwner); if it already holds the lock, the call adds
+// taken from ctx (see ContextWithOwner); if it already holds the lock, the call adds
 // a reentrant hold. When ctx ends first, the error matches both
 // ErrNotObtained and ctx.Err().
 func (m *Mutex) Lock(ctx context.Context) (*Handle, error) {

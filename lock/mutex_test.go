@@ -81,7 +81,7 @@ func testReentrant(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	c, other := newClient(t, rdb), newClient(t, rdb)
 	m := c.Mutex("reent")
-	octx := WithOwner(ctx, "job-1")
+	octx := ContextWithOwner(ctx, "job-1")
 	h1, err := m.Lock(octx)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func testReentrant(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("same owner through another client: %v", err)
 	}
 	// A different owner does not get in.
-	hx, err := other.Mutex("reent").TryLock(WithOwner(ctx, "job-2"))
+	hx, err := other.Mutex("reent").TryLock(ContextWithOwner(ctx, "job-2"))
 	mustNotObtain(t, hx, err)
 	if n, _ := rdb.HGet(ctx, "lock:{reent}", "n").Int(); n != 3 {
 		t.Fatalf("hold count %d, want 3", n)
@@ -132,7 +132,7 @@ func testDoubleUnlock(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	c := newClient(t, rdb)
 	m := c.Mutex("double")
-	octx := WithOwner(ctx, "w")
+	octx := ContextWithOwner(ctx, "w")
 	outer, err := m.Lock(octx)
 	if err != nil {
 		t.Fatal(err)

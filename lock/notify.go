@@ -221,7 +221,7 @@ func (n *notifier) syncWaitList(ctx context.Context, t *topic, refresh bool) {
 	}
 	err := waitListScript.Run(ctx, n.rdb, []string{t.waitList}, n.self, ms(waitListTTL), flag(want)).Err()
 	if err != nil {
-		n.logger.Warn("lock: updating a wait list", "key", t.waitList, "err", err)
+		n.logger.Warn("cacheguard: lock: updating a wait list", "key", t.waitList, "err", err)
 		return
 	}
 	t.registered = want
@@ -278,7 +278,7 @@ func (n *notifier) released(ch, payload string) {
 				err = n.rdb.Publish(ctx, ch, n.self+"|").Err()
 			}
 			if err != nil {
-				n.logger.Warn("lock: passing on a release", "channel", ch, "err", err)
+				n.logger.Warn("cacheguard: lock: passing on a release", "channel", ch, "err", err)
 			}
 		})
 	}

@@ -120,10 +120,9 @@ func subscriberConns(t testing.TB, rdb redis.UniversalClient) map[string]int {
 	if redistest.ServerPath() == "" {
 		t.Skip("counting connections needs CLIENT LIST, which the miniredis fallback lacks")
 	}
-	ctx := testCtx(t)
 	out := map[string]int{}
 	var mu sync.Mutex
-	count := func(ctx context.Context, c *redis.Client) error {
+	redistest.EachMaster(t, rdb, func(ctx context.Context, c *redis.Client) error {
 		list, err := c.ClientList(ctx).Result()
 		if err != nil {
 			return err
@@ -138,16 +137,7 @@ func subscriberConns(t testing.TB, rdb redis.UniversalClient) map[string]int {
 		out[c.Options().Addr] = n
 		mu.Unlock()
 		return nil
-	}
-	var err error
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, count)
-	} else {
-		err = count(ctx, rdb.(*redis.Client))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	return out
 }
 

@@ -103,5 +103,5 @@ func (t *topic) Down(string, error) {
 func (t *topic) Healthy(string, time.Time) {}
 
 func (t *topic) Report(err error) {
-	t.n.logger.Warn("lock: release notifications", "err", err)
+	t.n.logger.Warn("cacheguard: lock: release notifications", "err", err)
 }

@@ -34,9 +34,9 @@ const (
 	driftFloor = 2 * time.Millisecond
 )
 
-// Option configures a Client, a Redlock, or one Mutex or RWMutex. Options
-// given to a lock override those of its client; options that do not apply
-// to a kind of lock are ignored by it.
+// Option configures a Client, a Redlock, or one Mutex, RWMutex or
+// Semaphore. Options given to a lock override those of its client; options
+// that do not apply to a kind of lock are ignored by it.
 type Option func(*config)
 
 type config struct {
@@ -77,7 +77,7 @@ func (c *config) apply(opts []Option) {
 
 func (c *config) fail(format string, args ...any) {
 	if c.err == nil {
-		c.err = fmt.Errorf("lock: "+format, args...)
+		c.err = fmt.Errorf("cacheguard: lock: "+format, args...)
 	}
 }
 

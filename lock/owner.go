@@ -5,10 +5,10 @@ import (
 	"crypto/rand"
 )
 
-// ownerKey is the context key under which WithOwner stores an owner id.
+// ownerKey is the context key under which ContextWithOwner stores an owner id.
 type ownerKey struct{}
 
-// WithOwner returns a context that carries owner as the lock owner id.
+// ContextWithOwner returns a context that carries owner as the lock owner id.
 //
 // Go has no thread identity, so reentrancy is explicit: two acquisitions of
 // the same lock are the same hold only if they present the same owner id.
@@ -19,12 +19,12 @@ type ownerKey struct{}
 //
 // Owner ids must be unique per logical owner across every process that uses
 // the lock: two unrelated callers presenting the same id would share it.
-func WithOwner(ctx context.Context, owner string) context.Context {
+func ContextWithOwner(ctx context.Context, owner string) context.Context {
 	return context.WithValue(ctx, ownerKey{}, owner)
 }
 
-// OwnerFrom returns the owner id carried by ctx, if any.
-func OwnerFrom(ctx context.Context) (string, bool) {
+// OwnerFromContext returns the owner id carried by ctx, if any.
+func OwnerFromContext(ctx context.Context) (string, bool) {
 	o, ok := ctx.Value(ownerKey{}).(string)
 	return o, ok && o != ""
 }

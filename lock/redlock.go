@@ -35,11 +35,11 @@ type Redlock struct {
 // algorithm. Close does not close the node clients.
 func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error) {
 	if len(nodes) == 0 {
-		return nil, errors.New("lock: redlock needs at least one node")
+		return nil, errors.New("cacheguard: lock: redlock needs at least one node")
 	}
 	for i, n := range nodes {
 		if n == nil {
-			return nil, fmt.Errorf("lock: redlock node %d is nil", i)
+			return nil, fmt.Errorf("cacheguard: lock: redlock node %d is nil", i)
 		}
 	}
 	cfg := defaultConfig()
@@ -247,7 +247,7 @@ func (b *redlockBackend) renew(ctx context.Context, owner string, lease time.Dur
 	if lost > len(b.nodes)-b.quorum {
 		return time.Time{}, lostf("%q: only %d of %d nodes still hold the lock (quorum %d)", b.lname, len(b.nodes)-lost, len(b.nodes), b.quorum)
 	}
-	return time.Time{}, fmt.Errorf("lock: renew %q: %d of %d nodes renewed (quorum %d): %w", b.lname, ok, len(b.nodes), b.quorum, errors.Join(errs...))
+	return time.Time{}, fmt.Errorf("cacheguard: lock: renew %q: %d of %d nodes renewed (quorum %d): %w", b.lname, ok, len(b.nodes), b.quorum, errors.Join(errs...))
 }
 
 func (b *redlockBackend) release(ctx context.Context, owner string, all bool) error {
@@ -268,7 +268,7 @@ func (b *redlockBackend) release(ctx context.Context, owner string, all bool) er
 		}
 	}
 	if released+notHeld < b.quorum {
-		return fmt.Errorf("lock: release %q: %d of %d nodes answered (quorum %d): %w", b.lname, released+notHeld, len(b.nodes), b.quorum, errors.Join(failed...))
+		return fmt.Errorf("cacheguard: lock: release %q: %d of %d nodes answered (quorum %d): %w", b.lname, released+notHeld, len(b.nodes), b.quorum, errors.Join(failed...))
 	}
 	if released == 0 {
 		return fmt.Errorf("%w: %q", ErrNotHeld, b.lname)

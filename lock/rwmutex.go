@@ -100,7 +100,7 @@ func (b *readBackend) acquire(ctx context.Context, owner string, lease time.Dura
 		}
 	})
 	if err != nil {
-		return acquired{}, fmt.Errorf("lock: read-acquire %q: %w", b.lname, err)
+		return acquired{}, fmt.Errorf("cacheguard: lock: read-acquire %q: %w", b.lname, err)
 	}
 	return parseAcquired(v, start, b.cfg)
 }
@@ -110,7 +110,7 @@ func (b *readBackend) giveBack(owner string) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.releaseTimeout())
 	defer cancel()
 	if err := b.release(ctx, owner, false); err != nil {
-		b.cfg.logger.Warn("lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
+		b.cfg.logger.Warn("cacheguard: lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
 	}
 }
 
@@ -123,7 +123,7 @@ func (b *readBackend) renewScript() *redis.Script { return readRenewScript }
 func (b *readBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Duration) (time.Time, error) {
 	n, err := cmd.Int64()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("lock: renew read lock %q: %w", b.lname, err)
+		return time.Time{}, fmt.Errorf("cacheguard: lock: renew read lock %q: %w", b.lname, err)
 	}
 	return b.renewed(n, start)
 }
@@ -141,7 +141,7 @@ func (b *readBackend) renew(ctx context.Context, owner string, lease time.Durati
 		return readRenewScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64()
 	}, nil)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("lock: renew read lock %q: %w", b.lname, err)
+		return time.Time{}, fmt.Errorf("cacheguard: lock: renew read lock %q: %w", b.lname, err)
 	}
 	return b.renewed(n, start)
 }
@@ -152,7 +152,7 @@ func (b *readBackend) release(ctx context.Context, owner string, all bool) error
 			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("lock: release read lock %q: %w", b.lname, err)
+		return fmt.Errorf("cacheguard: lock: release read lock %q: %w", b.lname, err)
 	}
 	if n == -1 {
 		return fmt.Errorf("%w: %q (read)", ErrNotHeld, b.lname)
@@ -165,7 +165,7 @@ func (b *readBackend) ttl(ctx context.Context, owner string) (time.Duration, err
 		return readTTLScript.Run(ctx, b.rdb, b.keys, owner).Int64()
 	}, nil)
 	if err != nil {
-		return 0, fmt.Errorf("lock: ttl of read lock %q: %w", b.lname, err)
+		return 0, fmt.Errorf("cacheguard: lock: ttl of read lock %q: %w", b.lname, err)
 	}
 	if n == -3 {
 		return 0, fmt.Errorf("%w: %q (read)", ErrNotHeld, b.lname)

@@ -38,7 +38,7 @@ func (c *Client) Semaphore(name string, size int, opts ...Option) *Semaphore {
 		s.cfg.err = err
 	}
 	if size <= 0 && s.cfg.err == nil {
-		s.cfg.err = fmt.Errorf("lock: semaphore %q: size %d is not positive", name, size)
+		s.cfg.err = fmt.Errorf("cacheguard: lock: semaphore %q: size %d is not positive", name, size)
 	}
 	s.key = base + wire.LockSemaphoreSuffix
 	s.channel = s.key + wire.LockReleasedSuffix
@@ -61,7 +61,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int) (*Handle, error) {
 
 func (s *Semaphore) obtain(ctx context.Context, n int, wait bool) (*Handle, error) {
 	if s.cfg.err == nil && (n <= 0 || int64(n) > s.size) {
-		return nil, fmt.Errorf("lock: semaphore %q: cannot take %d of %d permits", s.name, n, s.size)
+		return nil, fmt.Errorf("cacheguard: lock: semaphore %q: cannot take %d of %d permits", s.name, n, s.size)
 	}
 	b := &permitBackend{s: s, n: int64(n),
 		args: newScriptArgs(s.cfg.lease, s.pub.cmd, s.channel, s.pub.payload)}
@@ -96,10 +96,10 @@ func (b *permitBackend) acquire(ctx context.Context, owner string, lease time.Du
 		}
 	})
 	if err != nil {
-		return acquired{}, fmt.Errorf("lock: acquire semaphore %q: %w", b.s.name, err)
+		return acquired{}, fmt.Errorf("cacheguard: lock: acquire semaphore %q: %w", b.s.name, err)
 	}
 	if len(v) != 2 {
-		return acquired{}, fmt.Errorf("lock: unexpected semaphore reply %v", v)
+		return acquired{}, fmt.Errorf("cacheguard: lock: unexpected semaphore reply %v", v)
 	}
 	if v[0] == 0 {
 		return acquired{wait: time.Duration(v[1]) * time.Millisecond, start: start}, nil
@@ -114,7 +114,7 @@ func (b *permitBackend) renew(ctx context.Context, owner string, lease time.Dura
 		return permitRenewScript.Run(ctx, b.s.rdb, []string{b.s.key}, owner, b.n, ms(lease)).Int64()
 	}, nil)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("lock: renew semaphore %q: %w", b.s.name, err)
+		return time.Time{}, fmt.Errorf("cacheguard: lock: renew semaphore %q: %w", b.s.name, err)
 	}
 	if n <= 0 {
 		return time.Time{}, lostf("%q: the permits' lease ran out", b.s.name)
@@ -129,7 +129,7 @@ func (b *permitBackend) release(ctx context.Context, owner string, _ bool) error
 			b.args.pubCmd, b.args.channel, b.args.payload).Int64()
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("lock: release semaphore %q: %w", b.s.name, err)
+		return fmt.Errorf("cacheguard: lock: release semaphore %q: %w", b.s.name, err)
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: %q (permits)", ErrNotHeld, b.s.name)
@@ -143,7 +143,7 @@ func (b *permitBackend) ttl(ctx context.Context, owner string) (time.Duration, e
 		return permitTTLScript.Run(ctx, b.s.rdb, []string{b.s.key}, owner).Int64()
 	}, nil)
 	if err != nil {
-		return 0, fmt.Errorf("lock: ttl of semaphore %q: %w", b.s.name, err)
+		return 0, fmt.Errorf("cacheguard: lock: ttl of semaphore %q: %w", b.s.name, err)
 	}
 	if n < 0 {
 		return 0, fmt.Errorf("%w: %q (permits)", ErrNotHeld, b.s.name)

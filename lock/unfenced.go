@@ -56,7 +56,7 @@ func (b *holdBackend) acquireUnfenced(ctx context.Context, owner string, lease t
 		}
 	})
 	if err != nil {
-		return acquired{}, fmt.Errorf("lock: acquire %q: %w", b.lname, err)
+		return acquired{}, fmt.Errorf("cacheguard: lock: acquire %q: %w", b.lname, err)
 	}
 	if ok {
 		return acquired{holds: 1, start: start, validUntil: b.cfg.validUntil(start, ms(lease))}, nil
@@ -70,7 +70,7 @@ func (b *holdBackend) acquireUnfenced(ctx context.Context, owner string, lease t
 		}
 	})
 	if err != nil {
-		return acquired{}, fmt.Errorf("lock: acquire %q: %w", b.lname, err)
+		return acquired{}, fmt.Errorf("cacheguard: lock: acquire %q: %w", b.lname, err)
 	}
 	return parseAcquired(v, start, b.cfg)
 }

@@ -68,7 +68,7 @@ func testUnfencedExclusive(t *testing.T, rdb redis.UniversalClient) {
 func testUnfencedReentrant(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	c, other := newClient(t, rdb, WithoutFencing()), newClient(t, rdb)
-	octx := WithOwner(ctx, "job-1")
+	octx := ContextWithOwner(ctx, "job-1")
 	h1, err := c.Mutex("uf-reent").Lock(octx)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func testUnfencedReentrant(t *testing.T, rdb redis.UniversalClient) {
 	if v, _ := rdb.Get(ctx, "lock:{uf-reent}").Result(); v != "3:job-1" {
 		t.Fatalf("lock value %q, want 3:job-1", v)
 	}
-	hx, err := other.Mutex("uf-reent", WithoutFencing()).TryLock(WithOwner(ctx, "job-2"))
+	hx, err := other.Mutex("uf-reent", WithoutFencing()).TryLock(ContextWithOwner(ctx, "job-2"))
 	mustNotObtain(t, hx, err)
 	for i, h := range []*Handle{h3, h2} {
 		if err := h.Unlock(ctx); err != nil {

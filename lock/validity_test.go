@@ -28,7 +28,7 @@ func leaseBound(t testing.TB, rdb redis.UniversalClient, key string) time.Time {
 // the holder's local deadline may never lie beyond the lease Redis holds.
 func TestValidityFollowsRedisLease(t *testing.T) {
 	_, rdb := redistestSingle(t)
-	ctx := WithOwner(testCtx(t), "validity-owner")
+	ctx := ContextWithOwner(testCtx(t), "validity-owner")
 	c := newClient(t, rdb)
 	renewed := make(chan error, 16)
 	c.wd.hookRenewed = func(_ string, err error) { renewed <- err }

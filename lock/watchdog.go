@@ -284,7 +284,7 @@ func (wd *watchdog) renewBatch(batch []renewReq) {
 			// Transient: try again soon, until the deadline ends the hold.
 			h.lastErr = res.err
 			h.next = now.Add(retryAfter(h.lease))
-			wd.logger.Warn("lock: renewal failed", "lock", h.b.name(), "err", res.err)
+			wd.logger.Warn("cacheguard: lock: renewal failed", "lock", h.b.name(), "err", res.err)
 		}
 		heap.Fix(&wd.queue, h.idx)
 	}

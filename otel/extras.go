@@ -77,7 +77,7 @@ type BinlogStats struct {
 // stats at each collection, labelled cacheguard.binlog=name.
 func RegisterBinlog(meter metric.Meter, name string, stats func() BinlogStats) (metric.Registration, error) {
 	if stats == nil {
-		return nil, errors.New("cacheguard/otel: RegisterBinlog needs a stats function")
+		return nil, errors.New("cacheguard: otel: RegisterBinlog needs a stats function")
 	}
 	base := metric.WithAttributes(attribute.String(AttrBinlog, name))
 	var errs []error

@@ -25,7 +25,7 @@ var _ lock.Observer = (*LockObserver)(nil)
 // NewLockObserver returns a LockObserver on mp.
 func NewLockObserver(name string, mp metric.MeterProvider) (*LockObserver, error) {
 	if mp == nil {
-		return nil, errors.New("cacheguard/otel: NewLockObserver needs a meter provider")
+		return nil, errors.New("cacheguard: otel: NewLockObserver needs a meter provider")
 	}
 	m := mp.Meter(ScopeName)
 	wait, err1 := m.Float64Histogram(MetricLockWaitDuration, metric.WithUnit("s"),

@@ -40,7 +40,7 @@ var (
 // ones: nothing global is read here).
 func NewObserver(name string, tp trace.TracerProvider, mp metric.MeterProvider) (*Observer, error) {
 	if tp == nil || mp == nil {
-		return nil, errors.New("cacheguard/otel: NewObserver needs a tracer and a meter provider")
+		return nil, errors.New("cacheguard: otel: NewObserver needs a tracer and a meter provider")
 	}
 	meter := mp.Meter(ScopeName)
 	getDur, err1 := meter.Float64Histogram(MetricGetDuration, metric.WithUnit("s"),

@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/cacheguard/cacheguard => ../
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/cacheguard/cacheguard v0.0.0-00010101000000-000000000000
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
@@ -12,11 +13,9 @@ require (
 )
 
 require (
-	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dgraph-io/ristretto/v2 v2.4.2 // indirect
-	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/maypok86/otter/v2 v2.4.0 // indirect
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect

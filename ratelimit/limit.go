@@ -11,11 +11,11 @@ import (
 
 // ErrInvalidOption is returned by New, wrapped with the reason, for an option
 // out of range.
-var ErrInvalidOption = errors.New("ratelimit: invalid option")
+var ErrInvalidOption = errors.New("cacheguard: ratelimit: invalid option")
 
 // ErrStore wraps the error of a Redis call that failed; the decision that
 // came with it was taken by the local fallback.
-var ErrStore = errors.New("ratelimit: shared limit unavailable, local share applied")
+var ErrStore = errors.New("cacheguard: ratelimit: shared limit unavailable, local share applied")
 
 // Limit is a budget of Rate operations per Per, with bursts of up to Burst
 // (Rate when 0). The zero Limit means no limit.

@@ -18,7 +18,7 @@ import (
 // ErrSoldOut is returned by Admission.Allow when this process already knows
 // the SKU is sold out or its sale ended (see WithLocalSoldOut): the request
 // is answered without any Redis call.
-var ErrSoldOut = errors.New("stock: sold out")
+var ErrSoldOut = errors.New("cacheguard: stock: sold out")
 
 // Rate is a request budget: Count requests per Per, with bursts of Burst
 // (Count if 0). A zero Rate means no limit.
@@ -29,6 +29,8 @@ type Rate struct {
 }
 
 func (r Rate) zero() bool { return r.Count == 0 }
+
+func (r Rate) valid() bool { return r.Count >= 0 && r.Burst >= 0 && (r.zero() || r.Per > 0) }
 
 func (r Rate) redis() redis_rate.Limit {
 	b := r.Burst
@@ -71,45 +73,23 @@ type Admission struct {
 	outage    atomic.Bool
 }
 
-// AdmissionConfig configures an Admission.
-type AdmissionConfig struct {
-	PerSKU  Rate // budget of one SKU across all processes
-	PerUser Rate // budget of one user on one SKU across all processes
-	// Instances is how many processes share the budgets (for the local
-	// fallback's share); 1 if 0.
-	Instances int
-	// Inventory, if set, lends its local sold-out memory: a SKU known sold
-	// out is refused with ErrSoldOut before any Redis call.
-	Inventory *Inventory
-	Namespace string       // key prefix ("stock" if empty)
-	Logger    *slog.Logger // slog.Default() if nil
-}
-
-// NewAdmission returns an Admission on rdb.
-func NewAdmission(rdb redis.UniversalClient, cfg AdmissionConfig) (*Admission, error) {
+// NewAdmission returns an Admission on rdb, configured by WithSKURate,
+// WithUserRate, WithInstances, WithInventory, WithNamespace and WithLogger.
+// Without a rate it admits every request.
+func NewAdmission(rdb redis.UniversalClient, opts ...Option) (*Admission, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
 	}
-	for _, r := range []Rate{cfg.PerSKU, cfg.PerUser} {
-		if r.Count < 0 || r.Burst < 0 || (!r.zero() && r.Per <= 0) {
-			return nil, fmt.Errorf("%w: rate %+v", ErrInvalidOption, r)
-		}
+	o, err := apply(admissionPart, opts)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Instances < 0 {
-		return nil, fmt.Errorf("%w: instances %d", ErrInvalidOption, cfg.Instances)
-	}
-	a := &Admission{
-		lim: redis_rate.NewLimiter(rdb), calls: call.For(rdb), ns: cfg.Namespace, sku: cfg.PerSKU, user: cfg.PerUser,
-		instances: max(1, cfg.Instances), inv: cfg.Inventory, log: cfg.Logger,
+	cfg := o.adm
+	return &Admission{
+		lim: redis_rate.NewLimiter(rdb), calls: call.For(rdb), ns: cfg.ns, sku: cfg.perSKU, user: cfg.perUser,
+		instances: cfg.instances, inv: cfg.inv, log: o.logger,
 		localSKU: map[string]*rate.Limiter{}, localUser: map[string]*rate.Limiter{},
-	}
-	if a.ns == "" {
-		a.ns = "stock"
-	}
-	if a.log == nil {
-		a.log = slog.Default()
-	}
-	return a, nil
+	}, nil
 }
 
 // AdmissionStats are counters since NewAdmission.
@@ -154,7 +134,7 @@ func (a *Admission) allow(ctx context.Context, key string, r Rate, local map[str
 	})
 	if err == nil {
 		if a.outage.Swap(false) {
-			a.log.Info("stock: admission: Redis answers again; shared limits back")
+			a.log.Info("cacheguard: stock: admission: Redis answers again; shared limits back")
 		}
 		if res.Allowed > 0 {
 			return nil
@@ -167,7 +147,7 @@ func (a *Admission) allow(ctx context.Context, key string, r Rate, local map[str
 	}
 	a.fallbacks.Add(1)
 	if !a.outage.Swap(true) {
-		a.log.Warn("stock: admission: Redis failed; local limits in force", "err", err)
+		a.log.Warn("cacheguard: stock: admission: Redis failed; local limits in force", "err", err)
 	}
 	a.mu.Lock()
 	l := local[lkey]

@@ -13,12 +13,10 @@ import (
 func TestAdmissionLimits(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		a, err := NewAdmission(rdb, AdmissionConfig{
-			Namespace: nsFor(t),
-			PerSKU:    Rate{Count: 5, Per: time.Hour},
-			PerUser:   Rate{Count: 1, Per: time.Hour},
-			Logger:    quiet,
-		})
+		a, err := NewAdmission(rdb, WithNamespace(nsFor(t)),
+			WithSKURate(Rate{Count: 5, Per: time.Hour}),
+			WithUserRate(Rate{Count: 1, Per: time.Hour}),
+			WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,12 +46,11 @@ func TestAdmissionLimits(t *testing.T) {
 func TestAdmissionFallsBackLocally(t *testing.T) {
 	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	defer dead.Close()
-	a, err := NewAdmission(dead, AdmissionConfig{
-		PerSKU:    Rate{Count: 8, Per: time.Hour},
-		PerUser:   Rate{Count: 1, Per: time.Hour},
-		Instances: 2,
-		Logger:    quiet,
-	})
+	a, err := NewAdmission(dead,
+		WithSKURate(Rate{Count: 8, Per: time.Hour}),
+		WithUserRate(Rate{Count: 1, Per: time.Hour}),
+		WithInstances(2),
+		WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +88,7 @@ func TestLocalSoldOutSkipsRedis(t *testing.T) {
 	if res, _ := inv.Reserve(ctx, "sku", "b", "rb", 1); res.Outcome != SoldOut || res.Local {
 		t.Fatalf("first sold out: %+v", res)
 	}
-	a, _ := NewAdmission(rdb, AdmissionConfig{Inventory: inv, PerSKU: Rate{Count: 100, Per: time.Second}, Logger: quiet})
+	a, _ := NewAdmission(rdb, WithInventory(inv), WithSKURate(Rate{Count: 100, Per: time.Second}), WithLogger(quiet))
 	// From here on a closed client proves no call reaches Redis.
 	offline := newInv(t, rdb)
 	offline.soldOut.Store("sku", time.Now().Add(time.Hour))

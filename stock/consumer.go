@@ -66,18 +66,15 @@ func (c *Consumer) Stats() ConsumerStats {
 
 // NewConsumer returns a consumer of inv's sales (its namespace and bucket
 // count) applying to sink. Start it with Run.
-func NewConsumer(inv *Inventory, sink Sink, opts ...ConsumerOption) (*Consumer, error) {
+func NewConsumer(inv *Inventory, sink Sink, opts ...Option) (*Consumer, error) {
 	if inv == nil || sink == nil {
 		return nil, fmt.Errorf("%w: nil inventory or sink", ErrInvalidOption)
 	}
-	cfg := defaultConsumerConfig()
-	for _, o := range opts {
-		o(&cfg)
+	o, err := apply(consumerPart, opts)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.err != nil {
-		return nil, cfg.err
-	}
-	c := &Consumer{inv: inv, sink: sink, cfg: cfg, log: cfg.logger}
+	c := &Consumer{inv: inv, sink: sink, cfg: o.con, log: o.logger}
 	c.calls = inv.calls.Counting(&c.flight)
 	c.life.init()
 	return c, nil
@@ -97,7 +94,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return nil
 		}
 		if err != nil && ctx.Err() == nil {
-			c.log.Warn("stock: consumer pass", "err", err)
+			c.log.Warn("cacheguard: stock: consumer pass", "err", err)
 		}
 		if n > 0 && err == nil {
 			continue
@@ -130,7 +127,7 @@ func (c *Consumer) Pass(ctx context.Context) (int, error) {
 	})
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("stock: consumer: sales: %w", err)
+		return 0, fmt.Errorf("cacheguard: stock: consumer: sales: %w", err)
 	}
 	work := 0
 	var first error
@@ -244,7 +241,7 @@ func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
 		return c.inv.rdb.XGroupCreateMkStream(ctx, stream, c.cfg.group, "0").Err()
 	})
 	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
-		return fmt.Errorf("stock: consumer: group on %s: %w", stream, err)
+		return fmt.Errorf("cacheguard: stock: consumer: group on %s: %w", stream, err)
 	}
 	c.groups.Store(stream, struct{}{})
 	return nil
@@ -256,9 +253,9 @@ func (c *Consumer) streamErr(stream, what string, err error) error {
 	c.recheckOwn(stream)
 	if redis.HasErrorPrefix(err, "NOGROUP") {
 		c.groups.Delete(stream)
-		return fmt.Errorf("stock: consumer: %s %s: %w: %w", what, stream, errNoGroup, err)
+		return fmt.Errorf("cacheguard: stock: consumer: %s %s: %w: %w", what, stream, errNoGroup, err)
 	}
-	return fmt.Errorf("stock: consumer: %s %s: %w", what, stream, err)
+	return fmt.Errorf("cacheguard: stock: consumer: %s %s: %w", what, stream, err)
 }
 
 // handle applies msgs in order and acknowledges those done.
@@ -312,7 +309,7 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 		if err != nil {
 			// Not acknowledged: applied again later, harmlessly.
 			c.recheckOwn(k.outbox)
-			return len(acks), fmt.Errorf("stock: consumer: ack %s: %w", k.outbox, err)
+			return len(acks), fmt.Errorf("cacheguard: stock: consumer: ack %s: %w", k.outbox, err)
 		}
 	}
 	return len(acks), first
@@ -334,7 +331,7 @@ func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessag
 			return creditScript.Run(ctx, c.inv.rdb, []string{k.meta, k.xin}, ev.RequestID, ev.Qty).Int()
 		})
 		if err != nil {
-			return fmt.Errorf("stock: consumer: credit %s/%d: %w", sku, ev.to, err)
+			return fmt.Errorf("cacheguard: stock: consumer: credit %s/%d: %w", sku, ev.to, err)
 		}
 		if r < 0 {
 			return fmt.Errorf("%w: transfer %s to bucket %d of %s, which holds no sale", ErrPoison, ev.RequestID, ev.to, sku)
@@ -345,7 +342,7 @@ func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessag
 		return nil
 	}
 	if err := c.sink.Apply(actx, ev); err != nil {
-		return fmt.Errorf("stock: consumer: apply %s %s/%s: %w: %w", ev.Op, sku, ev.RequestID, errSink, err)
+		return fmt.Errorf("cacheguard: stock: consumer: apply %s %s/%s: %w: %w", ev.Op, sku, ev.RequestID, errSink, err)
 	}
 	c.applied.Add(1)
 	c.strikes.ok(c.inv.keys(sku, b).outbox, m.ID)
@@ -369,9 +366,9 @@ func (c *Consumer) deadLetter(ctx context.Context, stream string, m redis.XMessa
 	if err := doErr(c.calls, rctx, func(ctx context.Context) error {
 		return c.inv.rdb.XAdd(ctx, &redis.XAddArgs{Stream: deadKey(c.inv.cfg.ns), Values: vals}).Err()
 	}); err != nil {
-		return fmt.Errorf("stock: consumer: dead letter %s %s: %w", stream, m.ID, err)
+		return fmt.Errorf("cacheguard: stock: consumer: dead letter %s %s: %w", stream, m.ID, err)
 	}
 	c.dead.Add(1)
-	c.log.Error("stock: entry moved to the dead-letter stream", "stream", stream, "id", m.ID, "reason", why)
+	c.log.Error("cacheguard: stock: entry moved to the dead-letter stream", "stream", stream, "id", m.ID, "reason", why)
 	return nil
 }

@@ -74,7 +74,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		l.aborted()
 		<-done
-		return fmt.Errorf("stock: consumer close: batch in flight handed back: %w", context.Cause(ctx))
+		return fmt.Errorf("cacheguard: stock: consumer close: batch in flight handed back: %w", context.Cause(ctx))
 	}
 	// Calls a pass gave up on (its context ended while the client waited
 	// for a reply) end within the client's own timeouts.
@@ -83,7 +83,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 		wait = time.Until(d)
 	}
 	if !c.flight.Wait(max(wait, 0)) {
-		return fmt.Errorf("stock: consumer close: Redis calls still running: %w", context.DeadlineExceeded)
+		return fmt.Errorf("cacheguard: stock: consumer close: Redis calls still running: %w", context.DeadlineExceeded)
 	}
 	return nil
 }

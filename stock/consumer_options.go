@@ -2,13 +2,9 @@ package stock
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 )
-
-// ConsumerOption configures a Consumer.
-type ConsumerOption func(*consumerConfig)
 
 type consumerConfig struct {
 	group      string
@@ -19,9 +15,7 @@ type consumerConfig struct {
 	poll       time.Duration
 	parkAlert  time.Duration
 	opTimeout  time.Duration
-	logger     *slog.Logger
 	hooks      consumerHooks
-	err        error
 }
 
 // consumerHooks are interleaving points for tests; nil in production.
@@ -42,60 +36,54 @@ func defaultConsumerConfig() consumerConfig {
 		poll:       50 * time.Millisecond,
 		parkAlert:  time.Minute,
 		opTimeout:  5 * time.Second,
-		logger:     slog.Default(),
 	}
 }
 
-func (c *consumerConfig) invalid(format string, args ...any) {
-	if c.err == nil {
-		c.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
-	}
-}
-
-// WithGroup names the consumer group ("stock" by default). Consumers of one
+// WithGroup names a Consumer's group ("stock" by default). Consumers of one
 // group share the work; each group sees every entry.
-func WithGroup(name string) ConsumerOption {
-	return func(c *consumerConfig) {
-		if err := checkID(name, ErrInvalidOption, "group"); err != nil && c.err == nil {
-			c.err = err
+func WithGroup(name string) Option {
+	return option("WithGroup", consumerPart, func(o *options) {
+		if err := checkID(name, ErrInvalidOption, "group"); err != nil && o.err == nil {
+			o.err = err
 		}
-		c.group = name
-	}
+		o.con.group = name
+	})
 }
 
-// WithConsumerName names this consumer within its group (default: host,
+// WithConsumerName names a Consumer within its group (default: host,
 // pid and a random suffix). A process restarted under the same name gets
 // its own pending entries back at once; under a new name, after ClaimIdle.
-func WithConsumerName(name string) ConsumerOption {
-	return func(c *consumerConfig) {
-		if err := checkID(name, ErrInvalidOption, "consumer name"); err != nil && c.err == nil {
-			c.err = err
+func WithConsumerName(name string) Option {
+	return option("WithConsumerName", consumerPart, func(o *options) {
+		if err := checkID(name, ErrInvalidOption, "consumer name"); err != nil && o.err == nil {
+			o.err = err
 		}
-		c.name = name
-	}
+		o.con.name = name
+	})
 }
 
-// WithBatch sets how many entries one read or claim takes (default 100).
-func WithBatch(n int) ConsumerOption {
-	return func(c *consumerConfig) {
+// WithBatch sets how many entries a Consumer's read or claim takes (default
+// 100).
+func WithBatch(n int) Option {
+	return option("WithBatch", consumerPart, func(o *options) {
 		if n < 1 {
-			c.invalid("batch %d", n)
+			o.invalid("batch %d", n)
 		}
-		c.batch = n
-	}
+		o.con.batch = n
+	})
 }
 
-// WithClaimIdle sets how long an entry stays pending with a consumer that
+// WithClaimIdle sets how long an entry stays pending with a Consumer that
 // does not acknowledge it before another consumer claims it (XAUTOCLAIM).
 // It must exceed the longest Apply; 0 claims at once (one consumer only).
 // The default is 30 s.
-func WithClaimIdle(d time.Duration) ConsumerOption {
-	return func(c *consumerConfig) {
+func WithClaimIdle(d time.Duration) Option {
+	return option("WithClaimIdle", consumerPart, func(o *options) {
 		if d < 0 {
-			c.invalid("claim idle %v", d)
+			o.invalid("claim idle %v", d)
 		}
-		c.claimIdle = d
-	}
+		o.con.claimIdle = d
+	})
 }
 
 // WithMaxDeliveries sets after how many failures of its own an entry goes to
@@ -106,58 +94,49 @@ func WithClaimIdle(d time.Duration) ConsumerOption {
 // counts, deliveries caused by crashes and claims never count, and during a
 // database outage (every entry fails, new ones too) every entry stays
 // pending, whatever WithClaimIdle: none is dead-lettered.
-func WithMaxDeliveries(n int) ConsumerOption {
-	return func(c *consumerConfig) {
+func WithMaxDeliveries(n int) Option {
+	return option("WithMaxDeliveries", consumerPart, func(o *options) {
 		if n < 1 {
-			c.invalid("max deliveries %d", n)
+			o.invalid("max deliveries %d", n)
 		}
-		c.maxDeliver = int64(n)
-	}
+		o.con.maxDeliver = int64(n)
+	})
 }
 
-// WithPollInterval sets how long an idle consumer waits between passes
+// WithPollInterval sets how long an idle Consumer waits between passes
 // (default 50 ms).
-func WithPollInterval(d time.Duration) ConsumerOption {
-	return func(c *consumerConfig) {
+func WithPollInterval(d time.Duration) Option {
+	return option("WithPollInterval", consumerPart, func(o *options) {
 		if d <= 0 {
-			c.invalid("poll interval %v", d)
+			o.invalid("poll interval %v", d)
 		}
-		c.poll = d
-	}
+		o.con.poll = d
+	})
 }
 
 // WithParkAlert sets how long a release or confirm may wait in the database
-// for its reservation before the consumer counts an alert and logs it
+// for its reservation before a Consumer counts an alert and logs it
 // (default 1 minute). It needs a Sink with a Parked method (SQLStore has one).
-func WithParkAlert(d time.Duration) ConsumerOption {
-	return func(c *consumerConfig) {
+func WithParkAlert(d time.Duration) Option {
+	return option("WithParkAlert", consumerPart, func(o *options) {
 		if d <= 0 {
-			c.invalid("park alert %v", d)
+			o.invalid("park alert %v", d)
 		}
-		c.parkAlert = d
-	}
+		o.con.parkAlert = d
+	})
 }
 
-// WithOpTimeout bounds each Redis call and each Apply (default 5 s).
-func WithOpTimeout(d time.Duration) ConsumerOption {
-	return func(c *consumerConfig) {
+// WithOpTimeout bounds each Redis call and each Apply of a Consumer (default
+// 5 s).
+func WithOpTimeout(d time.Duration) Option {
+	return option("WithOpTimeout", consumerPart, func(o *options) {
 		if d <= 0 {
-			c.invalid("op timeout %v", d)
+			o.invalid("op timeout %v", d)
 		}
-		c.opTimeout = d
-	}
+		o.con.opTimeout = d
+	})
 }
 
-// WithConsumerLogger sets where the consumer logs (default slog.Default()).
-func WithConsumerLogger(l *slog.Logger) ConsumerOption {
-	return func(c *consumerConfig) {
-		if l == nil {
-			c.invalid("nil logger")
-		}
-		c.logger = l
-	}
-}
-
-func withConsumerHooks(h consumerHooks) ConsumerOption {
-	return func(c *consumerConfig) { c.hooks = h }
+func withConsumerHooks(h consumerHooks) Option {
+	return option("withConsumerHooks", consumerPart, func(o *options) { o.con.hooks = h })
 }

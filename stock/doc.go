@@ -40,6 +40,15 @@
 //     fallback while Redis is unreachable. WithLocalSoldOut: a per-process
 //     memory of "sold out / ended" that answers without Redis.
 //
+// # Configuration
+//
+// New, NewConsumer and NewAdmission take one Option type. Each option says
+// what it configures (WithLogger all three; WithNamespace an Inventory and
+// an Admission; WithBatch and its kind a Consumer; WithSKURate and its kind
+// an Admission); a constructor given an option of another returns an error
+// wrapping ErrInvalidOption. The zero configuration works: New(rdb) sells
+// under the namespace "stock" with one bucket and one unit per user.
+//
 // # Redis layout
 //
 // Every key of one bucket of a sale shares the hash tag {ns:sku:b}: its

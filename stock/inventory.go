@@ -61,14 +61,11 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
+	o, err := apply(inventoryPart, opts)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.err != nil {
-		return nil, cfg.err
-	}
-	return &Inventory{rdb: rdb, calls: call.For(rdb), cfg: cfg, log: cfg.logger}, nil
+	return &Inventory{rdb: rdb, calls: call.For(rdb), cfg: o.inv, log: o.logger}, nil
 }
 
 func (inv *Inventory) keys(sku string, b int) bucketKeys { return keysFor(inv.cfg.ns, sku, b) }
@@ -125,7 +122,7 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 				share, start, end, n, qty, inv.cfg.perUser, inv.cfg.holdFor.Milliseconds()).Int()
 		})
 		if err != nil {
-			return fmt.Errorf("stock: load %s: %w", sku, err)
+			return fmt.Errorf("cacheguard: stock: load %s: %w", sku, err)
 		}
 		if ok == 0 {
 			err := fmt.Errorf("%w: %s", ErrSaleExists, sku)
@@ -135,7 +132,7 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 				if derr := doErr(inv.calls, context.WithoutCancel(ctx), func(ctx context.Context) error {
 					return inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err()
 				}); derr != nil {
-					err = errors.Join(err, fmt.Errorf("stock: load %s: unregister: %w", sku, derr))
+					err = errors.Join(err, fmt.Errorf("cacheguard: stock: load %s: unregister: %w", sku, derr))
 				}
 			}
 			return err
@@ -179,7 +176,7 @@ func (inv *Inventory) Status(ctx context.Context, sku string) (Status, error) {
 		return cmds, err
 	})
 	if err != nil {
-		return Status{}, fmt.Errorf("stock: status %s: %w", sku, err)
+		return Status{}, fmt.Errorf("cacheguard: stock: status %s: %w", sku, err)
 	}
 	st := Status{Buckets: n}
 	var xin, xout int64

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
@@ -15,17 +14,10 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// onTopologies runs body against a single node and a three-master cluster.
-func onTopologies(t *testing.T, body func(t *testing.T, rdb redis.UniversalClient)) {
-	for _, top := range redistest.SharedTopologies() {
-		t.Run(top.Name, func(t *testing.T) { body(t, top.New(t)) })
-	}
-}
-
-// nsFor gives each (sub)test its own key space on a shared server.
-func nsFor(t testing.TB) string {
-	return strings.NewReplacer("/", ":", " ", "_", "{", "", "}", "").Replace(t.Name())
-}
+var (
+	onTopologies = redistest.OnTopologies
+	nsFor        = redistest.Name
+)
 
 func newInv(t testing.TB, rdb redis.UniversalClient, opts ...Option) *Inventory {
 	t.Helper()

@@ -40,7 +40,7 @@ func (inv *Inventory) awaitMoves(ctx context.Context, sku string, home int, user
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return Result{}, false, nil, fmt.Errorf("stock: reserve %s: %w", sku, ctx.Err())
+			return Result{}, false, nil, fmt.Errorf("cacheguard: stock: reserve %s: %w", sku, ctx.Err())
 		case <-t.C:
 		}
 		pause = min(2*pause, 10*time.Millisecond)
@@ -70,7 +70,7 @@ func (inv *Inventory) inFlight(ctx context.Context, sku string) (int64, error) {
 		return cmds, err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("stock: reserve %s: moves: %w", sku, err)
+		return 0, fmt.Errorf("cacheguard: stock: reserve %s: moves: %w", sku, err)
 	}
 	var moving int64
 	for _, c := range cmds {

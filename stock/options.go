@@ -3,6 +3,7 @@ package stock
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -10,18 +11,93 @@ import (
 // fields and database keys small enough to index (VARCHAR(128)).
 const MaxIDLen = 128
 
-// Option configures an Inventory.
-type Option func(*config)
+// Option configures an Inventory (New), a Consumer (NewConsumer) or an
+// Admission (NewAdmission). Each option's comment says what it configures;
+// WithLogger configures all three, WithNamespace an Inventory and an
+// Admission. An option given to a constructor of something it does not
+// configure makes the constructor return an error wrapping ErrInvalidOption.
+type Option func(*options)
 
+// options is what a constructor's options set: one part of it is read, the
+// part of what is being built.
+type options struct {
+	of     part // what is being built
+	logger *slog.Logger
+	inv    config
+	con    consumerConfig
+	adm    admissionConfig
+	err    error
+}
+
+// part names what an option configures, as a set.
+type part uint8
+
+const (
+	inventoryPart part = 1 << iota
+	consumerPart
+	admissionPart
+)
+
+func (p part) String() string {
+	var names []string
+	for _, n := range []struct {
+		p    part
+		name string
+	}{{inventoryPart, "an Inventory"}, {consumerPart, "a Consumer"}, {admissionPart, "an Admission"}} {
+		if p&n.p != 0 {
+			names = append(names, n.name)
+		}
+	}
+	return strings.Join(names, " or ")
+}
+
+// apply returns the options opts set for what of is, or the first error.
+func apply(of part, opts []Option) (options, error) {
+	o := options{of: of, logger: slog.Default()}
+	switch of {
+	case inventoryPart:
+		o.inv = defaultConfig()
+	case consumerPart:
+		o.con = defaultConsumerConfig()
+	case admissionPart:
+		o.adm = defaultAdmissionConfig()
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			o.invalid("nil option")
+			continue
+		}
+		opt(&o)
+	}
+	return o, o.err
+}
+
+// option is the Option named name, which configures parts with set: given
+// to the constructor of another part, it records an error instead.
+func option(name string, parts part, set func(o *options)) Option {
+	return func(o *options) {
+		if o.of&parts == 0 {
+			o.invalid("%s configures %s, not %s", name, parts, o.of)
+			return
+		}
+		set(o)
+	}
+}
+
+func (o *options) invalid(format string, args ...any) {
+	if o.err == nil {
+		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+	}
+}
+
+// config is an Inventory's.
 type config struct {
 	ns         string
 	buckets    int
 	perUser    int64
 	holdFor    time.Duration
 	soldOutTTL time.Duration
-	logger     *slog.Logger
 	maxOutbox  int64
-	err        error
 }
 
 func defaultConfig() config {
@@ -30,60 +106,65 @@ func defaultConfig() config {
 		buckets: 1,
 		perUser: 1,
 		holdFor: 15 * time.Minute,
-		logger:  slog.Default(),
 	}
 }
 
-func (c *config) invalid(format string, args ...any) {
-	if c.err == nil {
-		c.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
-	}
-}
-
-// WithNamespace sets the prefix of every Redis key ("stock" by default).
-func WithNamespace(ns string) Option {
-	return func(c *config) {
-		if ns == "" || len(ns) > MaxIDLen || hasBrace(ns) {
-			c.invalid("namespace %q", ns)
+// WithLogger sets where problems no caller sees are logged (an Inventory, a
+// Consumer and an Admission; slog.Default() by default).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l == nil {
+			o.invalid("nil logger")
 		}
-		c.ns = ns
+		o.logger = l
 	}
+}
+
+// WithNamespace sets the prefix of every Redis key of an Inventory or an
+// Admission ("stock" by default).
+func WithNamespace(ns string) Option {
+	return option("WithNamespace", inventoryPart|admissionPart, func(o *options) {
+		if ns == "" || len(ns) > MaxIDLen || hasBrace(ns) {
+			o.invalid("namespace %q", ns)
+		}
+		o.inv.ns, o.adm.ns = ns, ns
+	})
 }
 
 // WithBuckets spreads each SKU's stock over n buckets, each under its own hash
 // tag, so that the slots of a Redis Cluster share a hot SKU. It must match
 // the value the sale was loaded with. The default is 1.
 func WithBuckets(n int) Option {
-	return func(c *config) {
+	return option("WithBuckets", inventoryPart, func(o *options) {
 		if n < 1 || n > 1024 {
-			c.invalid("buckets %d (want 1..1024)", n)
+			o.invalid("buckets %d (want 1..1024)", n)
 		}
-		c.buckets = n
-	}
+		o.inv.buckets = n
+	})
 }
 
 // WithPerUserLimit sets how many units one user may hold in a sale (reserved
 // plus confirmed; released units no longer count). It is written into the
 // sale by Load, so every process enforces the same limit. The default is 1.
 func WithPerUserLimit(n int64) Option {
-	return func(c *config) {
+	return option("WithPerUserLimit", inventoryPart, func(o *options) {
 		if n < 1 || n > MaxQty {
-			c.invalid("per-user limit %d (1 to %d)", n, MaxQty)
+			o.invalid("per-user limit %d (1 to %d)", n, MaxQty)
 		}
-		c.perUser = n
-	}
+		o.inv.perUser = n
+	})
 }
 
 // WithHoldFor sets how long a reservation waits for Confirm before its stock
 // returns to the sale (written into the sale by Load). 0 keeps reservations
 // until released. The default is 15 minutes.
 func WithHoldFor(d time.Duration) Option {
-	return func(c *config) {
+	return option("WithHoldFor", inventoryPart, func(o *options) {
 		if d < 0 {
-			c.invalid("hold %v", d)
+			o.invalid("hold %v", d)
 		}
-		c.holdFor = d
-	}
+		o.inv.holdFor = d
+	})
 }
 
 // WithLocalSoldOut makes this process remember for d that a SKU is sold out
@@ -95,12 +176,12 @@ func WithHoldFor(d time.Duration) Option {
 // be told SoldOut locally; such a client must check with Lookup. The
 // default, 0, keeps the memory off and every answer authoritative.
 func WithLocalSoldOut(d time.Duration) Option {
-	return func(c *config) {
+	return option("WithLocalSoldOut", inventoryPart, func(o *options) {
 		if d < 0 {
-			c.invalid("local sold-out memory %v", d)
+			o.invalid("local sold-out memory %v", d)
 		}
-		c.soldOutTTL = d
-	}
+		o.inv.soldOutTTL = d
+	})
 }
 
 // WithOutboxMaxLen caps each outbox stream at about n entries (XADD MAXLEN ~).
@@ -108,20 +189,10 @@ func WithLocalSoldOut(d time.Duration) Option {
 // cap is a guard against a consumer that never runs; 0 (the default) means
 // no cap, which is what guarantees that no message is lost.
 func WithOutboxMaxLen(n int64) Option {
-	return func(c *config) {
+	return option("WithOutboxMaxLen", inventoryPart, func(o *options) {
 		if n < 0 {
-			c.invalid("outbox max length %d", n)
+			o.invalid("outbox max length %d", n)
 		}
-		c.maxOutbox = n
-	}
-}
-
-// WithLogger sets where problems no caller sees are logged.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		if l == nil {
-			c.invalid("nil logger")
-		}
-		c.logger = l
-	}
+		o.inv.maxOutbox = n
+	})
 }

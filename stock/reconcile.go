@@ -186,7 +186,7 @@ func (inv *Inventory) records(ctx context.Context, sku string, n int) (map[strin
 			return recs, iter.Err()
 		})
 		if err != nil {
-			return nil, fmt.Errorf("stock: records of %s: %w", sku, err)
+			return nil, fmt.Errorf("cacheguard: stock: records of %s: %w", sku, err)
 		}
 		for id, r := range recs {
 			out[id] = r
@@ -202,7 +202,7 @@ func (inv *Inventory) pending(ctx context.Context, sku string, n int, group stri
 		k := inv.keys(sku, b).outbox
 		p, err := do(inv.calls, ctx, func(ctx context.Context) (int64, error) { return inv.outboxPending(ctx, k, group) })
 		if err != nil {
-			return 0, fmt.Errorf("stock: outbox of %s: %w", sku, err)
+			return 0, fmt.Errorf("cacheguard: stock: outbox of %s: %w", sku, err)
 		}
 		total += p
 	}
@@ -289,7 +289,7 @@ func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w W
 	if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
 		return inv.rdb.HSet(ctx, salesKey(inv.cfg.ns), sku, n).Err()
 	}); err != nil {
-		return rep, fmt.Errorf("stock: repair %s: %w", sku, err)
+		return rep, fmt.Errorf("cacheguard: stock: repair %s: %w", sku, err)
 	}
 	for i, b := range bs {
 		share := left / int64(n)
@@ -317,7 +317,7 @@ func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w W
 			return err
 		})
 		if err != nil {
-			return rep, fmt.Errorf("stock: repair %s bucket %d: %w", sku, i, err)
+			return rep, fmt.Errorf("cacheguard: stock: repair %s bucket %d: %w", sku, i, err)
 		}
 	}
 	inv.soldOut.Delete(sku)
@@ -350,14 +350,14 @@ func (inv *Inventory) Unload(ctx context.Context, sku, group string) error {
 	if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
 		return inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err()
 	}); err != nil {
-		return fmt.Errorf("stock: unload %s: %w", sku, err)
+		return fmt.Errorf("cacheguard: stock: unload %s: %w", sku, err)
 	}
 	for b := 0; b < n; b++ {
 		k := inv.keys(sku, b)
 		if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
 			return inv.rdb.Del(ctx, k.list()...).Err()
 		}); err != nil {
-			return fmt.Errorf("stock: unload %s bucket %d: %w", sku, b, err)
+			return fmt.Errorf("cacheguard: stock: unload %s bucket %d: %w", sku, b, err)
 		}
 	}
 	inv.soldOut.Delete(sku)

@@ -168,10 +168,10 @@ func (inv *Inventory) reserveAt(ctx context.Context, sku string, b int, user, ri
 		return reserveScript.Run(ctx, inv.rdb, k.list(), args...).StringSlice()
 	})
 	if err != nil {
-		return Result{}, false, fmt.Errorf("stock: reserve %s: %w", sku, err)
+		return Result{}, false, fmt.Errorf("cacheguard: stock: reserve %s: %w", sku, err)
 	}
 	if len(v) == 0 {
-		return Result{}, false, fmt.Errorf("stock: reserve %s: empty reply", sku)
+		return Result{}, false, fmt.Errorf("cacheguard: stock: reserve %s: empty reply", sku)
 	}
 	arg := ""
 	if len(v) > 1 {
@@ -184,7 +184,7 @@ func (inv *Inventory) reserveAt(ctx context.Context, sku string, b int, user, ri
 		// The bucket may be missing because the sale has fewer buckets
 		// than this client, not because nothing is on sale.
 		if err := inv.checkBuckets(ctx, sku); err != nil {
-			return Result{}, false, fmt.Errorf("stock: reserve %s: %w", sku, err)
+			return Result{}, false, fmt.Errorf("cacheguard: stock: reserve %s: %w", sku, err)
 		}
 		return Result{Outcome: NotOnSale, User: user, Qty: qty, Bucket: b}, false, nil
 	case "buckets":
@@ -208,7 +208,7 @@ func (inv *Inventory) reserveAt(ctx context.Context, sku string, b int, user, ri
 		}
 		return res, false, nil
 	}
-	return Result{}, false, fmt.Errorf("stock: reserve %s: unexpected reply %q", sku, v[0])
+	return Result{}, false, fmt.Errorf("cacheguard: stock: reserve %s: unexpected reply %q", sku, v[0])
 }
 
 func (inv *Inventory) rememberSoldOut(sku string) {
@@ -266,7 +266,7 @@ func (inv *Inventory) borrow(ctx context.Context, sku string, to int, qty int64)
 		}
 		if !noscript {
 			if err != nil && len(credits) == 0 {
-				return nil, fmt.Errorf("stock: reserve %s: borrow: %w", sku, err)
+				return nil, fmt.Errorf("cacheguard: stock: reserve %s: borrow: %w", sku, err)
 			}
 			break
 		}

@@ -100,7 +100,7 @@ type record struct {
 func decodeRecord(s string) (record, error) {
 	var r record
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
-		return r, fmt.Errorf("stock: foreign request record %q: %w", s, err)
+		return r, fmt.Errorf("cacheguard: stock: foreign request record %q: %w", s, err)
 	}
 	return r, nil
 }

@@ -105,7 +105,7 @@ func (inv *Inventory) settle(ctx context.Context, sku, rid, op string) (Result, 
 			return settleScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, rid, op, inv.cfg.maxOutbox).StringSlice()
 		})
 		if err != nil {
-			return Result{}, fmt.Errorf("stock: %s %s/%s: %w", op, sku, rid, err)
+			return Result{}, fmt.Errorf("cacheguard: stock: %s %s/%s: %w", op, sku, rid, err)
 		}
 		if v[0] == "unknown" {
 			continue
@@ -127,7 +127,7 @@ func (inv *Inventory) settle(ctx context.Context, sku, rid, op string) (Result, 
 		return res, nil
 	}
 	if err := inv.checkBuckets(ctx, sku); err != nil {
-		return Result{}, fmt.Errorf("stock: %s %s/%s: %w", op, sku, rid, err)
+		return Result{}, fmt.Errorf("cacheguard: stock: %s %s/%s: %w", op, sku, rid, err)
 	}
 	return Result{}, fmt.Errorf("%w: %s/%s", ErrUnknownRequest, sku, rid)
 }
@@ -157,7 +157,7 @@ func (inv *Inventory) expireDue(ctx context.Context, calls call.Bound, sku strin
 		return expireScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, limit, inv.cfg.maxOutbox).Int()
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("stock: expire %s/%d: %w", sku, bucket, err)
+		return 0, fmt.Errorf("cacheguard: stock: expire %s/%d: %w", sku, bucket, err)
 	}
 	return n, nil
 }
@@ -180,7 +180,7 @@ func (inv *Inventory) Lookup(ctx context.Context, sku, requestID string) (Result
 			continue
 		}
 		if err != nil {
-			return Result{}, fmt.Errorf("stock: lookup %s/%s: %w", sku, requestID, err)
+			return Result{}, fmt.Errorf("cacheguard: stock: lookup %s/%s: %w", sku, requestID, err)
 		}
 		rec, err := decodeRecord(s)
 		if err != nil {
@@ -189,7 +189,7 @@ func (inv *Inventory) Lookup(ctx context.Context, sku, requestID string) (Result
 		return rec.result(b, true), nil
 	}
 	if err := inv.checkBuckets(ctx, sku); err != nil {
-		return Result{}, fmt.Errorf("stock: lookup %s/%s: %w", sku, requestID, err)
+		return Result{}, fmt.Errorf("cacheguard: stock: lookup %s/%s: %w", sku, requestID, err)
 	}
 	return Result{}, fmt.Errorf("%w: %s/%s", ErrUnknownRequest, sku, requestID)
 }

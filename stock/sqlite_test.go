@@ -25,9 +25,9 @@ func newSQLite(t testing.TB) *SQLStore {
 	return s
 }
 
-func newConsumer(t testing.TB, inv *Inventory, sink Sink, opts ...ConsumerOption) *Consumer {
+func newConsumer(t testing.TB, inv *Inventory, sink Sink, opts ...Option) *Consumer {
 	t.Helper()
-	c, err := NewConsumer(inv, sink, append([]ConsumerOption{WithConsumerLogger(quiet)}, opts...)...)
+	c, err := NewConsumer(inv, sink, append([]Option{WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (s *SQLStore) CreateTables(ctx context.Context) error {
 			PRIMARY KEY (sku, request_id))`,
 	} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("stock: create tables: %w", err)
+			return fmt.Errorf("cacheguard: stock: create tables: %w", err)
 		}
 	}
 	return nil
@@ -124,7 +124,7 @@ func (s *SQLStore) SetStock(ctx context.Context, sku string, qty int64) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("stock: set stock %s: %w", sku, err)
+		return fmt.Errorf("cacheguard: stock: set stock %s: %w", sku, err)
 	}
 	return nil
 }
@@ -143,7 +143,7 @@ func (s *SQLStore) Stock(ctx context.Context, sku string) (int64, error) {
 		return 0, fmt.Errorf("%w: %s has no stock row", ErrNoSale, sku)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("stock: stock of %s: %w", sku, err)
+		return 0, fmt.Errorf("cacheguard: stock: stock of %s: %w", sku, err)
 	}
 	return n, nil
 }
@@ -192,7 +192,7 @@ func (s *SQLStore) Apply(ctx context.Context, ev Event) error {
 			state, ev.Version, now, ev.SKU, ev.RequestID, ev.Version)
 	}
 	if err != nil {
-		return fmt.Errorf("stock: apply %s %s/%s: %w", ev.Op, ev.SKU, ev.RequestID, err)
+		return fmt.Errorf("cacheguard: stock: apply %s %s/%s: %w", ev.Op, ev.SKU, ev.RequestID, err)
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func (s *SQLStore) Parked(ctx context.Context, since time.Time) (int64, error) {
 	var n int64
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+s.order+` WHERE applied = 0 AND updated_ms <= ?`, since.UnixMilli()).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("stock: parked: %w", err)
+		return 0, fmt.Errorf("cacheguard: stock: parked: %w", err)
 	}
 	return n, nil
 }
@@ -261,7 +261,7 @@ func (s *SQLStore) Orders(ctx context.Context, sku string) ([]Order, error) {
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT request_id, user_id, qty, state, version, applied, updated_ms FROM `+s.order+` WHERE sku = ?`, sku)
 	if err != nil {
-		return nil, fmt.Errorf("stock: orders of %s: %w", sku, err)
+		return nil, fmt.Errorf("cacheguard: stock: orders of %s: %w", sku, err)
 	}
 	defer rows.Close()
 	var out []Order
@@ -271,13 +271,13 @@ func (s *SQLStore) Orders(ctx context.Context, sku string) ([]Order, error) {
 		var applied int
 		var ms int64
 		if err := rows.Scan(&o.RequestID, &o.User, &o.Qty, &st, &o.Version, &applied, &ms); err != nil {
-			return nil, fmt.Errorf("stock: orders of %s: %w", sku, err)
+			return nil, fmt.Errorf("cacheguard: stock: orders of %s: %w", sku, err)
 		}
 		o.State, o.Applied, o.Updated = stateOf(st), applied == 1, time.UnixMilli(ms)
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("stock: orders of %s: %w", sku, err)
+		return nil, fmt.Errorf("cacheguard: stock: orders of %s: %w", sku, err)
 	}
 	return out, nil
 }

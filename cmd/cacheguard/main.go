@@ -1,16 +1,3 @@
-// Command cacheguard is an operator's tool for a Redis (or Redis Cluster)
-// that cacheguard uses.
-//
-//	cacheguard inspect -addr host:port [-json] [-max-keys n] ...
-//
-// inspect walks the keyspace with SCAN (never KEYS), a bounded number of keys
-// per node, and reports what hurts a cache in production: the key-size
-// histogram and the biggest keys, the TTL histogram of cacheguard's entries
-// with a warning when many of them expire in the same second (an avalanche
-// waiting to happen), lease placeholders stranded without an expiry, the
-// write path's retry queue depth and dead letters, the fill ratio of Bloom
-// filters, and who holds locks. Every reply is parsed defensively: keys of
-// other programs are counted by size and otherwise left alone.
 package main
 
 import (

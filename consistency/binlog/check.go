@@ -13,13 +13,13 @@ import (
 // ErrServerSetting is wrapped by the error Run returns when the server is
 // not configured for a Source; the message names the setting and the value
 // it needs.
-var ErrServerSetting = errors.New("cacheguard binlog: server setting")
+var ErrServerSetting = errors.New("cacheguard: binlog: server setting")
 
 // ErrNoColumnNames is wrapped by the error Run returns for a row event of a
 // watched table without column names: keys can only be computed from the
 // columns a row was written with, and the event does not say which they
 // were (see WithSkipUnnamedRows).
-var ErrNoColumnNames = errors.New("cacheguard binlog: row event without column names")
+var ErrNoColumnNames = errors.New("cacheguard: binlog: row event without column names")
 
 // required are the settings a Source needs, with the value each must have.
 //
@@ -43,7 +43,7 @@ func (s *Source) checkServer(ctx context.Context) (Position, error) {
 	var pos Position
 	conn, err := client.ConnectWithContext(ctx, s.cfg.Addr, s.cfg.User, s.cfg.Password, "", 10*time.Second)
 	if err != nil {
-		return pos, fmt.Errorf("cacheguard binlog: connect: %w", err)
+		return pos, fmt.Errorf("cacheguard: binlog: connect: %w", err)
 	}
 	defer conn.Close()
 	for _, r := range required {
@@ -68,5 +68,5 @@ func (s *Source) checkServer(ctx context.Context) (Position, error) {
 		off, _ := res.GetInt(0, 1)
 		return Position{File: name, Offset: uint32(off)}, nil
 	}
-	return pos, fmt.Errorf("cacheguard binlog: the server reports no binlog position")
+	return pos, fmt.Errorf("cacheguard: binlog: the server reports no binlog position")
 }

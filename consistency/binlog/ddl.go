@@ -78,7 +78,7 @@ func parseDDL(q, schema string) (out []ddl, err error) {
 func ScanDelete(rdb redis.UniversalClient, pattern string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		if pattern == "" || pattern == "*" {
-			return fmt.Errorf("cacheguard binlog: refusing to clear pattern %q", pattern)
+			return fmt.Errorf("cacheguard: binlog: refusing to clear pattern %q", pattern)
 		}
 		clear := func(ctx context.Context, c *redis.Client) error {
 			var cursor uint64
@@ -111,7 +111,7 @@ func ScanDelete(rdb redis.UniversalClient, pattern string) func(ctx context.Cont
 		case *redis.Ring:
 			return c.ForEachShard(ctx, clear)
 		default:
-			return fmt.Errorf("cacheguard binlog: ScanDelete: unsupported client %T", rdb)
+			return fmt.Errorf("cacheguard: binlog: ScanDelete: unsupported client %T", rdb)
 		}
 	}
 }

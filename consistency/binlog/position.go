@@ -42,10 +42,10 @@ func (r redisPositions) Load(ctx context.Context) (Position, bool, error) {
 		return p, false, nil
 	}
 	if err != nil {
-		return p, false, fmt.Errorf("cacheguard binlog: load position: %w", err)
+		return p, false, fmt.Errorf("cacheguard: binlog: load position: %w", err)
 	}
 	if err := json.Unmarshal(b, &p); err != nil || p.File == "" {
-		return p, false, fmt.Errorf("cacheguard binlog: corrupt position %q under %s", b, r.key)
+		return p, false, fmt.Errorf("cacheguard: binlog: corrupt position %q under %s", b, r.key)
 	}
 	return p, true, nil
 }
@@ -53,7 +53,7 @@ func (r redisPositions) Load(ctx context.Context) (Position, bool, error) {
 func (r redisPositions) Save(ctx context.Context, p Position) error {
 	b, _ := json.Marshal(p)
 	if err := r.rdb.Set(ctx, r.key, b, 0).Err(); err != nil {
-		return fmt.Errorf("cacheguard binlog: save position %v: %w", p, err)
+		return fmt.Errorf("cacheguard: binlog: save position %v: %w", p, err)
 	}
 	return nil
 }

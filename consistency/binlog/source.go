@@ -188,7 +188,7 @@ func (s *Source) Stats() Stats { return s.stats.snapshot() }
 // ctx ends it; no goroutine it started is left running.
 func (s *Source) Run(ctx context.Context) error {
 	if !s.runMu.TryLock() {
-		return errors.New("cacheguard binlog: Run is already running")
+		return errors.New("cacheguard: binlog: Run is already running")
 	}
 	defer s.runMu.Unlock()
 	start, ok, err := s.positions.Load(ctx)
@@ -201,7 +201,7 @@ func (s *Source) Run(ctx context.Context) error {
 	}
 	if !ok {
 		start = current
-		s.log.Info("cacheguard binlog: no stored position, starting at the server's current one", "pos", start)
+		s.log.Info("cacheguard: binlog: no stored position, starting at the server's current one", "pos", start)
 	}
 	host, port, _ := splitAddr(s.cfg.Addr)
 	sc := replication.BinlogSyncerConfig{ServerID: s.cfg.ServerID, Flavor: s.cfg.Flavor,
@@ -214,7 +214,7 @@ func (s *Source) Run(ctx context.Context) error {
 	defer syncer.Close()
 	streamer, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Offset})
 	if err != nil {
-		return fmt.Errorf("cacheguard binlog: start replication at %v: %w", start, err)
+		return fmt.Errorf("cacheguard: binlog: start replication at %v: %w", start, err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -280,7 +280,7 @@ func TestPositionWaitsForFailedDeletes(t *testing.T) {
 
 func TestNewRejectsBadConfig(t *testing.T) {
 	_, rdb := redistest.Single(t)
-	q, _ := consistency.New(rdb, consistency.WithWorker(false))
+	q, _ := consistency.New(rdb, consistency.WithoutWorker())
 	defer q.Close()
 	c, _ := cache.New[string](rdb)
 	defer c.Close()

@@ -76,7 +76,7 @@ func (t *tailer) run(events <-chan eventOrErr) error {
 			if t.ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("cacheguard binlog: reading events after %v: %w", t.committed, item.err)
+			return fmt.Errorf("cacheguard: binlog: reading events after %v: %w", t.committed, item.err)
 		}
 		if err := t.apply(item.ev); err != nil {
 			return err
@@ -230,7 +230,7 @@ func (t *tailer) query(h *replication.EventHeader, e *replication.QueryEvent) er
 	changes, err := parseDDL(q, string(e.Schema))
 	if err != nil {
 		t.s.stats.ddl.Add(1)
-		t.report(fmt.Errorf("cacheguard binlog: statement not understood, passed (if it truncated, dropped or renamed a watched table, clear its keys by hand): %q: %w", q, err))
+		t.report(fmt.Errorf("cacheguard: binlog: statement not understood, passed (if it truncated, dropped or renamed a watched table, clear its keys by hand): %q: %w", q, err))
 	}
 	for _, c := range changes {
 		r, ok := t.s.rules[c.table]
@@ -249,11 +249,11 @@ func (t *tailer) query(h *replication.EventHeader, e *replication.QueryEvent) er
 				return err
 			}
 			t.s.stats.clears.Add(1)
-			t.s.log.Info("cacheguard binlog: cleared the keys of a truncated or dropped table", "table", c.table, "ddl", c.verb)
+			t.s.log.Info("cacheguard: binlog: cleared the keys of a truncated or dropped table", "table", c.table, "ddl", c.verb)
 			continue
 		}
 		t.s.stats.ddl.Add(1)
-		t.s.log.Warn("cacheguard binlog: DDL on a watched table", "table", c.table, "ddl", c.verb,
+		t.s.log.Warn("cacheguard: binlog: DDL on a watched table", "table", c.table, "ddl", c.verb,
 			"note", ddlNote(c))
 	}
 	t.commit(h)
@@ -276,7 +276,7 @@ func (t *tailer) flush() error {
 	for pk, keys := range t.pending {
 		err := pk.t.Invalidate(t.ctx, keys...)
 		if err != nil && !errors.Is(err, consistency.ErrClosed) {
-			t.report(fmt.Errorf("cacheguard binlog: invalidating %d keys of %s: %w", len(keys), pk.t.Name(), err))
+			t.report(fmt.Errorf("cacheguard: binlog: invalidating %d keys of %s: %w", len(keys), pk.t.Name(), err))
 			err = t.retry(fmt.Sprintf("invalidating %d keys of %s", len(keys), pk.t.Name()), func(ctx context.Context) error {
 				return pk.t.Delete(ctx, keys...)
 			})
@@ -310,7 +310,7 @@ func (t *tailer) retry(what string, fn func(ctx context.Context) error) error {
 			return err
 		}
 		pause := bo.Next()
-		t.report(fmt.Errorf("cacheguard binlog: %s, retrying in %v: %w", what, pause, err))
+		t.report(fmt.Errorf("cacheguard: binlog: %s, retrying in %v: %w", what, pause, err))
 		tm := time.NewTimer(pause)
 		select {
 		case <-t.ctx.Done():

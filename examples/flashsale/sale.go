@@ -109,11 +109,11 @@ func run(ctx context.Context, cfg config, addr string, w io.Writer) (int, error)
 		}
 		return store.Apply(c, ev)
 	})
-	c1, err := stock.NewConsumer(inv, dying, stock.WithConsumerName("consumer-1"), stock.WithConsumerLogger(quiet), stock.WithBatch(20))
+	c1, err := stock.NewConsumer(inv, dying, stock.WithConsumerName("consumer-1"), stock.WithLogger(quiet), stock.WithBatch(20))
 	if err != nil {
 		return 0, err
 	}
-	c2, err := stock.NewConsumer(inv, store, stock.WithConsumerName("consumer-2"), stock.WithConsumerLogger(quiet),
+	c2, err := stock.NewConsumer(inv, store, stock.WithConsumerName("consumer-2"), stock.WithLogger(quiet),
 		stock.WithClaimIdle(cfg.ClaimIdle), stock.WithPollInterval(20*time.Millisecond))
 	if err != nil {
 		return 0, err

@@ -71,7 +71,7 @@ func dial(addr string) (*Redis, error) {
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("devredis: %s: %w", addr, err)
+		return nil, fmt.Errorf("cacheguard: devredis: %s: %w", addr, err)
 	}
 	return &Redis{Client: c, Kind: "url", Addr: opts.Addrs[0]}, nil
 }
@@ -160,7 +160,7 @@ func (r *Redis) Restart() error {
 		r.mini.FlushAll()
 		return nil
 	}
-	return errors.New("devredis: restart needs a spawned redis-server")
+	return errors.New("cacheguard: devredis: restart needs a spawned redis-server")
 }
 
 // Close stops what Open started and closes the client.

@@ -22,7 +22,7 @@ const (
 	movedPoll = 20 * time.Millisecond
 )
 
-var errStopped = errors.New("pubsub: connection closed")
+var errStopped = errors.New("cacheguard: pubsub: connection closed")
 
 // conn is one node's connection. Its goroutine runs one session after
 // another until it is shut.

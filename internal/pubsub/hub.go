@@ -263,7 +263,7 @@ func (h *Hub) close(deadline time.Time) error {
 		wait = time.Until(deadline)
 	}
 	if !h.goroutines.Wait(wait) {
-		return fmt.Errorf("pubsub: connections still closing at the deadline: %w", context.DeadlineExceeded)
+		return fmt.Errorf("cacheguard: pubsub: connections still closing at the deadline: %w", context.DeadlineExceeded)
 	}
 	h.route.close()
 	return nil

@@ -9,6 +9,13 @@
 // CACHEGUARD_REQUIRE_REDIS=1 (CI does) turns both the fallback and the skips into
 // failures, so a CI machine without redis-server cannot pass by accident.
 //
+// Servers shared by a whole test binary (SharedSingle, SharedCluster,
+// SharedSentinel; the package's TestMain calls Main) keep tests fast; a test
+// on them runs on each with OnTopologies and keeps to its own keys with
+// Prefix or Name. A package's tests name these once, as
+//
+//	var onTopologies, prefixFor = redistest.OnTopologies, redistest.Prefix
+//
 // Readiness is polled (PING, CLUSTER INFO) with a deadline; that is waiting for
 // a process to come up, not synchronising the code under test.
 package redistest

@@ -35,7 +35,7 @@ func (cl *Cluster) MigrateSlot(ctx context.Context, slot, to int) (int, error) {
 		}
 	}
 	if from < 0 {
-		return -1, fmt.Errorf("redistest: no master owns slot %d", slot)
+		return -1, fmt.Errorf("cacheguard: redistest: no master owns slot %d", slot)
 	}
 	if from == to {
 		return from, nil

@@ -78,7 +78,7 @@ func TestSaleOnMariaDB(t *testing.T) {
 			}
 			// A consumer whose database writes fail leaves everything pending.
 			failing := stock.SinkFunc(func(context.Context, stock.Event) error { return errors.New("connection reset") })
-			c1, _ := stock.NewConsumer(inv, failing, stock.WithConsumerName("c1"), stock.WithConsumerLogger(quiet), stock.WithMaxDeliveries(100))
+			c1, _ := stock.NewConsumer(inv, failing, stock.WithConsumerName("c1"), stock.WithLogger(quiet), stock.WithMaxDeliveries(100))
 			c1.Pass(ctx)
 			// Releases reach the database before their reservations.
 			for _, id := range won[:5] {
@@ -89,12 +89,12 @@ func TestSaleOnMariaDB(t *testing.T) {
 			for _, id := range won[5:30] {
 				inv.Confirm(ctx, "sku", id)
 			}
-			c2, _ := stock.NewConsumer(inv, store, stock.WithConsumerName("c2"), stock.WithConsumerLogger(quiet))
+			c2, _ := stock.NewConsumer(inv, store, stock.WithConsumerName("c2"), stock.WithLogger(quiet))
 			drain(t, c2)
 			if parked, _ := store.ParkStats(); parked < 5 {
 				t.Fatalf("%d parked", parked)
 			}
-			c3, _ := stock.NewConsumer(inv, store, stock.WithConsumerName("c3"), stock.WithConsumerLogger(quiet), stock.WithClaimIdle(0))
+			c3, _ := stock.NewConsumer(inv, store, stock.WithConsumerName("c3"), stock.WithLogger(quiet), stock.WithClaimIdle(0))
 			drain(t, c3)
 			if c3.Stats().Claimed == 0 {
 				t.Fatal("nothing claimed from the failing consumer")

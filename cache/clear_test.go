@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,6 +37,12 @@ func awaitGeneration(t *testing.T, ch <-chan uint64, g uint64) time.Duration {
 	}
 }
 
+// runPrefix is a prefix of the run's own: a shared server keeps the
+// generation and the entries of an earlier run (-count).
+func runPrefix(t *testing.T) Option {
+	return WithPrefix(fmt.Sprintf("%s%d:", prefixFor(t), time.Now().UnixNano()))
+}
+
 func loaderOf(v string, n *atomic.Int64) Loader[string] {
 	return func(context.Context, string) (string, error) {
 		n.Add(1)
@@ -50,9 +57,10 @@ func loaderOf(v string, n *atomic.Int64) Loader[string] {
 func TestClearEmptiesEveryInstance(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		a := localCache(t, rdb, testHealth)
-		b := localCache(t, rdb, testHealth, WithPrefix(prefixFor(t)))
-		n := newCache[string](t, rdb, WithPrefix(prefixFor(t)))
+		pre := runPrefix(t)
+		a := localCache(t, rdb, testHealth, pre)
+		b := localCache(t, rdb, testHealth, pre)
+		n := newCache[string](t, rdb, pre)
 		bGen, nGen := generations(b), generations(n)
 		var loads atomic.Int64
 		for _, c := range []*Cache[string]{a, b, n} {
@@ -95,7 +103,7 @@ func TestClearEmptiesEveryInstance(t *testing.T) {
 		// A hash tag in the user key still routes the entry.
 		tagged := "{user42}:cart"
 		a.Set(ctx, tagged, "v")
-		rkey := wire.EntryKey(prefixFor(t), 1, tagged)
+		rkey := wire.EntryKey(a.cfg.prefix, 1, tagged)
 		if rdb.Exists(ctx, rkey).Val() != 1 {
 			t.Fatalf("%q not written", rkey)
 		}
@@ -105,7 +113,7 @@ func TestClearEmptiesEveryInstance(t *testing.T) {
 			}
 		}
 		// A new instance reads the generation at New.
-		late := newCache[string](t, rdb, WithPrefix(prefixFor(t)))
+		late := newCache[string](t, rdb, pre)
 		if v, _ := late.Get(ctx, "k", never(t)); v != "new" {
 			t.Fatalf("an instance made after Clear read %q", v)
 		}
@@ -118,8 +126,9 @@ func TestClearEmptiesEveryInstance(t *testing.T) {
 func TestFillRacingClearNotVisible(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		a := newCache[string](t, rdb)
-		b := localCache(t, rdb, WithPrefix(prefixFor(t)))
+		pre := runPrefix(t)
+		a := newCache[string](t, rdb, pre)
+		b := localCache(t, rdb, pre)
 		bGen := generations(b)
 		filled := make(chan bool, 1)
 		b.hooks.afterLoad = func(string) {
@@ -158,8 +167,9 @@ func TestFillRacingClearNotVisible(t *testing.T) {
 func TestClearDuringStampede(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		a := newCache[string](t, rdb)
-		b := newCache[string](t, rdb, WithPrefix(prefixFor(t)))
+		pre := runPrefix(t)
+		a := newCache[string](t, rdb, pre)
+		b := newCache[string](t, rdb, pre)
 		bGen := generations(b)
 		var loads atomic.Int64
 		loading := make(chan struct{}, 4)
@@ -210,11 +220,11 @@ func TestClearDuringStampede(t *testing.T) {
 func TestClearMissedAnnouncementReread(t *testing.T) {
 	_, rdb := newSingle(t)
 	ctx := context.Background()
-	b := localCache(t, rdb)
+	b := localCache(t, rdb, runPrefix(t))
 	bGen := generations(b)
 	b.Get(ctx, "k", func(context.Context, string) (string, error) { return "old", nil })
 	// Another instance's Clear whose message never arrived.
-	rdb.Incr(ctx, wire.GenerationKey(prefixFor(t)))
+	rdb.Incr(ctx, wire.GenerationKey(b.cfg.prefix))
 	(&invalHandler[string]{c: b, seqs: map[[sourceIDSize]byte]uint64{}}).Up("", time.Now())
 	awaitGeneration(t, bGen, 1)
 	if v, _ := b.Get(ctx, "k", func(context.Context, string) (string, error) { return "new", nil }); v != "new" {

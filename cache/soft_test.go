@@ -68,7 +68,7 @@ func TestSoftTimeoutServesStaleRedisEntry(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		obs := &lastInfo{}
-		c := newCache[string](t, rdb, WithSoftLoadTimeout(testSoft), WithLoadTimeout(testHard), WithObserver(obs))
+		c := newCache[string](t, rdb, runPrefix(t), WithSoftLoadTimeout(testSoft), WithLoadTimeout(testHard), WithObserver(obs))
 		if _, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "old", nil }); err != nil {
 			t.Fatal(err)
 		}
@@ -107,14 +107,14 @@ func TestSoftTimeoutServesStaleRedisEntry(t *testing.T) {
 func TestSoftTimeoutServesStaleLocalEntry(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		c := localCache(t, rdb, WithSoftLoadTimeout(testSoft), WithLoadTimeout(testHard),
+		c := localCache(t, rdb, runPrefix(t), WithSoftLoadTimeout(testSoft), WithLoadTimeout(testHard),
 			WithLocalTTL(10*time.Millisecond), WithLocalStale(time.Minute))
 		if _, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "old", nil }); err != nil {
 			t.Fatal(err)
 		}
 		// The Redis entry expires (no invalidation): only the local tier
 		// holds the old value, soon past its freshness.
-		rdb.Del(ctx, prefixFor(t)+"k")
+		rdb.Del(ctx, c.rkey("k"))
 		for {
 			fresh, e := c.localGet("k")
 			if e == nil {
@@ -143,7 +143,7 @@ func TestSoftTimeoutServesStaleLocalEntry(t *testing.T) {
 func TestSoftTimeoutReloadRefusedByWrite(t *testing.T) {
 	_, rdb := newSingle(t)
 	ctx := context.Background()
-	c := newCache[string](t, rdb, WithSoftLoadTimeout(testSoft), WithLoadTimeout(testHard))
+	c := newCache[string](t, rdb, runPrefix(t), WithSoftLoadTimeout(testSoft), WithLoadTimeout(testHard))
 	c.Set(ctx, "k", "old")
 	c.MarkStale(ctx, time.Minute, "k")
 	filled := make(chan bool, 1)
@@ -198,7 +198,7 @@ func TestSoftTimeoutReloadEndsWithClose(t *testing.T) {
 func TestLoadTimeoutReported(t *testing.T) {
 	_, rdb := newSingle(t)
 	obs := &lastInfo{}
-	c := newCache[string](t, rdb, WithLoadTimeout(20*time.Millisecond), WithObserver(obs))
+	c := newCache[string](t, rdb, runPrefix(t), WithLoadTimeout(20*time.Millisecond), WithObserver(obs))
 	_, err := c.Get(context.Background(), "k", blockingLoader("never", nil))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v", err)

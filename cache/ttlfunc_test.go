@@ -62,8 +62,8 @@ func TestTTLFuncFillsAndWrites(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		rep := &reported{errs: map[string]error{}}
-		c := newCache[string](t, rdb, WithTTLFunc(ttlByValue), WithJitter(0.1), WithErrorHandler(rep.handler))
-		p := prefixFor(t)
+		c := newCache[string](t, rdb, runPrefix(t), WithTTLFunc(ttlByValue), WithJitter(0.1), WithErrorHandler(rep.handler))
+		p := c.cfg.prefix
 		value := func(_ context.Context, key string) (string, error) { return key, nil } // the key names its value
 		for _, k := range []string{"minute", "hour"} {
 			if v, err := c.Get(ctx, k, value); err != nil || v != k {

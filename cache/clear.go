@@ -39,6 +39,10 @@ import (
 //   - Versions of versioned writes live in their entries: Clear forgets
 //     them, as it forgets the values. Bloom filters describe the database,
 //     not the cache: Clear leaves them alone.
+//   - Known gap: a Clear announced between New's read of the generation
+//     and the subscription's first confirmation is not seen until the
+//     next subscription gap (reading it again at the first Up left a GET
+//     that Close waits for on a frozen node).
 //   - On a redis.Ring, a cache without a local tier does not subscribe:
 //     it learns of a Clear made by another instance only when made (New).
 //   - User keys must not begin with byte 0xFF (wire.GenerationMark):

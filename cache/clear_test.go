@@ -61,6 +61,7 @@ func TestClearEmptiesEveryInstance(t *testing.T) {
 		a := localCache(t, rdb, testHealth, pre)
 		b := localCache(t, rdb, testHealth, pre)
 		n := newCache[string](t, rdb, pre)
+		awaitSubscribed(t, n)
 		bGen, nGen := generations(b), generations(n)
 		var loads atomic.Int64
 		for _, c := range []*Cache[string]{a, b, n} {
@@ -170,6 +171,7 @@ func TestClearDuringStampede(t *testing.T) {
 		pre := runPrefix(t)
 		a := newCache[string](t, rdb, pre)
 		b := newCache[string](t, rdb, pre)
+		awaitSubscribed(t, b) // see clear.go on a Clear before the first Up
 		bGen := generations(b)
 		var loads atomic.Int64
 		loading := make(chan struct{}, 4)

@@ -60,10 +60,16 @@ func (h *invalHandler[V]) Up(_ string, since time.Time) {
 	// Everything published after the SUBSCRIBE was sent arrives from here
 	// on; what came before is flushed.
 	clear(h.seqs)
+	again := false
+	select {
+	case <-h.c.subscribed:
+		again = true
+	default: // the first Up: New read the generation (see clear.go on the gap)
+	}
 	h.c.subscriptionUp(since.Add(h.trust()))
-	// A Clear announced before the subscription was (back) up was missed,
-	// the first time too: New read the generation before subscribing.
-	h.c.rereadGeneration()
+	if again {
+		h.c.rereadGeneration() // a Clear announced in the gap may have been missed (clear.go)
+	}
 }
 
 func (h *invalHandler[V]) Healthy(_ string, sent time.Time) {

@@ -215,10 +215,8 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 			_ = c.hub.Release(time.Time{}) // nothing subscribed yet: nothing to wait for
 			return nil, err
 		}
-	} else if _, ring := rdb.(*redis.Ring); !ring {
-		// For the generations Clear announces (clear.go). Not on a Ring,
-		// where a subscription without a local tier is not made (clear.go).
-		c.subscribe()
+	} else {
+		c.subscribe() // for the generations Clear announces (clear.go)
 	}
 	return c, nil
 }

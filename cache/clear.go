@@ -43,8 +43,6 @@ import (
 //     and the subscription's first confirmation is not seen until the
 //     next subscription gap (reading it again at the first Up left a GET
 //     that Close waits for on a frozen node).
-//   - On a redis.Ring, a cache without a local tier does not subscribe:
-//     it learns of a Clear made by another instance only when made (New).
 //   - User keys must not begin with byte 0xFF (wire.GenerationMark):
 //     ErrInvalidKey.
 

@@ -22,7 +22,7 @@ var prefixLike = regexp.MustCompile(`^([a-z][A-Za-z0-9_./-]*: |cacheguard)`)
 // that uses a prefix other than Prefix: the first argument of errors.New and
 // fmt.Errorf when it starts like a prefix, and the text of every exported
 // error variable (Err...) of a package outside internal/, which must start
-// with Prefix.
+// with Prefix (or with "%w: ", wrapping an error that does).
 func ErrorPrefixes(t testing.TB, dir string) {
 	t.Helper()
 	for _, f := range parse(t, dir) {
@@ -40,7 +40,9 @@ func ErrorPrefixes(t testing.TB, dir string) {
 			if prefixLike.MatchString(s) && !strings.HasPrefix(s, Prefix) {
 				t.Errorf("%s: error string %q: want the prefix %q", f.pos(c.Pos()), s, Prefix)
 			}
-			if name := exported[c]; name != "" && !internal && !strings.HasPrefix(s, Prefix) {
+			// An exported error may start by wrapping another ("%w: …"),
+			// whose text carries the prefix.
+			if name := exported[c]; name != "" && !internal && !strings.HasPrefix(s, Prefix) && !strings.HasPrefix(s, "%w: ") {
 				t.Errorf("%s: %s = %q: an exported error starts with %q", f.pos(c.Pos()), name, s, Prefix)
 			}
 			return true

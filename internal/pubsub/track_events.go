@@ -26,7 +26,7 @@ func (h *Hub) trackConfirm(c *conn, ps *redis.PubSub, sent time.Time) error {
 	}
 	if a.err != nil {
 		for _, t := range h.track.trackers {
-			t.hd.Report(fmt.Errorf("pubsub: tracking not armed on %s: %w", c.name(), a.err))
+			t.hd.Report(fmt.Errorf("cacheguard: pubsub: tracking not armed on %s: %w", c.name(), a.err))
 		}
 		return nil
 	}

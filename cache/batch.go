@@ -81,7 +81,7 @@ func (c *Cache[V]) leadMany(ctx context.Context, todo []string, fs []*flight[V],
 					res = flightResult[V]{gone: true}
 				}
 			}
-			c.flights.finish(c.cfg.prefix+k, fs[i], res)
+			c.flights.finish(fs[i], res)
 		}
 	}()
 	err = c.readMany(ctx, todo, load, b)
@@ -99,7 +99,7 @@ func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader
 	}
 	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range todo {
-			gets[i] = p.Get(ctx, c.cfg.prefix+k)
+			gets[i] = p.Get(ctx, c.rkey(k))
 		}
 		return nil
 	})
@@ -141,7 +141,7 @@ func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader
 				c.admit(k, r, len(raw), clock)
 				b.put(k, r, TierRedis)
 				if !r.null {
-					c.maybeRefresh(ctx, k, c.cfg.prefix+k, env, oneOf(load))
+					c.maybeRefresh(ctx, k, c.rkey(k), env, oneOf(load))
 				}
 				continue
 			}

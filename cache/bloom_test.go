@@ -54,7 +54,11 @@ func TestPenetrationBehindLocalBloom(t *testing.T) {
 		t.Fatalf("rejects %d + loads %d != %d", st.FilterRejects, loads.Load(), requests)
 	}
 	// Each false positive costs a GET, a lease and a fill; rejects cost none.
-	if cmds.Load() > 3*loads.Load()+10 { // +10: script loading on first use
+	// +24: what a cache sends a few times, whatever the requests: the
+	// server version probe, the generation reads (New, each subscription
+	// Up), its subscription's setup, script loading on first use. 100,000
+	// negatives reaching Redis would add far more.
+	if cmds.Load() > 3*loads.Load()+24 {
 		t.Fatalf("%d Redis commands for %d false positives: filter negatives reached Redis", cmds.Load(), loads.Load())
 	}
 }

@@ -59,8 +59,9 @@ type Cache[V any] struct {
 	// localFloor is the epoch of the last clear of the local tier (a
 	// flush, or the subscription coming back). An entry of an older epoch
 	// was stored around that Clear and is never served, not even stale
-	// while Redis fails (get.go, unavailable). Only the subscriber writes
-	// it, always with the current epoch, which only grows.
+	// while Redis fails (get.go, unavailable). The subscriber (and a
+	// generation move, clear.go) writes it, with the current epoch, which
+	// only grows; it never goes down.
 	localFloor atomic.Uint64
 	coarseNow  atomic.Int64  // unix nanos, advanced every coarseTick (local.go)
 	clockIdle  atomic.Bool   // the coarse clock is paused until the next local read
@@ -92,6 +93,9 @@ type Cache[V any] struct {
 	fallbackGroup singleflight.Group
 
 	hooks *hooks // nil in production
+
+	ttlFunc func(string, V) time.Duration // WithTTLFunc (ttlfunc.go); nil when off
+	gen     atomic.Uint64                 // the generation of every key read and written (clear.go)
 
 	// flights coalesces the Redis reads of one key (flight.go).
 	flights flights[V]
@@ -129,6 +133,7 @@ type hooks struct {
 	onJoin         func(key string)                     // a call joined another's read of key (flight.go)
 	onTrack        func(keys []string)                  // a tracking invalidation was applied (nil: a flush)
 	onTracking     func(up bool)                        // tracking came up on every master, or went down
+	onGeneration   func(gen uint64)                     // the cache moved to a new generation (clear.go)
 
 	// Fill notifications (notify.go).
 	onWake       func(key string, notified bool) // a lease waiter woke: by a fill message, or to poll
@@ -158,11 +163,14 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if err := checkValueType[V](cfg.codec); err != nil {
 		return nil, err
 	}
+	ttlFunc, err := ttlFuncOf[V](cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkServerVersion(rdb); err != nil {
 		return nil, err
 	}
-	var err error
-	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger, hot: cfg.local.hot}
+	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger, hot: cfg.local.hot, ttlFunc: ttlFunc}
 	c.calls = call.For(rdb).Counting(&c.flight)
 	if c.log == nil {
 		c.log = slog.Default()
@@ -196,6 +204,10 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.fallbackSem = make(chan struct{}, cfg.fallbackLoads)
 	}
 	c.closing, c.close = context.WithCancel(context.Background())
+	if err := c.readGeneration(context.Background()); err != nil {
+		// Read again once the subscription is up (Redis reachable).
+		c.report(logSubscription, "", c.redisError("", "read generation", err))
+	}
 	c.hub = pubsub.Acquire(rdb)
 	if cfg.local.enabled() {
 		if err := c.startLocal(); err != nil {
@@ -203,6 +215,8 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 			_ = c.hub.Release(time.Time{}) // nothing subscribed yet: nothing to wait for
 			return nil, err
 		}
+	} else {
+		c.subscribe() // for the generations Clear announces (clear.go)
 	}
 	return c, nil
 }
@@ -225,18 +239,22 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	if err := c.check(ctx, key); err != nil {
 		return err
 	}
+	base, cacheable := c.valueTTL(key, v)
+	if !cacheable {
+		return c.Delete(ctx, key) // not to be cached: the old value must go (ttlfunc.go)
+	}
 	payload, tags, err := c.encodeTagged(key, v)
 	if err != nil {
 		return err
 	}
-	env, ttl := c.taggedEntry(false, 0, 0, payload, tags, c.now())
+	env, ttl := c.taggedEntry(false, 0, 0, payload, base, tags, c.now())
 	done, err := c.allow(key)
 	if err != nil {
 		return err
 	}
 	// The key's version stays (versionkeep.go).
 	_, err = boundedWrite(c, ctx, []string{key}, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, setKeepingVersionScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, env, ttl.Milliseconds()).Err()
+		return struct{}{}, setKeepingVersionScript.Run(ctx, c.rdb, []string{c.rkey(key)}, env, ttl.Milliseconds()).Err()
 	}, nil)
 	err = callerErr(ctx, err)
 	done(err)
@@ -256,7 +274,7 @@ func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
 	return c.writeKeys(ctx, "delete", keys, func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
-				p.Unlink(ctx, c.cfg.prefix+k)
+				p.Unlink(ctx, c.rkey(k))
 			}
 			return nil
 		})
@@ -265,7 +283,7 @@ func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
 }
 
 func (c *Cache[V]) check(ctx context.Context, key string) error {
-	if key == "" {
+	if key == "" || wire.ReservedKey(key) {
 		return ErrInvalidKey
 	}
 	if c.isClosed() {
@@ -299,13 +317,14 @@ func (c *Cache[V]) uncacheable(key string, err error) {
 // entry builds the envelope for payload (or for an absence, null) with its
 // jittered TTL: the value TTL, or the null TTL for an absence.
 func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload []byte) ([]byte, time.Duration) {
-	return c.taggedEntry(null, version, delta, payload, nil, time.Time{})
+	return c.taggedEntry(null, version, delta, payload, c.cfg.ttl, nil, time.Time{})
 }
 
-// taggedEntry is entry carrying tags (none: an untagged envelope) and the
-// time the entry's load started (tags.go).
-func (c *Cache[V]) taggedEntry(null bool, version uint64, delta time.Duration, payload []byte, tags []string, created time.Time) ([]byte, time.Duration) {
-	ttl, flags := jittered(c.cfg.ttl, c.cfg.jitter), byte(0)
+// taggedEntry is entry with base, before jitter, as the value TTL
+// (ttlfunc.go), carrying tags (none: an untagged envelope) and the time the
+// entry's load started (tags.go).
+func (c *Cache[V]) taggedEntry(null bool, version uint64, delta time.Duration, payload []byte, base time.Duration, tags []string, created time.Time) ([]byte, time.Duration) {
+	ttl, flags := jittered(base, c.cfg.jitter), byte(0)
 	if null {
 		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), wire.FlagNull
 	}
@@ -398,7 +417,7 @@ func (c *Cache[V]) startLocal() error {
 // before the write (flight.go; nobody joins a read already sent anyway).
 func (c *Cache[V]) forget(keys []string) {
 	for _, k := range keys {
-		c.flights.forget(c.cfg.prefix + k)
+		c.flights.forget(c.rkey(k))
 		c.fallbackGroup.Forget(k)
 	}
 }

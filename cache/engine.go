@@ -44,7 +44,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		leases := make([]lease, len(pending))
 		acq := make([]*redis.StatusCmd, len(pending))
 		for i, k := range pending {
-			l, err := c.newLease(c.cfg.prefix + k)
+			l, err := c.newLease(c.rkey(k))
 			if err != nil {
 				return err
 			}

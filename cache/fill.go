@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -29,10 +30,10 @@ func (c *Cache[V]) sharedFill(ctx context.Context, f *flight[V], key, rkey strin
 			defer stop()
 			r, err = c.fill(fctx, key, rkey, load)
 		}()
-		c.flights.finish(rkey, f, flightResult[V]{r: r, tier: TierFill, err: err})
+		c.flights.finish(f, flightResult[V]{r: r, tier: TierFill, err: err})
 	})
 	if !started {
-		c.flights.finish(rkey, f, flightResult[V]{err: ErrClosed})
+		c.flights.finish(f, flightResult[V]{err: ErrClosed})
 	}
 }
 
@@ -81,7 +82,7 @@ func (c *Cache[V]) callLoader(ctx context.Context, key string, load Loader[V]) (
 // cap, counted, and with a panic turned into an error, since loads run on
 // goroutines no caller could recover on.
 func (c *Cache[V]) runLoad(ctx context.Context, what string, call func(context.Context) error) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.loadTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.loadTimeout, errLoadTimeout)
 	defer cancel()
 	release, err := c.loadSlot(ctx)
 	if err != nil {
@@ -93,9 +94,16 @@ func (c *Cache[V]) runLoad(ctx context.Context, what string, call func(context.C
 		if p := recover(); p != nil {
 			err = fmt.Errorf("cacheguard: %s panicked: %v", what, p)
 		}
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && context.Cause(ctx) == errLoadTimeout {
+			c.stats.loadTimeouts.Add(1)
+			c.observedTimeout(ctx, false)
+		}
 	}()
 	return call(ctx)
 }
+
+// errLoadTimeout is the cause of a load's context ended by WithLoadTimeout.
+var errLoadTimeout = fmt.Errorf("cacheguard: load timeout: %w", context.DeadlineExceeded)
 
 // fillDetached runs fillMany for a GetMany's misses as a Get's fill runs:
 // detached from the caller's context (keeping its values), so that the

@@ -40,7 +40,8 @@ import (
 // guarded by its shard's lock; once finished is set, res no longer changes.
 // A flight is joinable until its read is sent; its clock is taken then.
 type flight[V any] struct {
-	sh *flightShard[V]
+	sh  *flightShard[V]
+	key string // the rkey it stands for, fixed when it is made (the generation may move on)
 	// prev is the key's read that was already sent when this flight was
 	// made: the leader waits for it to finish before sending its own, so
 	// that one key has at most one read (and one fill) under way here.
@@ -117,11 +118,11 @@ func (fs *flights[V]) join(rkey string) (f *flight[V], lead bool) {
 		// The key is being read solo: a flight stands for that read,
 		// and the solo reader finishes it (or leads its fill).
 		if sh.soloFlight == nil {
-			sh.soloFlight = &flight[V]{sh: sh, clock: sh.soloClock, sent: true}
+			sh.soloFlight = &flight[V]{sh: sh, key: rkey, clock: sh.soloClock, sent: true}
 		}
 		prev = sh.soloFlight
 	}
-	f = &flight[V]{sh: sh, prev: prev}
+	f = &flight[V]{sh: sh, key: rkey, prev: prev}
 	if sh.m == nil {
 		sh.m = make(map[string]*flight[V])
 	}
@@ -171,7 +172,7 @@ func (sh *flightShard[V]) endSolo(rkey string, miss bool) (f *flight[V]) {
 	if f != nil || !miss {
 		return f
 	}
-	f = &flight[V]{sh: sh, clock: sh.soloClock, sent: true}
+	f = &flight[V]{sh: sh, key: rkey, clock: sh.soloClock, sent: true}
 	if sh.m[rkey] == nil { // else a read started after a write passed this one
 		if sh.m == nil {
 			sh.m = make(map[string]*flight[V])
@@ -184,8 +185,8 @@ func (sh *flightShard[V]) endSolo(rkey string, miss bool) (f *flight[V]) {
 // finish hands res to f's callers and takes f out of the table. A flight
 // that ends before its read was sent gives the key back to the read it was
 // queued behind. Only the first finish counts.
-func (fs *flights[V]) finish(rkey string, f *flight[V], res flightResult[V]) {
-	sh := f.sh
+func (fs *flights[V]) finish(f *flight[V], res flightResult[V]) {
+	sh, rkey := f.sh, f.key
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if f.finished {

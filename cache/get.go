@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 // result is what a shared fill hands to every caller waiting on it.
@@ -114,10 +116,11 @@ func (c *Cache[V]) remote(ctx context.Context, key string, load Loader[V], stale
 	if c.absent(ctx, c.cfg.filter, key) {
 		return zero, ErrNotFound
 	}
-	rkey := c.cfg.prefix + key
+	gen := c.gen.Load()
+	rkey := wire.EntryKey(c.cfg.prefix, gen, key)
 	f, lead, res, clock, answered := c.solo(ctx, key, rkey, load)
 	if answered {
-		return c.answer(ctx, key, load, stale, res, clock)
+		return c.answer(ctx, key, load, stale, c.sameGeneration(gen, res), clock)
 	}
 	for ; ; f = nil {
 		if f == nil {
@@ -129,9 +132,15 @@ func (c *Cache[V]) remote(ctx context.Context, key string, load Loader[V], stale
 			f.joined.Add(1)
 			c.event(ctx, evShared, key, nil)
 		}
-		res, err := f.wait(ctx)
+		res, soft, err := c.waitFlight(ctx, f, stale)
 		if err != nil {
 			return zero, err
+		}
+		if soft { // the fill goes on without us (soft.go)
+			if stale.Null {
+				return zero, ErrNotFound
+			}
+			return stale.Value, nil
 		}
 		if res.gone {
 			if lead && res.err != nil {
@@ -147,8 +156,18 @@ func (c *Cache[V]) remote(ctx context.Context, key string, load Loader[V], stale
 		} else if res.tier == TierFill && f.joined.Load() > 0 {
 			c.observedShared(ctx)
 		}
-		return c.answer(ctx, key, load, stale, res, f.clock)
+		return c.answer(ctx, key, load, stale, c.sameGeneration(gen, res), f.clock)
 	}
+}
+
+// sameGeneration keeps res out of the local tier if the cache moved to a
+// new generation since its read chose its Redis key: the clock the read took
+// after choosing it may postdate the move's clear of the tier (clear.go).
+func (c *Cache[V]) sameGeneration(gen uint64, res flightResult[V]) flightResult[V] {
+	if c.local != nil && c.gen.Load() != gen {
+		res.r.noLocal = true
+	}
+	return res
 }
 
 // answer turns what a read found into Get's answer, admitting it to the

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 // BatchLoader loads the rows for keys in one go. Keys missing from the
@@ -64,7 +65,7 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 		return nil, err
 	}
 	for _, k := range keys {
-		if k == "" {
+		if k == "" || wire.ReservedKey(k) {
 			return nil, ErrInvalidKey
 		}
 	}
@@ -111,7 +112,7 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[
 		var ready, queued, joined []string
 		var readyF, queuedF, joinedF []*flight[V]
 		for _, k := range todo {
-			f, lead := c.flights.join(c.cfg.prefix + k)
+			f, lead := c.flights.join(c.rkey(k))
 			switch {
 			case lead && f.prev == nil:
 				ready, readyF = append(ready, k), append(readyF, f)
@@ -162,7 +163,7 @@ func (c *Cache[V]) leadGroup(ctx context.Context, keys []string, fs []*flight[V]
 	var sentF []*flight[V]
 	for i, f := range fs {
 		if err := f.send(ctx, c.localClock); err != nil {
-			c.flights.finish(c.cfg.prefix+keys[i], f, flightResult[V]{gone: true})
+			c.flights.finish(f, flightResult[V]{gone: true})
 			errs[keys[i]] = err
 			continue
 		}
@@ -178,7 +179,7 @@ func (c *Cache[V]) leadGroup(ctx context.Context, keys []string, fs []*flight[V]
 	}
 	b.end = func(k string, res flightResult[V]) {
 		if f := byKey[k]; f != nil {
-			c.flights.finish(c.cfg.prefix+k, f, res)
+			c.flights.finish(f, res)
 		}
 	}
 	c.leadMany(ctx, sent, sentF, load, b)

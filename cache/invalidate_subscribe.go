@@ -60,7 +60,16 @@ func (h *invalHandler[V]) Up(_ string, since time.Time) {
 	// Everything published after the SUBSCRIBE was sent arrives from here
 	// on; what came before is flushed.
 	clear(h.seqs)
+	again := false
+	select {
+	case <-h.c.subscribed:
+		again = true
+	default: // the first Up: New read the generation (see clear.go on the gap)
+	}
 	h.c.subscriptionUp(since.Add(h.trust()))
+	if again {
+		h.c.rereadGeneration() // a Clear announced in the gap may have been missed (clear.go)
+	}
 }
 
 func (h *invalHandler[V]) Healthy(_ string, sent time.Time) {
@@ -92,8 +101,10 @@ func (c *Cache[V]) subscriptionUp(trustUntil time.Time) {
 		e = c.epoch.Add(1)
 	}
 	c.localFloor.Store(e + 1) // the epoch it comes up in
-	c.local.Clear()
-	c.stats.localFlushes.Add(1)
+	if c.local != nil {
+		c.local.Clear()
+		c.stats.localFlushes.Add(1)
+	}
 	c.setTrust(false, trustUntil.UnixNano())
 	c.epoch.Add(1)
 	c.subscribedOnce.Do(func() { close(c.subscribed) })
@@ -113,9 +124,17 @@ func (c *Cache[V]) flushLocal() {
 	if e := c.epoch.Load(); e%2 == 0 {
 		c.epoch.CompareAndSwap(e, e+2) // a failed swap: it went down, which is as good
 	}
-	c.localFloor.Store(c.epoch.Load())
-	c.local.Clear()
-	c.stats.localFlushes.Add(1)
+	// Clear's caller flushes too (clear.go): the floor only rises.
+	for e := c.epoch.Load(); ; {
+		f := c.localFloor.Load()
+		if f >= e || c.localFloor.CompareAndSwap(f, e) {
+			break
+		}
+	}
+	if c.local != nil {
+		c.local.Clear()
+		c.stats.localFlushes.Add(1)
+	}
 }
 
 // onInvalidation applies one message; seqs holds the last sequence number
@@ -149,10 +168,13 @@ func (c *Cache[V]) onInvalidation(payload string, seqs map[[sourceIDSize]byte]ui
 		}
 		seqs[m.src] = m.seq
 	}
+	c.onAnnouncements(m.keys)
 	if len(m.tags) > 0 {
 		c.applyTags(m.tags, m.tagTime)
 	}
-	c.dropLocal(m.keys)
+	if c.local != nil {
+		c.dropLocal(m.keys)
+	}
 	c.forget(m.keys)
 	if c.hooks != nil && c.hooks.onInvalidate != nil {
 		c.hooks.onInvalidate(m.keys)

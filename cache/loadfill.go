@@ -38,12 +38,14 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		if !found {
 			rs[i] = result[V]{null: true}
 			env, ttl = c.entry(true, 0, delta, nil)
+		} else if base, ok := c.valueTTL(k, v); !ok {
+			rs[i] = result[V]{v: v, noLocal: true} // served, not cached (ttlfunc.go)
 		} else if payload, tags, err := c.encodeTagged(k, v); err != nil {
 			c.uncacheable(k, err)
 			rs[i] = result[V]{v: v, noLocal: true}
 		} else {
 			rs[i] = result[V]{v: v, size: len(payload), tags: tags, created: created.UnixMilli()}
-			env, ttl = c.taggedEntry(false, 0, delta, payload, tags, created)
+			env, ttl = c.taggedEntry(false, 0, delta, payload, base, tags, created)
 		}
 		if env == nil { // release instead of fill
 			calls[i] = scriptCall{releaseScript, []string{leases[i].key}, leases[i].releaseArgs()}
@@ -148,7 +150,7 @@ func (c *Cache[V]) callBatchLoader(ctx context.Context, keys []string, load Batc
 func (c *Cache[V]) prefixed(keys []string) []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
-		out[i] = c.cfg.prefix + k
+		out[i] = c.rkey(k)
 	}
 	return out
 }
@@ -162,7 +164,7 @@ func (c *Cache[V]) markManyWaited(ctx context.Context, keys []string, prev [][]b
 	var prevs [][]byte
 	for i, k := range keys {
 		if prev[i] != nil {
-			rkeys, prevs = append(rkeys, c.cfg.prefix+k), append(prevs, prev[i])
+			rkeys, prevs = append(rkeys, c.rkey(k)), append(prevs, prev[i])
 		}
 	}
 	if len(rkeys) == 0 {

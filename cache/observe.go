@@ -51,7 +51,13 @@ type GetInfo struct {
 	// EarlyRefresh: the call served a value and started a background
 	// refresh of it ahead of its expiry (XFetch, or stale-while-revalidate).
 	EarlyRefresh bool
-	Err          error // what the call returned (ErrNotFound included)
+	// SoftTimeout: the call returned a stale value because the reload it
+	// waited for outlasted WithSoftLoadTimeout; the reload went on in the
+	// background. LoadTimeout: a load of the call was stopped by
+	// WithLoadTimeout (the hard limit).
+	SoftTimeout bool
+	LoadTimeout bool
+	Err         error // what the call returned (ErrNotFound included)
 }
 
 // Observer sees every Get and GetMany of a Cache, to build traces from (the
@@ -100,6 +106,8 @@ type observation struct {
 	tier   atomic.Uint32
 	shared atomic.Bool
 	early  atomic.Bool
+	soft   atomic.Bool // answered stale past the soft load timeout
+	hard   atomic.Bool // a load stopped by the load timeout
 	// waitStart and waitEnd are the monotonic times (since the call
 	// began) of the first refused lease and of the last attempt after it.
 	waitStart, waitEnd atomic.Int64
@@ -111,7 +119,8 @@ func (o *observation) since() int64 { return max(int64(time.Since(o.began)), 1) 
 
 // info is what the call learnt, for the Observer.
 func (o *observation) info(err error) GetInfo {
-	gi := GetInfo{Tier: Tier(o.tier.Load()), Coalesced: o.shared.Load(), EarlyRefresh: o.early.Load(), Err: err}
+	gi := GetInfo{Tier: Tier(o.tier.Load()), Coalesced: o.shared.Load(), EarlyRefresh: o.early.Load(),
+		SoftTimeout: o.soft.Load(), LoadTimeout: o.hard.Load(), Err: err}
 	if start := o.waitStart.Load(); start != 0 {
 		gi.LeaseWaited = true
 		gi.LeaseWait = time.Duration(max(o.waitEnd.Load()-start, 0))
@@ -176,6 +185,18 @@ func (c *Cache[V]) observedAttempt(ctx context.Context) {
 func (c *Cache[V]) observedRefresh(ctx context.Context) {
 	if o := c.observation(ctx); o != nil {
 		o.early.Store(true)
+	}
+}
+
+// observedTimeout marks that the call was answered stale past the soft load
+// timeout (soft), or that one of its loads hit the load timeout.
+func (c *Cache[V]) observedTimeout(ctx context.Context, soft bool) {
+	if o := c.observation(ctx); o != nil {
+		if soft {
+			o.soft.Store(true)
+		} else {
+			o.hard.Store(true)
+		}
 	}
 }
 

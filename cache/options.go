@@ -41,6 +41,8 @@ type config struct {
 	observer        Observer          // WithObserver (observe.go)
 	limiter         KeyLimiter        // WithKeyRateLimit (ratelimit.go)
 	sizes           ValueSizeObserver // observer, if it implements it
+	softLoadTimeout time.Duration     // WithSoftLoadTimeout (soft.go)
+	ttlFunc         any               // WithTTLFunc: a func(string, V) time.Duration (ttlfunc.go)
 
 	hooks *hooks // tests only: installed before any goroutine starts
 
@@ -253,6 +255,9 @@ func (c *config) validate() error {
 		if c.local.tracking {
 			c.invalid("WithTracking needs a local tier (WithLocal or WithLocalStore)")
 		}
+	}
+	if c.softLoadTimeout > 0 && c.softLoadTimeout >= c.loadTimeout {
+		c.invalid("soft load timeout %v must be shorter than the load timeout %v", c.softLoadTimeout, c.loadTimeout)
 	}
 	if len(c.errs) > 0 {
 		return c.errs[0]

@@ -83,9 +83,12 @@ func (c *Cache[V]) shouldRefresh(env envelope) bool {
 // entry since replaced or marked stale again (its own fill will be refused,
 // or already landed and was then marked), exactly as a write makes later
 // Gets start their own fill instead of joining an older one.
-func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envelope, load Loader[V]) {
+//
+// The returned channel (nil when no refresh started) receives the refresh's
+// outcome once it ends: what WithSoftLoadTimeout waits for (soft.go).
+func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envelope, load Loader[V]) <-chan refreshed[V] {
 	if !c.shouldRefresh(env) {
-		return
+		return nil
 	}
 	gen := string(env.Header)
 	for {
@@ -94,7 +97,7 @@ func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envel
 			break
 		}
 		if old == gen {
-			return
+			return nil
 		}
 		if c.refreshing.CompareAndSwap(rkey, old, gen) {
 			break
@@ -104,22 +107,32 @@ func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envel
 	// The refresh is no part of the call that started it: its load must not
 	// mark that call's observation.
 	detached := context.WithValue(context.WithoutCancel(ctx), observationKey{}, (*observation)(nil))
+	done := make(chan refreshed[V], 1)
 	started := c.goBackground(func() {
 		defer c.refreshing.CompareAndDelete(rkey, gen)
 		rctx, cancel := context.WithCancel(detached)
 		defer cancel()
 		stop := context.AfterFunc(c.closing, cancel)
 		defer stop()
-		c.refresh(rctx, key, rkey, header, load)
+		var out refreshed[V]
+		defer func() { done <- out }()
+		out = c.refresh(rctx, key, rkey, header, load)
 	})
 	if !started {
 		c.refreshing.CompareAndDelete(rkey, gen)
-		return
+		return nil
 	}
 	c.observedRefresh(ctx)
+	return done
 }
 
-func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte, load Loader[V]) {
+// refreshed is the outcome of a refresh: the value it installed, if landed.
+type refreshed[V any] struct {
+	r      result[V]
+	landed bool
+}
+
+func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte, load Loader[V]) (out refreshed[V]) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.report(logRefreshFailed, key, fmt.Errorf("cacheguard: refresh of %q panicked: %v", key, p))
@@ -130,10 +143,10 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	ok, err := markRefreshScript.Run(ctx, c.rdb, []string{rkey}, header, marked[wire.FlagsOffset:wire.FlagsOffset+1]).Int()
 	if err != nil {
 		c.report(logRefreshFailed, key, c.redisError(key, "mark refresh", err))
-		return
+		return out
 	}
 	if ok == 0 {
-		return // changed since we read it: someone else refreshed, deleted or set it
+		return out // changed since we read it: someone else refreshed, deleted or set it
 	}
 	c.stats.earlyRefresh.Add(1)
 	if c.hooks != nil && c.hooks.onRefresh != nil {
@@ -146,6 +159,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	null := errors.Is(err, ErrNotFound)
 	var payload []byte
 	var tags []string
+	base := c.cfg.ttl
 	switch {
 	case null:
 	case err != nil:
@@ -153,20 +167,24 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 		// path loads it under a lease.
 		c.stats.loadErrors.Add(1)
 		c.report(logRefreshFailed, key, err)
-		return
+		return out
 	default:
+		var ok bool
+		if base, ok = c.valueTTL(key, v); !ok {
+			return out // the entry is left to expire (ttlfunc.go)
+		}
 		if payload, tags, err = c.encodeTagged(key, v); err != nil {
 			c.uncacheable(key, err)
-			return
+			return out
 		}
 	}
 	// Keep the replaced entry's version, so that a versioned write older
 	// than it is still refused after the refresh.
-	env, ttl := c.taggedEntry(null, binary.BigEndian.Uint64(header[4:12]), delta, payload, tags, created)
+	env, ttl := c.taggedEntry(null, binary.BigEndian.Uint64(header[4:12]), delta, payload, base, tags, created)
 	n, err := refreshFillScript.Run(ctx, c.rdb, []string{rkey}, marked, env, ttl.Milliseconds()).Int()
 	if err != nil {
 		c.report(logRefreshFailed, key, c.redisError(key, "refresh fill", err))
-		return
+		return out
 	}
 	if n == 0 {
 		c.stats.rejectedFills.Add(1)
@@ -174,4 +192,5 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	if c.hooks != nil && c.hooks.onFill != nil {
 		c.hooks.onFill(key, n == 1)
 	}
+	return refreshed[V]{r: result[V]{v: v, null: null, size: len(env)}, landed: n == 1}
 }

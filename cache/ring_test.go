@@ -70,3 +70,49 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A local tier on a Ring: its invalidation channel is subscribed on the
+// channel's shard, and a Delete on one instance reaches the other's tier.
+func TestRingLocalTier(t *testing.T) {
+	redistest.NeedServer(t)
+	a, b := redistest.Start(t), redistest.Start(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr, "b": b.Addr}})
+	t.Cleanup(func() { ring.Close() })
+	ctx := context.Background()
+	w, r := localCache(t, ring), localCache(t, ring)
+	rows := map[string]string{"k": "v1"}
+	load := func(_ context.Context, k string) (string, error) { return rows[k], nil }
+	if v, err := r.Get(ctx, "k", load); err != nil || v != "v1" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	rows["k"] = "v2"
+	if err := w.Delete(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { v, err := r.Get(ctx, "k", load); return err == nil && v == "v2" })
+}
+
+// A Clear on one instance reaches another without a local tier on a Ring:
+// both subscribe to the invalidation channel on its shard.
+func TestRingClearReachesOtherInstance(t *testing.T) {
+	redistest.NeedServer(t)
+	a, b := redistest.Start(t), redistest.Start(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr, "b": b.Addr}})
+	t.Cleanup(func() { ring.Close() })
+	ctx := context.Background()
+	moved := make(chan uint64, 4)
+	w := newCache[string](t, ring)
+	r := newCache[string](t, ring, withHooks(&hooks{onGeneration: func(g uint64) { moved <- g }}))
+	<-r.subscribed
+	if err := w.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-moved:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other instance never moved to the new generation")
+	}
+	if r.gen.Load() != w.gen.Load() {
+		t.Fatalf("generations %d and %d", r.gen.Load(), w.gen.Load())
+	}
+}

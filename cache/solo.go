@@ -17,7 +17,7 @@ func (c *Cache[V]) solo(ctx context.Context, key, rkey string, load Loader[V]) (
 	defer func() {
 		if !ended { // a panic on the way: release whoever joined, re-raise
 			if f := sh.endSolo(rkey, false); f != nil {
-				c.flights.finish(rkey, f, flightResult[V]{gone: true})
+				c.flights.finish(f, flightResult[V]{gone: true})
 			}
 		}
 	}()
@@ -25,10 +25,13 @@ func (c *Cache[V]) solo(ctx context.Context, key, rkey string, load Loader[V]) (
 	f = sh.endSolo(rkey, miss)
 	ended = true
 	if !miss {
+		res, soft := c.refreshSoft(ctx, key, rkey, res, env, load)
 		if f != nil { // a flight queued behind this read: it may go now
-			c.flights.finish(rkey, f, res)
+			c.flights.finish(f, res)
 		}
-		c.refreshAfterHit(ctx, key, rkey, res, env, load)
+		if !soft {
+			c.refreshAfterHit(ctx, key, rkey, res, env, load)
+		}
 		return nil, false, res, clock, true
 	}
 	c.leadMiss(ctx, f, key, rkey, load)
@@ -42,7 +45,7 @@ func (c *Cache[V]) lead(ctx context.Context, f *flight[V], key, rkey string, loa
 	ended := false
 	defer func() {
 		if !ended { // a panic on the way: release the callers, re-raise
-			c.flights.finish(rkey, f, flightResult[V]{gone: true})
+			c.flights.finish(f, flightResult[V]{gone: true})
 		}
 	}()
 	if f.prev != nil {
@@ -50,14 +53,17 @@ func (c *Cache[V]) lead(ctx context.Context, f *flight[V], key, rkey string, loa
 	}
 	if err := f.send(ctx, c.localClock); err != nil {
 		ended = true
-		c.flights.finish(rkey, f, flightResult[V]{gone: true, err: err})
+		c.flights.finish(f, flightResult[V]{gone: true, err: err})
 		return
 	}
 	res, env, miss := c.read(ctx, key, rkey)
 	ended = true
 	if !miss {
-		c.flights.finish(rkey, f, res)
-		c.refreshAfterHit(ctx, key, rkey, res, env, load)
+		res, soft := c.refreshSoft(ctx, key, rkey, res, env, load)
+		c.flights.finish(f, res)
+		if !soft {
+			c.refreshAfterHit(ctx, key, rkey, res, env, load)
+		}
 		return
 	}
 	c.leadMiss(ctx, f, key, rkey, load)
@@ -69,7 +75,7 @@ func (c *Cache[V]) leadMiss(ctx context.Context, f *flight[V], key, rkey string,
 	filling := false
 	defer func() {
 		if !filling { // a panic of the filter's: release the callers, re-raise
-			c.flights.finish(rkey, f, flightResult[V]{gone: true})
+			c.flights.finish(f, flightResult[V]{gone: true})
 		}
 	}()
 	c.stats.misses.Add(1)
@@ -77,7 +83,7 @@ func (c *Cache[V]) leadMiss(ctx context.Context, f *flight[V], key, rkey string,
 	absent := c.absent(ctx, c.cfg.missFilter, key)
 	filling = true
 	if absent {
-		c.flights.finish(rkey, f, flightResult[V]{r: result[V]{null: true, noLocal: true}, tier: TierFill})
+		c.flights.finish(f, flightResult[V]{r: result[V]{null: true, noLocal: true}, tier: TierFill})
 		return
 	}
 	c.sharedFill(ctx, f, key, rkey, load) // which ends the flight

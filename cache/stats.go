@@ -33,6 +33,12 @@ type Stats struct {
 	TagInvalidations uint64 // tags invalidated by InvalidateTags on this instance
 	TagMisses        uint64 // tagged entries read from Redis and found invalidated by a tag (a miss)
 	TagReads         uint64 // reads of tag times from Redis (one MGET each)
+	SoftTimeouts     uint64 // Gets answered with a stale value because the reload outlasted WithSoftLoadTimeout
+	LoadTimeouts     uint64 // loader calls stopped by WithLoadTimeout
+	TTLZero          uint64 // values not cached because WithTTLFunc chose 0
+	TTLInvalid       uint64 // values not cached because WithTTLFunc returned a negative or too long TTL, or panicked (each reported)
+	Clears           uint64 // Clear calls that moved the cache to a new generation
+	Generations      uint64 // moves to a newer generation: Clears here and those heard from other instances
 
 	// Breaker is the circuit breaker's state now (BreakerClosed without
 	// WithCircuitBreaker).
@@ -64,6 +70,7 @@ type counters struct {
 	staleServed, localFlushes, fallbackLoads, fallbackRejected,
 	breakerRejects, observerPanics, rateLimited, rateLimitedLocal,
 	tagInvalidations, tagMisses, tagReads atomic.Uint64
+	softTimeouts, loadTimeouts, ttlZero, ttlInvalid, clears, generations atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -94,5 +101,11 @@ func (c *counters) snapshot() Stats {
 		TagInvalidations: c.tagInvalidations.Load(),
 		TagMisses:        c.tagMisses.Load(),
 		TagReads:         c.tagReads.Load(),
+		SoftTimeouts:     c.softTimeouts.Load(),
+		LoadTimeouts:     c.loadTimeouts.Load(),
+		TTLZero:          c.ttlZero.Load(),
+		TTLInvalid:       c.ttlInvalid.Load(),
+		Clears:           c.clears.Load(),
+		Generations:      c.generations.Load(),
 	}
 }

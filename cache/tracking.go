@@ -2,11 +2,11 @@ package cache
 
 import (
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/pubsub"
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 // Server-assisted invalidation (WithTracking). Redis itself tells the local
@@ -108,8 +108,11 @@ func (h *trackHandler[V]) Invalidate(keys []string) {
 		return
 	}
 	var mine []string
+	gen := c.gen.Load()
 	for _, k := range keys {
-		if uk, ok := strings.CutPrefix(k, c.cfg.prefix); ok {
+		// A key of another generation is none the tier holds: the tier
+		// keeps entries of the current one only (clear.go).
+		if g, uk, ok := wire.ParseEntryKey(c.cfg.prefix, k); ok && g == gen {
 			mine = append(mine, uk)
 		}
 	}

@@ -154,7 +154,7 @@ func (tc *tracked) hold(t *testing.T, plain redis.UniversalClient, key, fence, v
 			t.Fatalf("%q never served from the local tier", key)
 		}
 	}
-	if err := plain.Set(context.Background(), tc.cfg.prefix+fence, "x", 0).Err(); err != nil {
+	if err := plain.Set(context.Background(), tc.rkey(fence), "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	tc.awaitTracked(t, fence)
@@ -174,7 +174,7 @@ func (tc *tracked) hold(t *testing.T, plain redis.UniversalClient, key, fence, v
 func (tc *tracked) foreignSet(t *testing.T, plain redis.UniversalClient, key, row string) {
 	t.Helper()
 	tc.rows.Store(key, row)
-	if err := plain.Set(context.Background(), tc.cfg.prefix+key, "written by someone else", 0).Err(); err != nil {
+	if err := plain.Set(context.Background(), tc.rkey(key), "written by someone else", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	tc.awaitTracked(t, key)
@@ -509,4 +509,18 @@ func TestTrackingRefusedLeavesConnectionWorking(t *testing.T) {
 	if s := tc.Stats(); s.LocalHits != 0 {
 		t.Fatalf("%d local hits without tracking armed", s.LocalHits)
 	}
+}
+
+// After a Clear the cache's keys carry its generation; Redis's invalidations
+// of them still reach the local tier under the user's key.
+func TestTrackingAfterClear(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		b := newTracked(t, rdb)
+		if err := b.Clear(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		key, fence := "{t}k", "{t}fence"
+		b.hold(t, rdb, key, fence, "v1")
+		b.foreignSet(t, rdb, key, "v2")
+	})
 }

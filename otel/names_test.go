@@ -22,6 +22,7 @@ func TestDocumentedNamesAreServed(t *testing.T) {
 		MetricStockApplied, MetricStockCredited, MetricStockExpired, MetricStockClaimed, MetricStockFailed,
 		MetricStockDeadLettered, MetricStockParkAlerts, MetricStockLimited, MetricStockFallbacks,
 		MetricObserverPanics, MetricHotKeysPromoted, MetricHotKeysDemoted, MetricLockLost, MetricLockPanics,
+		MetricSoftTimeouts, MetricLoadTimeouts, MetricTTLNotCached, MetricClears, MetricGenerations,
 		MetricBinlogTransactions, MetricBinlogRows, MetricBinlogKeys, MetricBinlogClears, MetricBinlogErrors,
 		MetricTagInvalidations, MetricTagMisses, MetricTagReads,
 		MetricTrackingInvalidations, MetricTrackingFlushes, MetricTrackingDowns,

@@ -79,7 +79,8 @@ func (o *Observer) StartGet(ctx context.Context, op string, keys []string) (cont
 	return ctx, func(info cache.GetInfo) {
 		tier := info.Tier.String()
 		span.SetAttributes(attribute.String(AttrTier, tier), attribute.Bool(AttrCoalesced, info.Coalesced),
-			attribute.Bool(AttrLeaseWaited, info.LeaseWaited), attribute.Bool(AttrEarlyRefresh, info.EarlyRefresh))
+			attribute.Bool(AttrLeaseWaited, info.LeaseWaited), attribute.Bool(AttrEarlyRefresh, info.EarlyRefresh),
+			attribute.Bool(AttrSoftTimeout, info.SoftTimeout), attribute.Bool(AttrLoadTimeout, info.LoadTimeout))
 		if info.LeaseWaited {
 			span.SetAttributes(attribute.Float64(AttrLeaseWait, info.LeaseWait.Seconds()))
 			o.leaseDur.Record(context.WithoutCancel(ctx), info.LeaseWait.Seconds(), metric.WithAttributes(o.name))

@@ -195,12 +195,14 @@ func TestClusterFailoverToAStaleReplica(t *testing.T) {
 	if n, err := rc.Masters[shard].Client().Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
 		t.Fatalf("WAIT: %d %v", n, err)
 	}
-	// The replica drops its link to the master and is frozen before it
-	// reconnects (it tries once a second): it misses everything from here.
-	if err := rc.Replicas[shard].Client().Do(ctx, "CLIENT", "KILL", "TYPE", "master").Err(); err != nil {
+	// The replica is frozen, then the master drops its link to it: it
+	// misses everything from here. (Dropping the link from the replica's
+	// side first let it reconnect and catch up before the freeze when its
+	// once-a-second retry fell in between, as on a loaded machine.)
+	rc.Replicas[shard].Freeze()
+	if err := rc.Masters[shard].Client().Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
 		t.Fatal(err)
 	}
-	rc.Replicas[shard].Freeze()
 	reserve(10, 20)
 	drain(t, c)
 	rc.Masters[shard].Kill()

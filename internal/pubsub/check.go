@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 var (
@@ -66,7 +67,7 @@ func (r *roleCheck) check(ctx context.Context, c *conn) error {
 	}
 	if r.client == nil || r.addr != addr {
 		r.close()
-		o := *opts
+		o := copyOptions(opts)
 		o.Addr = addr
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = r.timeout, r.timeout, r.timeout
 		o.ContextTimeoutEnabled = true
@@ -95,4 +96,15 @@ func (r *roleCheck) check(ctx context.Context, c *conn) error {
 // failed to this time.
 func roleRefused(err error) bool {
 	return redis.HasErrorPrefix(err, "unknown command") || redis.HasErrorPrefix(err, "NOPERM")
+}
+
+// copyOptions copies the options of a client that may be in use. go-redis
+// changes what its MaintNotificationsConfig points to as the client sets up
+// a connection (under a lock of its own), and NewClient reads it: the copy
+// gets a config of its own instead, without the notifications (a subscriber
+// or a ROLE check reconnects the usual way).
+func copyOptions(opts *redis.Options) redis.Options {
+	o := *opts
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return o
 }

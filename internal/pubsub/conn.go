@@ -210,9 +210,15 @@ func (c *conn) open() *redis.PubSub {
 			client = tc
 		}
 	}
-	if c.h.route.sharded {
+	switch {
+	case c.h.route.sharded:
 		c.ps = client.SSubscribe(c.h.bg)
-	} else {
+	case c.h.route.perChan:
+		// A Ring picks the shard by the first channel and refuses (with
+		// a panic) a PubSub with none: a Ring connection carries the one
+		// channel its key names.
+		c.ps = client.Subscribe(c.h.bg, c.key)
+	default:
 		c.ps = client.Subscribe(c.h.bg)
 	}
 	c.sent, c.asked = map[string]time.Time{}, map[string]int{}

@@ -119,7 +119,7 @@ type failoverNode struct {
 }
 
 func newFailoverNode(c *redis.Client) *failoverNode {
-	o := *c.Options()
+	o := copyOptions(c.Options())
 	direct := o // the ROLE client dials the recorded address itself
 	direct.Dialer = nil
 	f := &failoverNode{dial: o.Dialer, opts: &direct}

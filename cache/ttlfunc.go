@@ -1,0 +1,84 @@
+package cache
+
+import (
+	"fmt"
+	"time"
+)
+
+// Adaptive TTL. WithTTLFunc chooses each value's TTL from the value itself
+// (a draft lives a minute, a published article a day). The TTL it returns
+// is jittered like WithTTL's and used by every write of a value: a fill (Get
+// and GetMany), an early or stale refresh, Set and SetVersioned. An absence
+// keeps the null TTL.
+//
+// The rule for what the func returns:
+//
+//   - d > 0 (at most the century every TTL option is bounded by): the
+//     value is cached for d, jittered.
+//   - 0: the value is not cached. Get and GetMany return it (the fill's
+//     lease is released, the local tier does not keep it); Set and
+//     SetVersioned remove the key's entry instead of writing it (a
+//     versioned write leaves a version tombstone, so older versions are
+//     still refused for the null TTL); a refresh leaves the entry it would
+//     have replaced to expire.
+//   - negative, longer than the century, or a panic of the func: as 0, and
+//     reported to the error handler with an error wrapping
+//     ErrInvalidOption. Stats counts both (TTLZero, TTLInvalid).
+
+// WithTTLFunc sets fn to choose the TTL of each value (see ttlfunc.go for
+// the rule on 0, negative and too long TTLs). V must be the Cache's value
+// type: New returns an error wrapping ErrInvalidOption otherwise. WithTTL
+// then only sets the default the null TTL is bounded by.
+func WithTTLFunc[V any](fn func(key string, v V) time.Duration) Option {
+	return func(c *config) {
+		if fn == nil {
+			c.invalid("nil TTL func")
+			return
+		}
+		c.ttlFunc = fn
+	}
+}
+
+// ttlFuncOf returns the TTL func configured for values of type V, or an
+// error if it was written for another type.
+func ttlFuncOf[V any](cfg config) (func(string, V) time.Duration, error) {
+	if cfg.ttlFunc == nil {
+		return nil, nil
+	}
+	fn, ok := cfg.ttlFunc.(func(string, V) time.Duration)
+	if !ok {
+		var zero V
+		return nil, fmt.Errorf("%w: WithTTLFunc for %T on a cache of %T", ErrInvalidOption, cfg.ttlFunc, zero)
+	}
+	return fn, nil
+}
+
+// valueTTL is the TTL (before jitter) to cache v under key with; ok is false
+// when v must not be cached.
+func (c *Cache[V]) valueTTL(key string, v V) (ttl time.Duration, ok bool) {
+	if c.ttlFunc == nil {
+		return c.cfg.ttl, true
+	}
+	d, err := c.callTTLFunc(key, v)
+	switch {
+	case err == nil && d > 0 && d <= maxTTL:
+		return d, true
+	case err == nil && d == 0:
+		c.stats.ttlZero.Add(1)
+		return 0, false
+	case err == nil:
+		err = fmt.Errorf("%w: TTL func returned %v for %q (not cached)", ErrInvalidOption, d, key)
+	}
+	c.stats.ttlInvalid.Add(1)
+	c.report(logUncacheable, key, err)
+	return 0, false
+}
+
+func (c *Cache[V]) callTTLFunc(key string, v V) (d time.Duration, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: TTL func panicked for %q (not cached): %v", ErrInvalidOption, key, p)
+		}
+	}()
+	return c.ttlFunc(key, v), nil
+}

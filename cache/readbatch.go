@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -166,11 +167,26 @@ func (c *Cache[V]) sendReads(batch []*queuedGet) {
 	for i, g := range batch {
 		cmds[i] = pipe.Get(ctx, g.key)
 	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
+	panicked := execPipeline(ctx, pipe) // each command carries its own error
 	for i, g := range batch {
-		g.raw, g.err = cmds[i].Bytes()
+		if g.raw, g.err = cmds[i].Bytes(); panicked != nil {
+			g.raw, g.err = nil, panicked
+		}
 		g.done <- struct{}{}
 	}
+}
+
+// execPipeline sends pipe, turning a panic (of a go-redis hook, say) into
+// an error for every caller of the batch: on this goroutine nobody could
+// recover it, and the queue must move on.
+func execPipeline(ctx context.Context, pipe redis.Pipeliner) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cacheguard: read pipeline panicked: %v", p)
+		}
+	}()
+	_, _ = pipe.Exec(ctx)
+	return nil
 }
 
 // latestDeadline is the latest of batch's deadlines; ok is false if one of

@@ -40,7 +40,10 @@ import (
 //     usually cost nothing extra. Its local entries keep their tags and are
 //     checked against those times on every local hit, so an invalidation
 //     heard from another instance makes them misses within the bound the
-//     local tier documents.
+//     local tier documents. A time past its local TTL is no longer trusted
+//     as the latest, but still invalidates what it invalidated (a tag's time
+//     only grows), so such an entry is not served stale either while Redis
+//     fails.
 //   - An invalidated entry read through the fill path is taken over like
 //     foreign bytes (its version, if any, is kept) and loaded again.
 //
@@ -124,11 +127,22 @@ type tagTable struct {
 type tagTime struct{ ms, until int64 } // until: unix nanos
 
 func (t *tagTable) get(tag string, epoch uint64, now int64) (int64, bool) {
+	ms, fresh := t.lookup(tag, epoch, now)
+	return ms, fresh
+}
+
+// lookup returns tag's time known in epoch (0: none) and whether it is still
+// to be trusted as the latest. A time past its trust still invalidates what
+// it invalidated: a tag's time only grows.
+func (t *tagTable) lookup(tag string, epoch uint64, now int64) (ms int64, fresh bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	tt, ok := t.times[tag]
-	if !ok || t.epoch != epoch || now >= tt.until {
+	if !ok || t.epoch != epoch {
 		return 0, false
+	}
+	if now >= tt.until {
+		return tt.ms, false
 	}
 	return tt.ms, true
 }
@@ -181,8 +195,8 @@ func (c *Cache[V]) localTagsValid(e *LocalEntry[V], now int64) (valid, servable 
 	epoch, ok := c.tagTrust(now)
 	valid = ok
 	for _, tag := range e.tags {
-		ms, known := c.tagTimes.get(tag, epoch, now)
-		if known && tagInvalid(e.created, ms) {
+		ms, known := c.tagTimes.lookup(tag, epoch, now)
+		if tagInvalid(e.created, ms) { // known or not: a time only grows
 			return false, false
 		}
 		valid = valid && known

@@ -324,6 +324,11 @@ func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload
 // (ttlfunc.go), carrying tags (none: an untagged envelope) and the time the
 // entry's load started (tags.go).
 func (c *Cache[V]) taggedEntry(null bool, version uint64, delta time.Duration, payload []byte, base time.Duration, tags []string, created time.Time) ([]byte, time.Duration) {
+	if len(tags) > 0 && base > c.cfg.ttl {
+		// A tag's time is kept for about 2·WithTTL (tags.go): a tagged
+		// entry must not outlive it, whatever WithTTLFunc chose.
+		base = c.cfg.ttl
+	}
 	ttl, flags := jittered(base, c.cfg.jitter), byte(0)
 	if null {
 		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), wire.FlagNull

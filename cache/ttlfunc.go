@@ -28,7 +28,9 @@ import (
 // WithTTLFunc sets fn to choose the TTL of each value (see ttlfunc.go for
 // the rule on 0, negative and too long TTLs). V must be the Cache's value
 // type: New returns an error wrapping ErrInvalidOption otherwise. WithTTL
-// then only sets the default the null TTL is bounded by.
+// then only sets the default the null TTL is bounded by, and the longest
+// TTL of a tagged entry (WithTags): a tag's invalidation time is kept for
+// about twice WithTTL, and a tagged entry must not outlive it.
 func WithTTLFunc[V any](fn func(key string, v V) time.Duration) Option {
 	return func(c *config) {
 		if fn == nil {

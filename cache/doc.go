@@ -160,8 +160,9 @@
 // also bound the socket reads of every other call.
 //
 // The client may be a *redis.Client, a *redis.ClusterClient, a failover client
-// or a ring: every script touches one key, and batch calls are pipelined per
-// node, so all of it works on a Redis Cluster without hash tags. Under
+// or a ring: every script on an entry touches one key (a cache's tag times
+// share one slot: tags.go), and batch calls are pipelined per node, so all
+// of it works on a Redis Cluster without hash tags. Under
 // Sentinel every feature works as on a single node (leases, fills and their
 // notifications, versioned writes, Bloom filters, the local tier with the
 // bound above), the failover client following the master; a lease or fill

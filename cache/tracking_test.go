@@ -34,6 +34,7 @@ type tracked struct {
 
 func newTracked(t *testing.T, rdb redis.UniversalClient, opts ...Option) *tracked {
 	t.Helper()
+	redistest.NeedServer(t) // miniredis has no CLIENT TRACKING
 	tc := &tracked{ping: make(chan struct{}, 1), ups: make(chan bool, 16)}
 	h := &hooks{
 		onTrack: func(keys []string) {

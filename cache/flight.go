@@ -22,13 +22,14 @@ import (
 // The local tier admits with the clock taken when the read is sent, so an
 // invalidation that arrives during the read keeps it out.
 //
-// Most reads have nobody to share with, and a flight (an allocation, a map
-// insert and delete) would be pure cost for them. So a Get that finds no
-// flight of its key and no other such read in its shard reads "solo",
-// without a flight: it marks the shard with its key and the clock. A
-// caller of the same key that arrives meanwhile makes a flight standing for
-// the solo read (the solo reader finishes it, or on a miss leads its fill)
-// and queues the next flight behind it.
+// Most reads have nobody to share with, and a flight (an allocation, and
+// two more turns of the shard's lock) would be pure cost for them. So a Get
+// that finds no flight and no solo read of its key reads "solo", without a
+// flight: it marks its key in the shard's solo reads with the clock (a map
+// entry held by value, no allocation; any number of keys of a shard may be
+// read solo at once). A caller of the same key that arrives meanwhile makes
+// a flight standing for the solo read (the solo reader finishes it, or on a
+// miss leads its fill) and queues the next flight behind it.
 //
 // The caller that starts a flight (its leader) reads on its own context, so a
 // Redis hit costs no goroutine; if that context ends before the read
@@ -81,13 +82,20 @@ const flightShards = 16
 type flightShard[V any] struct {
 	mu sync.Mutex
 	m  map[string]*flight[V]
-	// The shard's solo read, if any (see above); soloFlight is the flight
-	// that stands for it once a caller queued behind it.
-	solo       bool
-	soloKey    string
-	soloClock  localClock
-	soloFlight *flight[V]
-	_          [64]byte // keeps neighbouring shards' locks off one cache line
+	// solos are the shard's solo reads under way, by prefixed key (see
+	// above).
+	solos map[string]soloRead[V]
+	_     [64]byte // keeps neighbouring shards' locks off one cache line
+}
+
+// soloRead is a read of one key without a flight.
+type soloRead[V any] struct {
+	clock localClock // taken before the read
+	// flight stands for the read once a caller queued behind it.
+	flight *flight[V]
+	// passed: a write of the key came after the read was sent, so later
+	// callers do not queue behind it (forget).
+	passed bool
 }
 
 func (fs *flights[V]) shard(rkey string) *flightShard[V] {
@@ -114,13 +122,14 @@ func (fs *flights[V]) join(rkey string) (f *flight[V], lead bool) {
 	if prev != nil && !prev.sent {
 		return prev, false
 	}
-	if prev == nil && sh.solo && sh.soloKey == rkey {
+	if s, ok := sh.solos[rkey]; prev == nil && ok && !s.passed {
 		// The key is being read solo: a flight stands for that read,
 		// and the solo reader finishes it (or leads its fill).
-		if sh.soloFlight == nil {
-			sh.soloFlight = &flight[V]{sh: sh, key: rkey, clock: sh.soloClock, sent: true}
+		if s.flight == nil {
+			s.flight = &flight[V]{sh: sh, key: rkey, clock: s.clock, sent: true}
+			sh.solos[rkey] = s
 		}
-		prev = sh.soloFlight
+		prev = s.flight
 	}
 	f = &flight[V]{sh: sh, key: rkey, prev: prev}
 	if sh.m == nil {
@@ -145,18 +154,24 @@ func (f *flight[V]) send(ctx context.Context, clock func() localClock) error {
 	return nil
 }
 
-// startSolo marks rkey as read solo in its shard, if no flight of rkey and
-// no other solo read of the shard is under way, and returns the clock taken
-// before the read.
+// startSolo marks rkey as read solo in its shard, if no flight and no solo
+// read of rkey is under way, and returns the clock taken before the read.
 func (fs *flights[V]) startSolo(rkey string, clock func() localClock) (*flightShard[V], localClock, bool) {
 	sh := fs.shard(rkey)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.solo || (len(sh.m) > 0 && sh.m[rkey] != nil) {
+	if len(sh.m) > 0 && sh.m[rkey] != nil {
 		return nil, localClock{}, false
 	}
-	sh.solo, sh.soloKey, sh.soloClock = true, rkey, clock()
-	return sh, sh.soloClock, true
+	if _, ok := sh.solos[rkey]; ok {
+		return nil, localClock{}, false
+	}
+	if sh.solos == nil {
+		sh.solos = make(map[string]soloRead[V])
+	}
+	now := clock()
+	sh.solos[rkey] = soloRead[V]{clock: now}
+	return sh, now, true
 }
 
 // endSolo ends the shard's solo read of rkey. f is the flight that stands
@@ -167,12 +182,12 @@ func (fs *flights[V]) startSolo(rkey string, clock func() localClock) (*flightSh
 func (sh *flightShard[V]) endSolo(rkey string, miss bool) (f *flight[V]) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	f = sh.soloFlight
-	sh.solo, sh.soloKey, sh.soloFlight = false, "", nil
-	if f != nil || !miss {
+	s := sh.solos[rkey]
+	delete(sh.solos, rkey)
+	if f = s.flight; f != nil || !miss {
 		return f
 	}
-	f = &flight[V]{sh: sh, key: rkey, clock: sh.soloClock, sent: true}
+	f = &flight[V]{sh: sh, key: rkey, clock: s.clock, sent: true}
 	if sh.m[rkey] == nil { // else a read started after a write passed this one
 		if sh.m == nil {
 			sh.m = make(map[string]*flight[V])
@@ -237,10 +252,11 @@ func (fs *flights[V]) forget(rkey string) {
 	sh := fs.shard(rkey)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.solo && sh.soloKey == rkey {
-		sh.soloKey = "" // later callers do not queue behind the solo read
-		if sh.soloFlight != nil {
-			sh.soloFlight.passBy()
+	if s, ok := sh.solos[rkey]; ok && !s.passed {
+		s.passed = true // later callers do not queue behind the solo read
+		sh.solos[rkey] = s
+		if s.flight != nil {
+			s.flight.passBy()
 		}
 	}
 	f := sh.m[rkey]

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 // result is what a shared fill hands to every caller waiting on it.
@@ -116,8 +114,7 @@ func (c *Cache[V]) remote(ctx context.Context, key string, load Loader[V], stale
 	if c.absent(ctx, c.cfg.filter, key) {
 		return zero, ErrNotFound
 	}
-	gen := c.gen.Load()
-	rkey := wire.EntryKey(c.cfg.prefix, gen, key)
+	gen, rkey := c.genKey(key)
 	f, lead, res, clock, answered := c.solo(ctx, key, rkey, load)
 	if answered {
 		return c.answer(ctx, key, load, stale, c.sameGeneration(gen, res), clock)

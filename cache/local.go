@@ -43,8 +43,16 @@ type LocalEntry[V any] struct {
 	// (local_otter.go).
 	weight uint32
 
-	tags    []string // of a tagged entry, checked on every hit (tags.go)
-	created int64    // Unix ms, of a tagged entry
+	// tagged is set for a tagged entry only: an untagged one (the usual
+	// kind) pays one pointer for the feature, not a slice and a time.
+	tagged *localTags
+}
+
+// localTags are a tagged local entry's tags, checked on every hit, and the
+// time (Unix ms) its load started (tags.go).
+type localTags struct {
+	tags    []string
+	created int64
 }
 
 // HotKeys decides which keys the local tier admits. Record is called on every
@@ -171,7 +179,7 @@ func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
 	}
 	now := c.coarseNow.Load()
 	fresh = now < e.fresh && now < c.trustUntil.Load() && e.epoch == c.epoch.Load()
-	if e.tags != nil {
+	if e.tagged != nil {
 		valid, servable := c.localTagsValid(e, now)
 		if !servable {
 			return false, nil
@@ -194,8 +202,10 @@ func (c *Cache[V]) admit(key string, r result[V], size int, before localClock) {
 	now := time.Now()
 	ttl := jittered(c.cfg.local.ttl, c.cfg.jitter)
 	e := &LocalEntry[V]{Value: r.v, Null: r.null, epoch: epoch,
-		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano(),
-		tags: r.tags, created: r.created}
+		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano()}
+	if r.tags != nil {
+		e.tagged = &localTags{tags: r.tags, created: r.created}
+	}
 	// Checked again and stored under the key's lock: an invalidation
 	// either sees the entry and deletes it, or made this check fail
 	// (local_order.go).

@@ -194,9 +194,9 @@ func (c *Cache[V]) learnTags(tags []string, ms []int64, epoch uint64) {
 func (c *Cache[V]) localTagsValid(e *LocalEntry[V], now int64) (valid, servable bool) {
 	epoch, ok := c.tagTrust(now)
 	valid = ok
-	for _, tag := range e.tags {
+	for _, tag := range e.tagged.tags {
 		ms, known := c.tagTimes.lookup(tag, epoch, now)
-		if tagInvalid(e.created, ms) { // known or not: a time only grows
+		if tagInvalid(e.tagged.created, ms) { // known or not: a time only grows
 			return false, false
 		}
 		valid = valid && known

@@ -25,9 +25,9 @@ import (
 // Most reads have nobody to share with, and a flight (an allocation, and
 // two more turns of the shard's lock) would be pure cost for them. So a Get
 // that finds no flight and no solo read of its key reads "solo", without a
-// flight: it marks its key in the shard's solo reads with the clock (a map
-// entry held by value, no allocation; any number of keys of a shard may be
-// read solo at once). A caller of the same key that arrives meanwhile makes
+// flight: it marks its key in the shard's solo reads with the clock (held
+// by value, no allocation; any number of keys of a shard may be read solo
+// at once). A caller of the same key that arrives meanwhile makes
 // a flight standing for the solo read (the solo reader finishes it, or on a
 // miss leads its fill) and queues the next flight behind it.
 //
@@ -82,14 +82,17 @@ const flightShards = 16
 type flightShard[V any] struct {
 	mu sync.Mutex
 	m  map[string]*flight[V]
-	// solos are the shard's solo reads under way, by prefixed key (see
-	// above).
-	solos map[string]soloRead[V]
-	_     [64]byte // keeps neighbouring shards' locks off one cache line
+	// The shard's solo reads under way (see above): one in solo, the
+	// usual case, which costs no map operation; the others in more, by
+	// prefixed key.
+	solo soloRead[V]
+	more map[string]soloRead[V]
+	_    [64]byte // keeps neighbouring shards' locks off one cache line
 }
 
 // soloRead is a read of one key without a flight.
 type soloRead[V any] struct {
+	key   string     // the prefixed key read ("" in a free solo slot)
 	clock localClock // taken before the read
 	// flight stands for the read once a caller queued behind it.
 	flight *flight[V]
@@ -122,12 +125,12 @@ func (fs *flights[V]) join(rkey string) (f *flight[V], lead bool) {
 	if prev != nil && !prev.sent {
 		return prev, false
 	}
-	if s, ok := sh.solos[rkey]; prev == nil && ok && !s.passed {
+	if s, ok := sh.soloOf(rkey); prev == nil && ok && !s.passed {
 		// The key is being read solo: a flight stands for that read,
 		// and the solo reader finishes it (or leads its fill).
 		if s.flight == nil {
 			s.flight = &flight[V]{sh: sh, key: rkey, clock: s.clock, sent: true}
-			sh.solos[rkey] = s
+			sh.setSolo(s)
 		}
 		prev = s.flight
 	}
@@ -163,15 +166,43 @@ func (fs *flights[V]) startSolo(rkey string, clock func() localClock) (*flightSh
 	if len(sh.m) > 0 && sh.m[rkey] != nil {
 		return nil, localClock{}, false
 	}
-	if _, ok := sh.solos[rkey]; ok {
+	if _, ok := sh.soloOf(rkey); ok {
 		return nil, localClock{}, false
 	}
-	if sh.solos == nil {
-		sh.solos = make(map[string]soloRead[V])
-	}
 	now := clock()
-	sh.solos[rkey] = soloRead[V]{clock: now}
+	sh.setSolo(soloRead[V]{key: rkey, clock: now})
 	return sh, now, true
+}
+
+// soloOf returns the solo read of rkey under way, if any. The shard's lock
+// is held, as for setSolo and dropSolo.
+func (sh *flightShard[V]) soloOf(rkey string) (soloRead[V], bool) {
+	if sh.solo.key == rkey {
+		return sh.solo, true
+	}
+	s, ok := sh.more[rkey]
+	return s, ok
+}
+
+// setSolo records s, a solo read of s.key, or updates it where it is.
+func (sh *flightShard[V]) setSolo(s soloRead[V]) {
+	if _, inMore := sh.more[s.key]; sh.solo.key == s.key || (!inMore && sh.solo.key == "") {
+		sh.solo = s
+		return
+	}
+	if sh.more == nil {
+		sh.more = make(map[string]soloRead[V])
+	}
+	sh.more[s.key] = s
+}
+
+// dropSolo removes the solo read of rkey.
+func (sh *flightShard[V]) dropSolo(rkey string) {
+	if sh.solo.key == rkey {
+		sh.solo = soloRead[V]{}
+		return
+	}
+	delete(sh.more, rkey)
 }
 
 // endSolo ends the shard's solo read of rkey. f is the flight that stands
@@ -182,8 +213,8 @@ func (fs *flights[V]) startSolo(rkey string, clock func() localClock) (*flightSh
 func (sh *flightShard[V]) endSolo(rkey string, miss bool) (f *flight[V]) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s := sh.solos[rkey]
-	delete(sh.solos, rkey)
+	s, _ := sh.soloOf(rkey)
+	sh.dropSolo(rkey)
 	if f = s.flight; f != nil || !miss {
 		return f
 	}
@@ -252,9 +283,9 @@ func (fs *flights[V]) forget(rkey string) {
 	sh := fs.shard(rkey)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if s, ok := sh.solos[rkey]; ok && !s.passed {
+	if s, ok := sh.soloOf(rkey); ok && !s.passed {
 		s.passed = true // later callers do not queue behind the solo read
-		sh.solos[rkey] = s
+		sh.setSolo(s)
 		if s.flight != nil {
 			s.flight.passBy()
 		}

@@ -197,10 +197,10 @@ func checkFlightsIdle[V any](t *testing.T, c *Cache[V]) {
 	for i := range c.flights.shards {
 		sh := &c.flights.shards[i]
 		sh.mu.Lock()
-		n, solos := len(sh.m), len(sh.solos)
+		n, solo, more := len(sh.m), sh.solo.key, len(sh.more)
 		sh.mu.Unlock()
-		if n != 0 || solos != 0 {
-			t.Errorf("shard %d not idle: %d flights, %d solo reads", i, n, solos)
+		if n != 0 || solo != "" || more != 0 {
+			t.Errorf("shard %d not idle: %d flights, solo read %q, %d more", i, n, solo, more)
 		}
 	}
 }

@@ -20,8 +20,10 @@ type backend interface {
 	// definitely no longer owner's.
 	renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error)
 	// release drops one hold (all of them if all is set). It returns
-	// ErrNotHeld if owner did not hold it.
-	release(ctx context.Context, owner string, all bool) error
+	// ErrNotHeld if owner did not hold it. token is the fencing token the
+	// caller holds the lock with, 0 when it does not know it: a hint that
+	// may make the release cheaper, never a condition of it.
+	release(ctx context.Context, owner string, token int64, all bool) error
 	// ttl returns the remaining lease, or ErrNotHeld.
 	ttl(ctx context.Context, owner string) (time.Duration, error)
 	// name is the lock's name; id is unique per lock and kind.

@@ -74,7 +74,7 @@ return {n, tonumber(redis.call('GET', KEYS[4]) or '0'), cur - now}
 // or for the longest reader. A refused writer that will wait (ARGV[4], the
 // mark's life in ms, not "0") marks itself so that new readers queue behind
 // it; taking the lock removes its mark.
-var writeAcquireScript = redis.NewScript(wire.LockLua + readersPrelude + writersLua + `
+var writeAcquireScript = redis.NewScript(wire.LockLua + drawTokenLua + readersPrelude + writersLua + `
 local owner = redis.call('HGET', KEYS[1], F_OWNER)
 if owner ~= ARGV[1] then
   if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return {-1, 0} end

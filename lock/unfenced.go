@@ -35,7 +35,7 @@ func WithoutFencing() Option {
 // lock is a string "<holds>:<owner>" with a PEXPIRE lease.
 func newUnfencedBackend(rdb redis.UniversalClient, name, base, channel, waitList string, pub publisher, cfg *config) *holdBackend {
 	b := newHoldBackend(rdb, name, []string{base}, unfencedAcquireScript, false, channel, waitList, pub, cfg)
-	b.rel, b.renewS, b.ttlS, b.plain = unfencedReleaseScript, unfencedRenewScript, unfencedTTLScript, true
+	b.rel, b.renewS, b.ttlS, b.plain = unfencedReleaseScript, mutexRenewScript, mutexTTLScript, true
 	return b
 }
 
@@ -116,26 +116,3 @@ if ARGV[2] ~= '1' and n > 1 then
 end
 redis.call('DEL', KEYS[1])
 ` + wakeOneLua)
-
-// unfencedRenewScript is renewScript for the unfenced layout.
-var unfencedRenewScript = redis.NewScript(wire.LockLua + `
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-local n, o = owner_of(v)
-if o ~= ARGV[1] or n < 1 then return -1 end
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  pttl = tonumber(ARGV[2])
-end
-return pttl
-`)
-
-// unfencedTTLScript is ttlScript for the unfenced layout.
-var unfencedTTLScript = redis.NewScript(wire.LockLua + `
-local v = redis.call('GET', KEYS[1])
-if not v then return -3 end
-local n, o = owner_of(v)
-if o ~= ARGV[1] or n < 1 then return -3 end
-return redis.call('PTTL', KEYS[1])
-`)

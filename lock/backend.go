@@ -95,7 +95,7 @@ func (a *scriptArgs) leaseArg(d time.Duration) any {
 	return ms(d)
 }
 
-var argOne, argZero any = "1", "0"
+var argOne, argZero, argEmpty any = "1", "0", ""
 
 func flag(b bool) any {
 	if b {

@@ -26,8 +26,7 @@ type holdBackend struct {
 	renewS   *redis.Script // renewScript, or mutexRenewScript for the Mutex layouts
 	ttlS     *redis.Script // ttlScript, or mutexTTLScript for the Mutex layouts
 	plain    bool          // the unfenced string layout (unfenced.go)
-	hinted   bool          // the release takes the expected strings (mutexReleaseScript)
-	fence    any           // "1" to draw fencing tokens
+	hinted   bool          // a holder that knows its token unlocks with mutexUnlockScript
 	queues   bool          // a waiting acquirer marks itself (RWMutex writer)
 	channelN string        // release notifications; "" for none
 	cfg      *config
@@ -38,19 +37,19 @@ type holdBackend struct {
 // (without channel and wait list): a string that keeps the fencing counter
 // (mutex_scripts.go).
 func newMutexBackend(rdb redis.UniversalClient, name, base, channel, waitList string, pub publisher, cfg *config) *holdBackend {
-	b := newHoldBackend(rdb, name, []string{base}, acquireScript, true, channel, waitList, pub, cfg)
+	b := newHoldBackend(rdb, name, []string{base}, acquireScript, channel, waitList, pub, cfg)
 	b.rel, b.renewS, b.ttlS, b.hinted = mutexReleaseScript, mutexRenewScript, mutexTTLScript, true
 	return b
 }
 
 func newHoldBackend(rdb redis.UniversalClient, name string, keys []string, acq *redis.Script,
-	fence bool, channel, waitList string, pub publisher, cfg *config) *holdBackend {
+	channel, waitList string, pub publisher, cfg *config) *holdBackend {
 	relKeys := keys[:1]
 	if waitList != "" {
 		relKeys = []string{keys[0], waitList}
 	}
 	return &holdBackend{
-		rdb: rdb, lname: name, keys: keys, relKeys: relKeys, acq: acq, rel: releaseScript, fence: flag(fence),
+		rdb: rdb, lname: name, keys: keys, relKeys: relKeys, acq: acq, rel: releaseScript,
 		renewS: renewScript, ttlS: ttlScript,
 		channelN: channel, cfg: cfg,
 		args: newScriptArgs(cfg.lease, pub.cmd, channel, pub.payload),
@@ -74,18 +73,20 @@ func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Dura
 		return b.acquireUnfenced(ctx, owner, lease)
 	}
 	start := time.Now()
-	// ARGV[4]: a writer that will wait marks its place for that long; a
-	// Mutex acquirer that will wait marks the lock as waited for.
-	mark := flag(waiting)
-	if b.queues {
-		mark = argZero
-		if waiting {
-			mark = ms(b.cfg.markTTL())
-		}
+	// ARGV[3]: a writer that will wait marks its place for that long; a
+	// Mutex acquirer that will wait marks the lock as waited for (and one
+	// that will not sends nothing).
+	args := []any{owner, b.args.leaseArg(lease), argOne}
+	switch {
+	case b.queues && waiting:
+		args[2] = ms(b.cfg.markTTL())
+	case b.queues:
+		args[2] = argZero
+	case !waiting:
+		args = args[:2]
 	}
-	leaseMS := b.args.leaseArg(lease)
 	v, err := call.Do(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
-		return acquireReply(b.acq.Run(ctx, b.rdb, b.keys, owner, leaseMS, b.fence, mark), ms(lease))
+		return acquireReply(b.acq.Run(ctx, b.rdb, b.keys, args...), ms(lease))
 	}, func(v []int64, err error) {
 		if err == nil && len(v) > 1 && v[0] > 0 {
 			// The caller gave up before this hold came back: give it back.
@@ -186,19 +187,19 @@ func (b *holdBackend) release(ctx context.Context, owner string, token int64, al
 // releaseHold is release; with only set, limited to the hold with fencing
 // token token.
 func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, token int64, only bool) error {
-	var onlyArg, held, freed any = "", "", ""
+	script, args := b.rel, []any{owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload, argEmpty}
 	if only {
-		onlyArg = strconv.FormatInt(token, 10)
+		args[5] = strconv.FormatInt(token, 10)
 	}
-	if b.hinted && token > 0 {
-		// What the Mutex string is while owner holds it once, and once
-		// released (mutexReleaseScript).
-		held = wire.FencedLock{Token: token, Holds: 1, Owner: owner}.String()
-		freed = wire.FencedLock{Token: token}.String()
+	if b.hinted && token > 0 && !all && !only && (len(b.relKeys) > 1 || b.args.pubCmd == "") {
+		// The Mutex string while owner holds it once, and once released.
+		script = mutexUnlockScript
+		args[0] = wire.FencedLock{Token: token, Holds: 1, Owner: owner}.String()
+		args[1] = wire.FencedLock{Token: token}.String()
+		args = args[:5]
 	}
 	n, err := call.Do(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
-		return b.rel.Run(ctx, b.rdb, b.relKeys,
-			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload, onlyArg, held, freed).Int64()
+		return script.Run(ctx, b.rdb, b.relKeys, args...).Int64()
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("cacheguard: lock: release %q: %w", b.lname, err)

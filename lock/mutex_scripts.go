@@ -24,8 +24,8 @@ import (
 // twice, and tokens keep growing across them.
 
 // acquireScript takes the Mutex at KEYS[1] for ARGV[1] with lease ARGV[2]
-// ms and a fencing token (ARGV[3] is not read: a Mutex always draws one).
-// ARGV[4] is "1" when the caller will wait if refused: a refusal then marks
+// ms and a fencing token. ARGV[3] (absent by default) is "1" when the
+// caller will wait if refused: a refusal then marks
 // the lock (w), which tells the release to look at the wait list (otherwise
 // it does not, which saves a command on every uncontended release).
 //
@@ -71,7 +71,7 @@ elseif v then
       end
       return {n + 1, tonumber(token), pttl}
     end
-    if ARGV[4] == '1' and m == '' then
+    if ARGV[3] == '1' and m == '' then
       redis.call('SET', KEYS[1], fenced(token, n, WAITED, owner), 'KEEPTTL')
     end
     return {0, redis.call('PTTL', KEYS[1])}
@@ -83,46 +83,57 @@ redis.call('SET', KEYS[1], fenced(string.format('%.0f', token), 1, mark, ARGV[1]
 return token
 `)
 
-// mutexReleaseScript drops one hold of ARGV[1] (all of them when ARGV[2] is
-// "1") and, when none is left, keeps only the token, with the lease the lock
-// had. It announces the release (wakeOneLua, ARGV[3..5]) only when a
-// refused waiter marked the lock, and clears the mark when the wait list
-// KEYS[2] is gone; without a wait list (KEYS[2] absent) every release is
-// announced. Replies the holds left, 0 when freed, -1 when ARGV[1] is not
-// the owner: a caller whose lease ran out can never release a successor's
-// lock. With ARGV[6] set, only the hold with that fencing token is touched:
-// an acquisition given up on can then drop its own hold, never one of a
-// later lock of the same owner.
-//
-// ARGV[7] and ARGV[8], when not empty, are what the caller expects: the
-// lock as it holds it with one hold, unmarked, and that lock released. The
-// release then swaps ARGV[8] in with one SET ... GET (keeping the lease),
-// which is all it takes when the key held exactly ARGV[7]; anything else is
-// put back as it was (the same lease too) and takes the general way, with
-// the same outcome as without the hint.
-var mutexReleaseScript = redis.NewScript(`
-local v
-if ARGV[8] ~= '' and (KEYS[2] or ARGV[3] == '') then
-  v = redis.pcall('SET', KEYS[1], ARGV[8], 'XX', 'KEEPTTL', 'GET')
-  if v == ARGV[7] then return 0 end
-  if type(v) ~= 'string' then return -1 end
-  redis.call('SET', KEYS[1], v, 'KEEPTTL')
-else
-  v = redis.pcall('GET', KEYS[1])
-  if type(v) ~= 'string' then return -1 end
-end
-` + wire.LockFencedLua + wire.LockLua + `
-local token, n, mark, owner = fenced_of(v)
-if owner ~= ARGV[1] or n < 1 then return -1 end
-if ARGV[6] and ARGV[6] ~= '' and token ~= ARGV[6] then return -1 end
-if ARGV[2] ~= '1' and n > 1 then
-  redis.call('SET', KEYS[1], fenced(token, n - 1, mark, owner), 'KEEPTTL')
+// mutexFreeLua ends the release scripts of the Mutex: it drops one hold of
+// owner (all of them when all is set) from v, the key's string, and, when
+// none is left, keeps only the token, with the lease the lock had. It
+// announces the release (wakeOneLua, ARGV[3..5]) only when a refused waiter
+// marked the lock, and clears the mark when the wait list KEYS[2] is gone;
+// without a wait list (KEYS[2] absent) every release is announced. Replies
+// the holds left, 0 when freed, -1 when owner is not the holder: a caller
+// whose lease ran out can never release a successor's lock. With only set,
+// only the hold with that fencing token is touched: an acquisition given up
+// on can then drop its own hold, never one of a later lock of the same
+// owner.
+const mutexFreeLua = `
+local token, n, mark, holder = fenced_of(v)
+if holder ~= owner or n < 1 then return -1 end
+if only and only ~= '' and token ~= only then return -1 end
+if not all and n > 1 then
+  redis.call('SET', KEYS[1], fenced(token, n - 1, mark, holder), 'KEEPTTL')
   return n - 1
 end
 if KEYS[2] and mark ~= '' and ARGV[3] ~= '' and redis.call('EXISTS', KEYS[2]) == 0 then mark = '' end
 redis.call('SET', KEYS[1], fenced(token, 0, mark, ''), 'KEEPTTL')
 if KEYS[2] and mark == '' then return 0 end
-` + wakeOneLua)
+` + wakeOneLua
+
+// mutexReleaseScript releases ARGV[1]'s hold of the Mutex at KEYS[1]
+// (mutexFreeLua; all of them when ARGV[2] is "1", only the one with token
+// ARGV[6] when set), with the arguments and replies of releaseScript.
+var mutexReleaseScript = redis.NewScript(`
+local v = redis.pcall('GET', KEYS[1])
+if type(v) ~= 'string' then return -1 end
+local owner, all, only = ARGV[1], ARGV[2] == '1', ARGV[6]
+` + wire.LockFencedLua + wire.LockLua + mutexFreeLua)
+
+// mutexUnlockScript is mutexReleaseScript for a holder that knows its
+// token, with fewer arguments: ARGV[1] is the lock as the holder holds it
+// once, unmarked, and ARGV[2] that lock released (ARGV[3..5] as ever). It
+// swaps ARGV[2] in with one SET ... GET (keeping the lease), which is all
+// it takes when the key held exactly ARGV[1]; anything else is put back as
+// it was (the same lease too), and mutexFreeLua drops one hold of the
+// owner ARGV[1] names, with the outcome mutexReleaseScript would have had.
+// The caller runs it only where a release may go unannounced unless marked
+// (with a wait list, or without notifications).
+var mutexUnlockScript = redis.NewScript(`
+local v = redis.pcall('SET', KEYS[1], ARGV[2], 'XX', 'KEEPTTL', 'GET')
+if v == ARGV[1] then return 0 end
+if type(v) ~= 'string' then return -1 end
+redis.call('SET', KEYS[1], v, 'KEEPTTL')
+` + wire.LockFencedLua + wire.LockLua + `
+local _, _, _, owner = fenced_of(ARGV[1])
+local all, only = false, nil
+` + mutexFreeLua)
 
 // mutexRenewScript makes ARGV[1]'s lease last at least ARGV[2] ms and
 // replies the lease the key now has; 0 when the lock is gone (or released),

@@ -43,7 +43,7 @@ func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
 	channel := base + wire.LockRWSuffix + wire.LockReleasedSuffix
 	// Releases of an RWMutex wake every client: all of their readers may
 	// get in at once.
-	writer := newHoldBackend(c.rdb, name, keys, writeAcquireScript, true, channel, "", c.pub, &rw.cfg)
+	writer := newHoldBackend(c.rdb, name, keys, writeAcquireScript, channel, "", c.pub, &rw.cfg)
 	writer.queues = true
 	rw.writer = writer
 	rw.reader = &readBackend{rdb: c.rdb, lname: name, keys: keys, channelN: channel, cfg: &rw.cfg,

@@ -38,8 +38,8 @@ end
 const writersLua = `
 redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
 local function markWriter()
-  if ARGV[4] == '0' then return end
-  redis.call('ZADD', KEYS[5], now + tonumber(ARGV[4]), ARGV[1])
+  if ARGV[3] == '0' then return end
+  redis.call('ZADD', KEYS[5], now + tonumber(ARGV[3]), ARGV[1])
   local last = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')
   redis.call('PEXPIRE', KEYS[5], tonumber(last[2]) - now)
 end
@@ -71,7 +71,7 @@ return {n, tonumber(redis.call('GET', KEYS[4]) or '0'), cur - now}
 // writeAcquireScript is acquireScript for the writer: the lock must also have
 // no reader. Replies {-1, 0} when ARGV[1] itself holds a read lock, since
 // waiting for itself would never end; {0, ms} gives the wait for the writer
-// or for the longest reader. A refused writer that will wait (ARGV[4], the
+// or for the longest reader. A refused writer that will wait (ARGV[3], the
 // mark's life in ms, not "0") marks itself so that new readers queue behind
 // it; taking the lock removes its mark.
 var writeAcquireScript = redis.NewScript(wire.LockLua + drawTokenLua + readersPrelude + writersLua + `

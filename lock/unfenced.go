@@ -34,7 +34,7 @@ func WithoutFencing() Option {
 // newUnfencedBackend is the holdBackend of a Mutex made WithoutFencing: the
 // lock is a string "<holds>:<owner>" with a PEXPIRE lease.
 func newUnfencedBackend(rdb redis.UniversalClient, name, base, channel, waitList string, pub publisher, cfg *config) *holdBackend {
-	b := newHoldBackend(rdb, name, []string{base}, unfencedAcquireScript, false, channel, waitList, pub, cfg)
+	b := newHoldBackend(rdb, name, []string{base}, unfencedAcquireScript, channel, waitList, pub, cfg)
 	b.rel, b.renewS, b.ttlS, b.plain = unfencedReleaseScript, mutexRenewScript, mutexTTLScript, true
 	return b
 }

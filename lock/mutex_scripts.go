@@ -54,7 +54,10 @@ end
 local mark = ''
 if v and type(v) ~= 'string' then
   local h = redis.call('HMGET', KEYS[1], F_OWNER, F_TOKEN, F_WAITED)
-  if h[1] then return {0, redis.call('PTTL', KEYS[1])} end
+  if h[1] then
+    if ARGV[3] == '1' and not h[3] then redis.call('HSET', KEYS[1], F_WAITED, '1') end
+    return {0, redis.call('PTTL', KEYS[1])}
+  end
   last = tonumber(h[2] or '0') or 0
   if h[3] then mark = WAITED end
 elseif v then

@@ -47,7 +47,8 @@ end
 // LockOneHoldLua returns the Lua expression of the string of a fenced Mutex
 // held once, unmarked, by the owner the expression owner gives, with the
 // token the expression token gives (a string of digits): what
-// LockFencedLua's fenced(token, 1, '', owner) returns, without defining it.
+// LockFencedLua's fenced(token, 1, mark, owner) returns for an empty mark,
+// without defining it.
 func LockOneHoldLua(token, owner string) string {
 	return "'" + LockFencedMark + "' .. " + token + " .. '" + lockSep + "1" + lockSep + "' .. " + owner
 }

@@ -24,9 +24,9 @@ import (
 //
 // Every client of one lock name must agree on this option: the two layouts
 // exclude each other (neither takes a key the other holds), but a client of
-// one layout gets an error (Redis's WRONGTYPE), not the lock, while a
-// client of the other holds it or keeps its fencing counter. RWMutex,
-// Redlock and Semaphore ignore the option.
+// one layout finds the lock taken, and waits, while a client of the other
+// holds it or keeps its fencing token. RWMutex, Redlock and Semaphore
+// ignore the option.
 func WithoutFencing() Option {
 	return func(c *config) { c.unfenced = true }
 }

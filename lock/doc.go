@@ -106,7 +106,7 @@
 //
 // Reentrancy. Go has no thread identity, so the owner is explicit: an id
 // carried in the context (ContextWithOwner). Acquisitions with the same owner id
-// are counted in the hash and only the last Unlock releases. Without an id
+// are counted in the lock and only the last Unlock releases. Without an id
 // every acquisition is a new owner. A handle's Context carries its owner id,
 // so code running under it reenters naturally.
 //

@@ -19,8 +19,8 @@ import (
 type holdBackend struct {
 	rdb      redis.UniversalClient
 	lname    string
-	keys     []string // the hold hash, then the acquire script's other keys
-	relKeys  []string // the hold hash, then the wait list if any
+	keys     []string // the lock key, then the acquire script's other keys
+	relKeys  []string // the lock key, then the wait list if any
 	acq      *redis.Script
 	rel      *redis.Script // releaseScript, or the Mutex layouts'
 	renewS   *redis.Script // renewScript, or mutexRenewScript for the Mutex layouts

@@ -5,8 +5,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The read-write lock scripts. KEYS[1] is the writer's hold hash (the same
-// layout as a Mutex), KEYS[2] a sorted set of reader owners scored by the
+// The read-write lock scripts. KEYS[1] is the writer's hold hash (the
+// layout of hold_scripts.go), KEYS[2] a sorted set of reader owners scored by the
 // expiry of their lease (Redis server time, ms), KEYS[3] a hash of reader
 // hold counts, KEYS[4] the fencing counter. Every reader has its own lease,
 // so a dead reader frees its share on time even while others keep renewing;

@@ -78,13 +78,20 @@ type scriptArgs struct {
 	pubCmd  any // "" when releases are not announced
 	channel any
 	payload any
+	// pub is pubCmd and payload in one, "<command>|<payload>", nil when
+	// releases are not announced (mutexUnlockScript).
+	pub any
 }
 
 func newScriptArgs(lease time.Duration, pubCmd, channel, payload string) scriptArgs {
 	if channel == "" {
 		pubCmd = ""
 	}
-	return scriptArgs{lease: lease, leaseMS: ms(lease), pubCmd: pubCmd, channel: channel, payload: payload}
+	a := scriptArgs{lease: lease, leaseMS: ms(lease), pubCmd: pubCmd, channel: channel, payload: payload}
+	if pubCmd != "" {
+		a.pub = pubCmd + "|" + payload
+	}
+	return a
 }
 
 // leaseArg returns d in milliseconds as a script argument.

@@ -194,9 +194,11 @@ func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, t
 	if b.hinted && token > 0 && !all && !only && (len(b.relKeys) > 1 || b.args.pubCmd == "") {
 		// The Mutex string while owner holds it once, and once released.
 		script = mutexUnlockScript
-		args[0] = wire.FencedLock{Token: token, Holds: 1, Owner: owner}.String()
-		args[1] = wire.FencedLock{Token: token}.String()
-		args = args[:5]
+		held, freed := wire.LockHeldOnce(token, owner)
+		args = append(args[:0], held, freed)
+		if b.args.pub != nil {
+			args = append(args, b.args.pub)
+		}
 	}
 	n, err := call.Do(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
 		return script.Run(ctx, b.rdb, b.relKeys, args...).Int64()

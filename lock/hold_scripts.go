@@ -70,12 +70,18 @@ end
 return {0, redis.call('PTTL', KEYS[1])}
 `
 
-// wakeOneLua ends a release that deleted the lock: with ARGV[3] set, it
-// publishes (ARGV[3] is PUBLISH or SPUBLISH, ARGV[4] the channel) the
-// release payload ARGV[5] and one live waiter of the wait list KEYS[2] (its expired
-// members dropped first) for the waiter to take the hand-off; nothing when
-// the list is gone or empty. Shared by every layout's release.
-const wakeOneLua = `if ARGV[3] == '' then return 0 end
+// pubArgsLua makes ARGV[3..5] the locals wakeOneLua announces a release
+// with: pub_cmd (PUBLISH, SPUBLISH or "" for none), pub_channel, pub_payload.
+const pubArgsLua = `
+local pub_cmd, pub_channel, pub_payload = ARGV[3], ARGV[4], ARGV[5]
+`
+
+// wakeOneLua ends a release that freed the lock: with pub_cmd set, it
+// publishes on pub_channel the release payload pub_payload and one live
+// waiter of the wait list KEYS[2] (its expired members dropped first) for
+// the waiter to take the hand-off; nothing when the list is gone or empty.
+// Shared by every layout's release.
+const wakeOneLua = `if pub_cmd == '' then return 0 end
 local target = ''
 if KEYS[2] then
   if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
@@ -85,7 +91,7 @@ if KEYS[2] then
   target = redis.call('ZRANDMEMBER', KEYS[2])
   if not target then return 0 end
 end
-redis.call(ARGV[3], ARGV[4], ARGV[5] .. '|' .. target)
+redis.call(pub_cmd, pub_channel, pub_payload .. '|' .. target)
 return 0
 `
 
@@ -101,7 +107,7 @@ return 0
 // successor's lock. With ARGV[6] set, only the hold with that fencing token
 // is touched: an acquisition given up on can then drop its own hold, never
 // one of a later lock of the same owner.
-var releaseScript = redis.NewScript(wire.LockLua + `
+var releaseScript = redis.NewScript(wire.LockLua + pubArgsLua + `
 local h = redis.call('HMGET', KEYS[1], F_OWNER, F_HOLDS, F_TOKEN)
 if h[1] ~= ARGV[1] then return -1 end
 if ARGV[6] and ARGV[6] ~= '' and h[3] ~= ARGV[6] then return -1 end

@@ -45,7 +45,9 @@ if last and last >= 0 and last < 9007199254740992 then
   local t = redis.call('TIME')
   local now = t[1] * 1000000 + t[2]
   if last < now then
-    local token = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+    local us = t[2]
+    if #us < 6 then us = string.rep('0', 6 - #us) .. us end
+    local token = t[1] .. us
     redis.call('SET', KEYS[1], ` + wire.LockOneHoldLua("token", "ARGV[1]") + `, 'PX', ARGV[2])
     return now
   end
@@ -89,7 +91,7 @@ return token
 // mutexFreeLua ends the release scripts of the Mutex: it drops one hold of
 // owner (all of them when all is set) from v, the key's string, and, when
 // none is left, keeps only the token, with the lease the lock had. It
-// announces the release (wakeOneLua, ARGV[3..5]) only when a refused waiter
+// announces the release (wakeOneLua, pub_*) only when a refused waiter
 // marked the lock, and clears the mark when the wait list KEYS[2] is gone;
 // without a wait list (KEYS[2] absent) every release is announced. Replies
 // the holds left, 0 when freed, -1 when owner is not the holder: a caller
@@ -105,7 +107,7 @@ if not all and n > 1 then
   redis.call('SET', KEYS[1], fenced(token, n - 1, mark, holder), 'KEEPTTL')
   return n - 1
 end
-if KEYS[2] and mark ~= '' and ARGV[3] ~= '' and redis.call('EXISTS', KEYS[2]) == 0 then mark = '' end
+if KEYS[2] and mark ~= '' and pub_cmd ~= '' and redis.call('EXISTS', KEYS[2]) == 0 then mark = '' end
 redis.call('SET', KEYS[1], fenced(token, 0, mark, ''), 'KEEPTTL')
 if KEYS[2] and mark == '' then return 0 end
 ` + wakeOneLua
@@ -117,11 +119,13 @@ var mutexReleaseScript = redis.NewScript(`
 local v = redis.pcall('GET', KEYS[1])
 if type(v) ~= 'string' then return -1 end
 local owner, all, only = ARGV[1], ARGV[2] == '1', ARGV[6]
-` + wire.LockFencedLua + wire.LockLua + mutexFreeLua)
+` + pubArgsLua + wire.LockFencedLua + wire.LockLua + mutexFreeLua)
 
 // mutexUnlockScript is mutexReleaseScript for a holder that knows its
 // token, with fewer arguments: ARGV[1] is the lock as the holder holds it
-// once, unmarked, and ARGV[2] that lock released (ARGV[3..5] as ever). It
+// once, unmarked, ARGV[2] that lock released, and ARGV[3], when the
+// release is announced, "<command>|<payload>" (the channel is the lock's,
+// wire.LockReleasedSuffix). It
 // swaps ARGV[2] in with one SET ... GET (keeping the lease), which is all
 // it takes when the key held exactly ARGV[1]; anything else is put back as
 // it was (the same lease too), and mutexFreeLua drops one hold of the
@@ -136,6 +140,11 @@ redis.call('SET', KEYS[1], v, 'KEEPTTL')
 ` + wire.LockFencedLua + wire.LockLua + `
 local _, _, _, owner = fenced_of(ARGV[1])
 local all, only = false, nil
+local pub_cmd, pub_channel, pub_payload = '', KEYS[1] .. '` + wire.LockReleasedSuffix + `', ''
+if ARGV[3] then
+  local bar = string.find(ARGV[3], '|', 1, true)
+  pub_cmd, pub_payload = string.sub(ARGV[3], 1, bar - 1), string.sub(ARGV[3], bar + 1)
+end
 ` + mutexFreeLua)
 
 // mutexRenewScript makes ARGV[1]'s lease last at least ARGV[2] ms and

@@ -105,7 +105,7 @@ return {n, 0, pttl}
 // unfencedReleaseScript is releaseScript for the unfenced layout, with the
 // same arguments and replies (ARGV[6], the token, is not used: there is
 // none). Uncontended, with a wait list: GET, DEL, EXISTS.
-var unfencedReleaseScript = redis.NewScript(wire.LockLua + `
+var unfencedReleaseScript = redis.NewScript(wire.LockLua + pubArgsLua + `
 local v = redis.call('GET', KEYS[1])
 if not v then return -1 end
 local n, o = owner_of(v)

@@ -113,6 +113,20 @@ func (l FencedLock) String() string {
 	return string(append(b, l.Owner...))
 }
 
+// LockHeldOnce returns, in one allocation, the string of a fenced Mutex
+// held once, unmarked, by owner with token, and that lock released:
+// FencedLock{Token: token, Holds: 1, Owner: owner}.String() and
+// FencedLock{Token: token}.String().
+func LockHeldOnce(token int64, owner string) (held, freed string) {
+	b := make([]byte, 0, 24+len(owner))
+	b = append(b, LockFencedMark...)
+	b = strconv.AppendInt(b, token, 10)
+	n := len(b)
+	b = append(b, lockSep+"1"+lockSep...)
+	held = string(append(b, owner...))
+	return held, held[len(LockFencedMark):n]
+}
+
 // ParseFencedLock reads the string of a fenced Mutex, held or released.
 // Only the owner may be cut short: v may be the first bytes of a value.
 func ParseFencedLock(v string) (FencedLock, bool) {

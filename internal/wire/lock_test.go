@@ -44,8 +44,12 @@ func TestLockLuaReadsLikeGo(t *testing.T) {
 		if err != nil || got[0] != v {
 			t.Errorf("%+v: Lua writes %q, %v; Go %q", l, got, err, v)
 		}
-		if one := (FencedLock{Token: l.Token, Holds: 1, Owner: l.Owner}).String(); got[1] != one {
+		one := FencedLock{Token: l.Token, Holds: 1, Owner: l.Owner}.String()
+		if got[1] != one {
 			t.Errorf("%+v: LockOneHoldLua writes %q, Go %q", l, got[1], one)
+		}
+		if held, freed := LockHeldOnce(l.Token, l.Owner); held != one || freed != (FencedLock{Token: l.Token}).String() {
+			t.Errorf("%+v: LockHeldOnce = %q, %q", l, held, freed)
 		}
 	}
 	values := []string{"", "#", "#1", "#1:", "#1:1", "#1:1:", "#1:1:o", "#1:1w:o", "#1:1x:o", "#a:1:o", "#1:a:o", "# 1:1:o",

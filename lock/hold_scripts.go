@@ -141,13 +141,19 @@ var renewScript = redis.NewScript(wire.LockLua + `
 local owner = redis.call('HGET', KEYS[1], F_OWNER)
 if not owner then return 0 end
 if owner ~= ARGV[1] then return -1 end
+` + keepLeaseLua)
+
+// keepLeaseLua ends a renewal of the lock at KEYS[1]: it makes the lease
+// last at least ARGV[2] ms, never shorter, and replies the lease the key
+// now has.
+const keepLeaseLua = `
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl < tonumber(ARGV[2]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   pttl = tonumber(ARGV[2])
 end
 return pttl
-`)
+`
 
 // ttlScript replies the remaining lease in ms of ARGV[1]'s lock, or -3 when
 // ARGV[1] does not hold it.

@@ -147,15 +147,9 @@ if ARGV[3] then
 end
 ` + mutexFreeLua)
 
-// mutexRenewScript makes ARGV[1]'s lease last at least ARGV[2] ms and
-// replies the lease the key now has; 0 when the lock is gone (or released),
-// -1 when another owner holds it. It serves both string layouts (fenced and
-// WithoutFencing). It never shortens a lease, and neither does any other
-// script of a hold: the lease in Redis then only grows while the owner
-// holds the lock, so every reply, even one that comes late or out of order,
-// gives a lower bound of it (request sent + pttl), and the holder may keep
-// the largest bound it has seen. A script that could shorten the lease
-// would make a reply in flight a lie.
+// mutexRenewScript is renewScript for both string layouts of a Mutex
+// (fenced and WithoutFencing), with its arguments and replies; a released
+// lock is gone (0).
 var mutexRenewScript = redis.NewScript(wire.LockLua + `
 local v = redis.pcall('GET', KEYS[1])
 if not v then return 0 end
@@ -163,13 +157,7 @@ if type(v) ~= 'string' then return -1 end
 local n, owner = holder_of(v)
 if n < 1 then return 0 end
 if owner ~= ARGV[1] then return -1 end
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  pttl = tonumber(ARGV[2])
-end
-return pttl
-`)
+` + keepLeaseLua)
 
 // mutexTTLScript replies the remaining lease in ms of ARGV[1]'s lock (either
 // string layout), or -3 when ARGV[1] does not hold it.

@@ -10,9 +10,10 @@ import (
 // fenced_of and written by fenced (wire.LockLua, wire.LockFencedLua). A
 // release keeps "<token>" with the lease the lock had: the token is the
 // floor of the next holder's, so the fencing counter needs no key of its
-// own. Taking a free lock is GET, TIME, SET; releasing it GET, SET. Each
-// script first handles that common case with as little Lua as it can (no
-// parsing: Redis's own commands are the cost), then defines the rest.
+// own. Taking a free lock is GET, TIME, SET; a holder releases it with one
+// SET ... GET. Each script first handles that common case with as little
+// Lua and as few arguments as it can (no parsing: Redis's own commands are
+// the cost), then defines the rest.
 //
 // Each script reads the key with redis.pcall, so that the hash an earlier
 // version of the package kept there (wire.LockField*) is an error reply it
@@ -25,18 +26,19 @@ import (
 
 // acquireScript takes the Mutex at KEYS[1] for ARGV[1] with lease ARGV[2]
 // ms and a fencing token. ARGV[3] (absent by default) is "1" when the
-// caller will wait if refused: a refusal then marks
-// the lock (w), which tells the release to look at the wait list (otherwise
-// it does not, which saves a command on every uncontended release).
+// caller will wait if refused: a refusal then marks the lock (w), which
+// tells the release to look at the wait list (otherwise it does not, which
+// saves a command on every uncontended release).
 //
 // A free lock is taken with the token drawn from the one the lock keeps
 // (draw_token), and the reply is that token alone: the lease is the one
 // asked. The common case, a lock gone or released with a token behind the
 // clock (any number under the key reads as a released token), comes first
-// and spends nothing on parsing or on defining functions. The holder gets one more hold with the same token and a lease at
-// least as long as asked (never shorter: see mutexRenewScript), replying
-// {holds, token, pttl}; anyone else is answered {0, pttl}, and so is any
-// string that is not a fenced lock (a Mutex WithoutFencing).
+// and spends nothing on parsing or on defining functions. The holder gets
+// one more hold with the same token and a lease at least as long as asked
+// (never shorter: see renewScript), replying {holds, token, pttl}; anyone
+// else is answered {0, pttl}, and so is any string that is not a fenced
+// lock (a Mutex WithoutFencing).
 var acquireScript = redis.NewScript(`
 local v = redis.pcall('GET', KEYS[1])
 local last = 0
@@ -125,13 +127,13 @@ local owner, all, only = ARGV[1], ARGV[2] == '1', ARGV[6]
 // token, with fewer arguments: ARGV[1] is the lock as the holder holds it
 // once, unmarked, ARGV[2] that lock released, and ARGV[3], when the
 // release is announced, "<command>|<payload>" (the channel is the lock's,
-// wire.LockReleasedSuffix). It
-// swaps ARGV[2] in with one SET ... GET (keeping the lease), which is all
-// it takes when the key held exactly ARGV[1]; anything else is put back as
-// it was (the same lease too), and mutexFreeLua drops one hold of the
-// owner ARGV[1] names, with the outcome mutexReleaseScript would have had.
-// The caller runs it only where a release may go unannounced unless marked
-// (with a wait list, or without notifications).
+// wire.LockReleasedSuffix). It swaps ARGV[2] in with one SET ... GET
+// (keeping the lease), which is all it takes when the key held exactly
+// ARGV[1]; anything else is put back as it was (the same lease too), and
+// mutexFreeLua drops one hold of the owner ARGV[1] names, with the outcome
+// mutexReleaseScript would have had. The caller runs it only where a
+// release may go unannounced unless marked (with a wait list, or without
+// notifications).
 var mutexUnlockScript = redis.NewScript(`
 local v = redis.pcall('SET', KEYS[1], ARGV[2], 'XX', 'KEEPTTL', 'GET')
 if v == ARGV[1] then return 0 end

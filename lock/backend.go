@@ -20,8 +20,10 @@ type backend interface {
 	// definitely no longer owner's.
 	renew(ctx context.Context, owner string, lease time.Duration) (time.Time, error)
 	// release drops one hold (all of them if all is set). It returns
-	// ErrNotHeld if owner did not hold it.
-	release(ctx context.Context, owner string, all bool) error
+	// ErrNotHeld if owner did not hold it. token is the fencing token the
+	// caller holds the lock with, 0 when it does not know it: a hint that
+	// may make the release cheaper, never a condition of it.
+	release(ctx context.Context, owner string, token int64, all bool) error
 	// ttl returns the remaining lease, or ErrNotHeld.
 	ttl(ctx context.Context, owner string) (time.Duration, error)
 	// name is the lock's name; id is unique per lock and kind.
@@ -76,13 +78,20 @@ type scriptArgs struct {
 	pubCmd  any // "" when releases are not announced
 	channel any
 	payload any
+	// pub is pubCmd and payload in one, "<command>|<payload>", nil when
+	// releases are not announced (mutexUnlockScript).
+	pub any
 }
 
 func newScriptArgs(lease time.Duration, pubCmd, channel, payload string) scriptArgs {
 	if channel == "" {
 		pubCmd = ""
 	}
-	return scriptArgs{lease: lease, leaseMS: ms(lease), pubCmd: pubCmd, channel: channel, payload: payload}
+	a := scriptArgs{lease: lease, leaseMS: ms(lease), pubCmd: pubCmd, channel: channel, payload: payload}
+	if pubCmd != "" {
+		a.pub = pubCmd + "|" + payload
+	}
+	return a
 }
 
 // leaseArg returns d in milliseconds as a script argument.
@@ -93,7 +102,7 @@ func (a *scriptArgs) leaseArg(d time.Duration) any {
 	return ms(d)
 }
 
-var argOne, argZero any = "1", "0"
+var argOne, argZero, argEmpty any = "1", "0", ""
 
 func flag(b bool) any {
 	if b {

@@ -5,11 +5,11 @@
 //
 // # Model
 //
-// A lock is a Redis hash under one key, {owner, n, token}, with a lease set
-// by PEXPIRE. A release removes the owner and the hold count and leaves the
-// token, with the lease the lock had, as the floor of the next one. Taking,
-// renewing and releasing it are Lua scripts, so each check-and-change is
-// atomic: only the owner can extend or release its lock,
+// A Mutex is one Redis string, "#<token>:<holds>:<owner>", with its lease as
+// the key's expiry. A release leaves "<token>", with the lease the lock had,
+// as the floor of the next token. Taking, renewing and releasing it are Lua
+// scripts, so each check-and-change is atomic: only the owner can extend or
+// release its lock,
 // and a holder whose lease ran out can never delete its successor's lock.
 // All keys of one lock (and its release channel) share the hash tag {name},
 // so every script works unchanged on a Redis Cluster. Redis 6.2 or later is
@@ -38,6 +38,12 @@
 // "<holds>:<owner>": taking a free one is a single SET NX PX, as cheap as a
 // lock gets on Redis. Use it when nothing a paused holder could corrupt
 // depends on the lock.
+//
+// Earlier versions kept a Mutex as a hash {owner, n, token}. The scripts
+// read such a hash as held while it has an owner and take its token as the
+// floor once it has none, and the earlier scripts fail with WRONGTYPE on a
+// string: processes of both versions may share a Redis during a rolling
+// deploy without ever granting one lock twice.
 //
 // Leases. By default a lock is taken with a 30 s lease and the client's
 // watchdog renews it every lease/3 while it is held, so work may take as long
@@ -100,7 +106,7 @@
 //
 // Reentrancy. Go has no thread identity, so the owner is explicit: an id
 // carried in the context (ContextWithOwner). Acquisitions with the same owner id
-// are counted in the hash and only the last Unlock releases. Without an id
+// are counted in the lock and only the last Unlock releases. Without an id
 // every acquisition is a new owner. A handle's Context carries its owner id,
 // so code running under it reenters naturally.
 //

@@ -163,7 +163,7 @@ func (e *engine) try(ctx context.Context, b backend, owner string, cfg *config, 
 		e.background(func() {
 			cctx, cancel := context.WithTimeout(context.Background(), min(cfg.lease, time.Second))
 			defer cancel()
-			if err := b.release(cctx, owner, true); err != nil && !errors.Is(err, ErrNotHeld) {
+			if err := b.release(cctx, owner, 0, true); err != nil && !errors.Is(err, ErrNotHeld) {
 				e.logger.Warn("cacheguard: lock: cleanup after a failed acquire", "lock", b.name(), "err", err)
 			}
 		})
@@ -193,7 +193,7 @@ func (e *engine) handle(ctx context.Context, b backend, owner string, cfg *confi
 		// Closed while acquiring: nothing would renew or track the lock.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(cfg.lease, time.Second))
 		defer cancel()
-		if rerr := b.release(rctx, owner, false); rerr != nil {
+		if rerr := b.release(rctx, owner, a.token, false); rerr != nil {
 			e.logger.Warn("cacheguard: lock: release after close", "lock", b.name(), "err", rerr)
 		}
 		return nil, err

@@ -2,7 +2,9 @@ package lock
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -43,7 +45,7 @@ func (h *replyLost) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func isAcquire(cmd redis.Cmder) bool {
 	args := cmd.Args()
 	name := strings.ToLower(cmd.Name())
-	return (name == "evalsha" && args[1] == acquireScript.Hash()) || (name == "eval" && strings.Contains(args[1].(string), "INCR"))
+	return (name == "evalsha" && args[1] == acquireScript.Hash()) || (name == "eval" && fmt.Sprintf("%x", sha1.Sum([]byte(args[1].(string)))) == acquireScript.Hash())
 }
 
 // TestLostReplyReleases: the acquire script ran but its reply was lost. The

@@ -1,9 +1,10 @@
 package lock
 
 import (
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 // TestFenceCounterOutlivesRelease: a Mutex's fencing counter is kept with
@@ -19,7 +20,7 @@ func TestFenceCounterOutlivesRelease(t *testing.T) {
 	takeToken(t, m.Lock)
 	// An hour ahead of the server's clock, in microseconds.
 	ahead := time.Now().Add(time.Hour).UnixMicro()
-	if err := rdb.HSet(ctx, "lock:{fence-ahead}", "token", strconv.FormatInt(ahead, 10)).Err(); err != nil {
+	if err := setMutex(ctx, rdb, "lock:{fence-ahead}", wire.FencedLock{Token: ahead}); err != nil {
 		t.Fatal(err)
 	}
 	if tok := takeToken(t, m.Lock); tok <= ahead {

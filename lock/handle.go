@@ -229,7 +229,7 @@ func (hd *Handle) Unlock(ctx context.Context) error {
 		// A context that cannot end needs no detaching.
 		rctx = call.Detached(rctx, ended)
 	}
-	err := hd.h.b.release(rctx, hd.h.owner, false)
+	err := hd.h.b.release(rctx, hd.h.owner, hd.h.token, false)
 	if errors.Is(err, call.ErrAbandoned) {
 		// Gone on in the background; the hold ends here all the same.
 		hd.e.wd.detach(hd, nil)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,14 +19,14 @@ import (
 type holdBackend struct {
 	rdb      redis.UniversalClient
 	lname    string
-	keys     []string // the hold hash, then the acquire script's other keys
-	relKeys  []string // the hold hash, then the wait list if any
+	keys     []string // the lock key, then the acquire script's other keys
+	relKeys  []string // the lock key, then the wait list if any
 	acq      *redis.Script
-	rel      *redis.Script // releaseScript, or holdReleaseScript for the Mutex layout
-	renewS   *redis.Script // renewScript, or the unfenced layout's
-	ttlS     *redis.Script // ttlScript, or the unfenced layout's
+	rel      *redis.Script // releaseScript, or the Mutex layouts'
+	renewS   *redis.Script // renewScript, or mutexRenewScript for the Mutex layouts
+	ttlS     *redis.Script // ttlScript, or mutexTTLScript for the Mutex layouts
 	plain    bool          // the unfenced string layout (unfenced.go)
-	fence    any           // "1" to draw fencing tokens
+	hinted   bool          // a holder that knows its token unlocks with mutexUnlockScript
 	queues   bool          // a waiting acquirer marks itself (RWMutex writer)
 	channelN string        // release notifications; "" for none
 	cfg      *config
@@ -33,22 +34,22 @@ type holdBackend struct {
 }
 
 // newMutexBackend is the holdBackend of a Mutex, or of one Redlock node
-// (without channel and wait list): the fencing counter lives in the hold
-// hash (acquireScript, holdReleaseScript).
+// (without channel and wait list): a string that keeps the fencing counter
+// (mutex_scripts.go).
 func newMutexBackend(rdb redis.UniversalClient, name, base, channel, waitList string, pub publisher, cfg *config) *holdBackend {
-	b := newHoldBackend(rdb, name, []string{base}, acquireScript, true, channel, waitList, pub, cfg)
-	b.rel = holdReleaseScript
+	b := newHoldBackend(rdb, name, []string{base}, acquireScript, channel, waitList, pub, cfg)
+	b.rel, b.renewS, b.ttlS, b.hinted = mutexReleaseScript, mutexRenewScript, mutexTTLScript, true
 	return b
 }
 
 func newHoldBackend(rdb redis.UniversalClient, name string, keys []string, acq *redis.Script,
-	fence bool, channel, waitList string, pub publisher, cfg *config) *holdBackend {
+	channel, waitList string, pub publisher, cfg *config) *holdBackend {
 	relKeys := keys[:1]
 	if waitList != "" {
 		relKeys = []string{keys[0], waitList}
 	}
 	return &holdBackend{
-		rdb: rdb, lname: name, keys: keys, relKeys: relKeys, acq: acq, rel: releaseScript, fence: flag(fence),
+		rdb: rdb, lname: name, keys: keys, relKeys: relKeys, acq: acq, rel: releaseScript,
 		renewS: renewScript, ttlS: ttlScript,
 		channelN: channel, cfg: cfg,
 		args: newScriptArgs(cfg.lease, pub.cmd, channel, pub.payload),
@@ -72,17 +73,20 @@ func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Dura
 		return b.acquireUnfenced(ctx, owner, lease)
 	}
 	start := time.Now()
-	// ARGV[4]: a writer that will wait marks its place for that long; a
-	// Mutex acquirer that will wait marks the lock as waited for.
-	mark := flag(waiting)
-	if b.queues {
-		mark = argZero
-		if waiting {
-			mark = ms(b.cfg.markTTL())
-		}
+	// ARGV[3]: a writer that will wait marks its place for that long; a
+	// Mutex acquirer that will wait marks the lock as waited for (and one
+	// that will not sends nothing).
+	args := []any{owner, b.args.leaseArg(lease), argOne}
+	switch {
+	case b.queues && waiting:
+		args[2] = ms(b.cfg.markTTL())
+	case b.queues:
+		args[2] = argZero
+	case !waiting:
+		args = args[:2]
 	}
 	v, err := call.Do(b.cfg.calls, ctx, b.cfg.callTimeout(lease), func(ctx context.Context) ([]int64, error) {
-		return b.acq.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease), b.fence, mark).Int64Slice()
+		return acquireReply(b.acq.Run(ctx, b.rdb, b.keys, args...), ms(lease))
 	}, func(v []int64, err error) {
 		if err == nil && len(v) > 1 && v[0] > 0 {
 			// The caller gave up before this hold came back: give it back.
@@ -100,9 +104,19 @@ func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Dura
 func (b *holdBackend) giveBack(owner string, token int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.releaseTimeout())
 	defer cancel()
-	if err := b.releaseHold(ctx, owner, false, strconv.FormatInt(token, 10)); err != nil && !errors.Is(err, ErrNotHeld) {
+	if err := b.releaseHold(ctx, owner, false, token, true); err != nil && !errors.Is(err, ErrNotHeld) {
 		b.cfg.logger.Warn("cacheguard: lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
 	}
+}
+
+// acquireReply reads the reply of an acquire script: a table, or for a free
+// Mutex taken (acquireScript) its fencing token alone, which stands for
+// {1, token, lease}.
+func acquireReply(cmd *redis.Cmd, lease int64) ([]int64, error) {
+	if token, ok := cmd.Val().(int64); ok && cmd.Err() == nil {
+		return []int64{1, token, lease}, nil
+	}
+	return cmd.Int64Slice()
 }
 
 // parseAcquired reads the reply of an acquire script: {holds, token, pttl}
@@ -166,16 +180,28 @@ func (b *holdBackend) renew(ctx context.Context, owner string, lease time.Durati
 	return b.renewed(n, start)
 }
 
-func (b *holdBackend) release(ctx context.Context, owner string, all bool) error {
-	return b.releaseHold(ctx, owner, all, "")
+func (b *holdBackend) release(ctx context.Context, owner string, token int64, all bool) error {
+	return b.releaseHold(ctx, owner, all, token, false)
 }
 
-// releaseHold is release, limited to the hold with fencing token token
-// unless it is "".
-func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, token string) error {
+// releaseHold is release; with only set, limited to the hold with fencing
+// token token.
+func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, token int64, only bool) error {
+	script, args := b.rel, []any{owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload, argEmpty}
+	if only {
+		args[5] = strconv.FormatInt(token, 10)
+	}
+	if b.hinted && token > 0 && !all && !only && (len(b.relKeys) > 1 || b.args.pubCmd == "") {
+		// The Mutex string while owner holds it once, and once released.
+		script = mutexUnlockScript
+		held, freed := wire.LockHeldOnce(token, owner)
+		args = append(args[:0], held, freed)
+		if b.args.pub != nil {
+			args = append(args, b.args.pub)
+		}
+	}
 	n, err := call.Do(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
-		return b.rel.Run(ctx, b.rdb, b.relKeys,
-			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload, token).Int64()
+		return script.Run(ctx, b.rdb, b.relKeys, args...).Int64()
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("cacheguard: lock: release %q: %w", b.lname, err)

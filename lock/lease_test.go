@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 func leaseTests(t *testing.T, rdb redis.UniversalClient) {
@@ -148,7 +149,7 @@ func testTakenKey(t *testing.T, rdb redis.UniversalClient) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb.HSet(ctx, "lock:{taken}", "owner", "intruder")
+	setMutex(ctx, rdb, "lock:{taken}", wire.FencedLock{Token: h.Token(), Holds: 1, Owner: "intruder"})
 	waitDone(t, h.Context(), 10*time.Second, "lost signal")
 	if err := context.Cause(h.Context()); !errors.Is(err, ErrLost) {
 		t.Fatalf("cause %v", err)
@@ -156,8 +157,8 @@ func testTakenKey(t *testing.T, rdb redis.UniversalClient) {
 	if err := h.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("unlock: %v", err)
 	}
-	if o, _ := rdb.HGet(ctx, "lock:{taken}", "owner").Result(); o != "intruder" {
-		t.Fatalf("owner %q: unlock released someone else's lock", o)
+	if l, _ := mutexIn(ctx, rdb, "lock:{taken}"); l.Owner != "intruder" || l.Holds != 1 {
+		t.Fatalf("lock %+v: unlock released someone else's lock", l)
 	}
 }
 

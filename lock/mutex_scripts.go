@@ -5,214 +5,168 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The hold scripts: a lock is a hash {owner, n, token} under KEYS[1] with a
-// PEXPIRE lease. They serve Mutex, the writer side of RWMutex and each node
-// of a Redlock. A Mutex (and a Redlock node) keeps its fencing counter in the
-// hash itself: a release removes the owner and the hold count but leaves the
-// token, with the lease the lock had, as the floor of the next one (see
-// acquireScript); the writer of an RWMutex keeps it in a key of its own
-// (fenceLua).
+// The Mutex scripts. A Mutex (and each node of a Redlock) is one string
+// under KEYS[1], "#<token>:<holds>[w]:<owner>" with a PEXPIRE lease, read by
+// fenced_of and written by fenced (wire.LockLua, wire.LockFencedLua). A
+// release keeps "<token>" with the lease the lock had: the token is the
+// floor of the next holder's, so the fencing counter needs no key of its
+// own. Taking a free lock is GET, TIME, SET; a holder releases it with one
+// SET ... GET. Each script first handles that common case with as little
+// Lua and as few arguments as it can (no parsing: Redis's own commands are
+// the cost), then defines the rest.
+//
+// Each script reads the key with redis.pcall, so that the hash an earlier
+// version of the package kept there (wire.LockField*) is an error reply it
+// can look at instead of a failure: the acquire script reads such a hash as
+// held while it has an owner and takes its token as the floor once it has
+// none, and the other scripts find no hold of theirs in it. The scripts of
+// the hash layout fail with WRONGTYPE on a string: processes of both
+// versions sharing a Redis during a rolling deploy never grant one lock
+// twice, and tokens keep growing across them.
 
 // acquireScript takes the Mutex at KEYS[1] for ARGV[1] with lease ARGV[2]
-// ms, drawing a fencing token when ARGV[3] is "1". ARGV[4] is "1" when the
-// caller will wait if refused: a refusal then sets the hash's field w, which
+// ms and a fencing token. ARGV[3] (absent by default) is "1" when the
+// caller will wait if refused: a refusal then marks the lock (w), which
 // tells the release to look at the wait list (otherwise it does not, which
-// saves a command on every uncontended release). Replies as takeHoldLua.
+// saves a command on every uncontended release).
 //
-// The token is one more than the last token of the hash (kept there after a
-// release, for as long as the lock's last lease), but at least the server's
-// clock in microseconds: the clock floor is what makes the counter safe to
-// lose (see fenceLua). Four commands for a free lock: HMGET, TIME, HSET,
-// PEXPIRE.
-var acquireScript = redis.NewScript(wire.LockLua + `
-local h = redis.call('HMGET', KEYS[1], F_OWNER, F_TOKEN)
-local owner = h[1]
-if not owner then
-  local token = 0
-  if ARGV[3] == '1' then
-    local t = redis.call('TIME')
-    token = tonumber(h[2] or '0') + 1
-    local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    if token < floor then token = floor end
-  end
-  redis.call('HSET', KEYS[1], F_OWNER, ARGV[1], F_HOLDS, 1, F_TOKEN, string.format('%.0f', token))
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, token, tonumber(ARGV[2])}
-end
-if owner == ARGV[1] then
-  local n = redis.call('HINCRBY', KEYS[1], F_HOLDS, 1)
-  local pttl = redis.call('PTTL', KEYS[1])
-  if pttl < tonumber(ARGV[2]) then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    pttl = tonumber(ARGV[2])
-  end
-  return {n, tonumber(h[2]), pttl}
-end
-if ARGV[4] == '1' then redis.call('HSET', KEYS[1], F_WAITED, '1') end
-return {0, redis.call('PTTL', KEYS[1])}
-`)
-
-// fenceLua draws the next fencing token of an RWMutex writer from the
-// counter at fenceKey: one
-// more than the last, but at least the server's clock in microseconds, and
-// writes it back with the lease ARGV[2]. The clock floor is what makes the
-// counter safe to lose: after a restart without persistence, a FLUSHALL, a
-// failover to a replica that missed the last write or an eviction, the next
-// token is still larger than every token issued before (each was at most
-// the clock when it was issued), as long as the server's clock does not go
-// back. So the counter needs to live only as long as the lock, and an idle
-// lock keeps no key at all. Tokens stay below 2^53, exact in Lua's numbers.
-const fenceLua = `
-    local t = redis.call('TIME')
-    local token = tonumber(redis.call('GET', fenceKey) or '0') + 1
-    local floor = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    if token < floor then token = floor end
-    redis.call('SET', fenceKey, string.format('%.0f', token), 'PX', ARGV[2])
-    return token
-`
-
-// takeHoldLua ends every acquire script that takes the hash lock at
-// KEYS[1] for owner ARGV[1] with lease ARGV[2] ms, once the script has
-// checked everything else: it needs the local owner (the current holder) and
-// a function fence() that draws the new holder's fencing token, and
-// onGrant(), run when the lock is granted. A free lock
-// is taken; the holder gets one more hold with the same token and a lease at
-// least as long as asked (never shorter: see renewScript); anyone else is
-// answered {0, pttl}. A grant replies {holds, token, pttl}, the lease the
-// key now has.
-const takeHoldLua = `
-if not owner then
-  onGrant()
-  local token = fence()
-  redis.call('HSET', KEYS[1], F_OWNER, ARGV[1], F_HOLDS, 1, F_TOKEN, string.format('%.0f', token))
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, token, tonumber(ARGV[2])}
-end
-if owner == ARGV[1] then
-  onGrant()
-  local n = redis.call('HINCRBY', KEYS[1], F_HOLDS, 1)
-  local pttl = redis.call('PTTL', KEYS[1])
-  if pttl < tonumber(ARGV[2]) then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    pttl = tonumber(ARGV[2])
-  end
-  return {n, tonumber(redis.call('HGET', KEYS[1], F_TOKEN)), pttl}
-end
-return {0, redis.call('PTTL', KEYS[1])}
-`
-
-// wakeOneLua ends a release that deleted the lock: with ARGV[3] set, it
-// publishes (ARGV[3] is PUBLISH or SPUBLISH, ARGV[4] the channel) the
-// release payload ARGV[5] and one live waiter of the wait list KEYS[2] (its expired
-// members dropped first) for the waiter to take the hand-off; nothing when
-// the list is gone or empty. Shared by every layout's release.
-const wakeOneLua = `if ARGV[3] == '' then return 0 end
-local target = ''
-if KEYS[2] then
-  if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+// A free lock is taken with the token drawn from the one the lock keeps
+// (draw_token), and the reply is that token alone: the lease is the one
+// asked. The common case, a lock gone or released with a token behind the
+// clock (any number under the key reads as a released token), comes first
+// and spends nothing on parsing or on defining functions. The holder gets
+// one more hold with the same token and a lease at least as long as asked
+// (never shorter: see renewScript), replying {holds, token, pttl}; anyone
+// else is answered {0, pttl}, and so is any string that is not a fenced
+// lock (a Mutex WithoutFencing).
+var acquireScript = redis.NewScript(`
+local v = redis.pcall('GET', KEYS[1])
+local last = 0
+if v then last = tonumber(v) end
+if last and last >= 0 and last < 9007199254740992 then
   local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  target = redis.call('ZRANDMEMBER', KEYS[2])
-  if not target then return 0 end
-end
-redis.call(ARGV[3], ARGV[4], ARGV[5] .. '|' .. target)
-return 0
-`
-
-// releaseScript drops one hold of ARGV[1] (all of them when ARGV[2] is "1")
-// and, when none is left, deletes the lock and announces it with command
-// ARGV[3] (PUBLISH or SPUBLISH; "" for none) on channel ARGV[4]. The message
-// is ARGV[5] (the releasing client) and, after a '|', the client that should
-// wake a waiter: one drawn at random from the wait list KEYS[2] (clients
-// register there while they have waiters, with an expiry). With a wait list
-// and nobody on it, nothing is published; without one (KEYS[2] absent) the
-// target is "", every client. Replies the holds left, 0 when freed, -1 when
-// ARGV[1] is not the owner: a caller whose lease ran out can never delete a
-// successor's lock. With ARGV[6] set, only the hold with that fencing token
-// is touched: an acquisition given up on can then drop its own hold, never
-// one of a later lock of the same owner.
-var releaseScript = redis.NewScript(wire.LockLua + `
-local h = redis.call('HMGET', KEYS[1], F_OWNER, F_HOLDS, F_TOKEN)
-if h[1] ~= ARGV[1] then return -1 end
-if ARGV[6] and ARGV[6] ~= '' and h[3] ~= ARGV[6] then return -1 end
-if ARGV[2] ~= '1' and h[2] ~= '1' then
-  return redis.call('HINCRBY', KEYS[1], F_HOLDS, -1)
-end
-redis.call('DEL', KEYS[1])
-` + wakeOneLua)
-
-// holdReleaseScript is releaseScript for the Mutex layout (acquireScript):
-// instead of deleting the hash it removes the owner and the hold count, so
-// that the token stays as the floor of the next one, with the lease the lock
-// had. It looks at the wait list only when a refused waiter marked the hash
-// (field w), and clears the mark when the list is gone. Uncontended, two
-// commands: HMGET, HDEL.
-var holdReleaseScript = redis.NewScript(wire.LockLua + `
-local h = redis.call('HMGET', KEYS[1], F_OWNER, F_HOLDS, F_TOKEN, F_WAITED)
-if h[1] ~= ARGV[1] then return -1 end
-if ARGV[6] and ARGV[6] ~= '' and h[3] ~= ARGV[6] then return -1 end
-if ARGV[2] ~= '1' and h[2] ~= '1' then
-  return redis.call('HINCRBY', KEYS[1], F_HOLDS, -1)
-end
-if ARGV[3] == '' or (KEYS[2] and not h[4]) then
-  redis.call('HDEL', KEYS[1], F_OWNER, F_HOLDS)
-  return 0
-end
-local target = ''
-if KEYS[2] then
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    redis.call('HDEL', KEYS[1], F_OWNER, F_HOLDS, F_WAITED)
-    return 0
+  local now = t[1] * 1000000 + t[2]
+  if last < now then
+    local us = t[2]
+    if #us < 6 then us = string.rep('0', 6 - #us) .. us end
+    local token = t[1] .. us
+    redis.call('SET', KEYS[1], ` + wire.LockOneHoldLua("token", "ARGV[1]") + `, 'PX', ARGV[2])
+    return now
   end
-  redis.call('HDEL', KEYS[1], F_OWNER, F_HOLDS)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  target = redis.call('ZRANDMEMBER', KEYS[2])
-  if not target then return 0 end
-else
-  redis.call('HDEL', KEYS[1], F_OWNER, F_HOLDS)
 end
-redis.call(ARGV[3], ARGV[4], ARGV[5] .. '|' .. target)
-return 0
+` + wire.LockFencedLua + drawTokenLua + wire.LockLua + `
+local mark = ''
+if v and type(v) ~= 'string' then
+  local h = redis.call('HMGET', KEYS[1], F_OWNER, F_TOKEN, F_WAITED)
+  if h[1] then
+    if ARGV[3] == '1' and not h[3] then redis.call('HSET', KEYS[1], F_WAITED, '1') end
+    return {0, redis.call('PTTL', KEYS[1])}
+  end
+  last = tonumber(h[2] or '0') or 0
+  if h[3] then mark = WAITED end
+elseif v then
+  local token, n, m, owner = fenced_of(v)
+  if not token then return {0, redis.call('PTTL', KEYS[1])} end
+  if n > 0 then
+    if owner == ARGV[1] then
+      local pttl = redis.call('PTTL', KEYS[1])
+      if pttl < tonumber(ARGV[2]) then
+        redis.call('SET', KEYS[1], fenced(token, n + 1, m, owner), 'PX', ARGV[2])
+        pttl = tonumber(ARGV[2])
+      else
+        redis.call('SET', KEYS[1], fenced(token, n + 1, m, owner), 'KEEPTTL')
+      end
+      return {n + 1, tonumber(token), pttl}
+    end
+    if ARGV[3] == '1' and m == '' then
+      redis.call('SET', KEYS[1], fenced(token, n, WAITED, owner), 'KEEPTTL')
+    end
+    return {0, redis.call('PTTL', KEYS[1])}
+  end
+  last, mark = tonumber(token), m
+end
+local token = draw_token(last)
+redis.call('SET', KEYS[1], fenced(string.format('%.0f', token), 1, mark, ARGV[1]), 'PX', ARGV[2])
+return token
 `)
 
-// waitListScript registers client ARGV[1] on the wait list KEYS[1] for
-// ARGV[2] ms (ARGV[3] = "1"), or removes it ("0"). The list itself expires
-// when no client has refreshed it for that long.
-var waitListScript = redis.NewScript(wire.LockLua + `
-if ARGV[3] ~= '1' then return redis.call('ZREM', KEYS[1], ARGV[1]) end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-`)
+// mutexFreeLua ends the release scripts of the Mutex: it drops one hold of
+// owner (all of them when all is set) from v, the key's string, and, when
+// none is left, keeps only the token, with the lease the lock had. It
+// announces the release (wakeOneLua, pub_*) only when a refused waiter
+// marked the lock, and clears the mark when the wait list KEYS[2] is gone;
+// without a wait list (KEYS[2] absent) every release is announced. Replies
+// the holds left, 0 when freed, -1 when owner is not the holder: a caller
+// whose lease ran out can never release a successor's lock. With only set,
+// only the hold with that fencing token is touched: an acquisition given up
+// on can then drop its own hold, never one of a later lock of the same
+// owner.
+const mutexFreeLua = `
+local token, n, mark, holder = fenced_of(v)
+if holder ~= owner or n < 1 then return -1 end
+if only and only ~= '' and token ~= only then return -1 end
+if not all and n > 1 then
+  redis.call('SET', KEYS[1], fenced(token, n - 1, mark, holder), 'KEEPTTL')
+  return n - 1
+end
+if KEYS[2] and mark ~= '' and pub_cmd ~= '' and redis.call('EXISTS', KEYS[2]) == 0 then mark = '' end
+redis.call('SET', KEYS[1], fenced(token, 0, mark, ''), 'KEEPTTL')
+if KEYS[2] and mark == '' then return 0 end
+` + wakeOneLua
 
-// renewScript makes ARGV[1]'s lease last at least ARGV[2] ms and replies
-// the lease the key now has; 0 when the lock is gone, -1 when another owner
-// holds it. It never shortens a lease, and neither does any other script
-// of a hold: the lease in Redis then only grows while the owner holds the
-// lock, so every reply, even one that comes late or out of order, gives a
-// lower bound of it (request sent + pttl), and the holder may keep the
-// largest bound it has seen. A script that could shorten the lease would
-// make a reply in flight a lie.
-var renewScript = redis.NewScript(wire.LockLua + `
-local owner = redis.call('HGET', KEYS[1], F_OWNER)
-if not owner then return 0 end
+// mutexReleaseScript releases ARGV[1]'s hold of the Mutex at KEYS[1]
+// (mutexFreeLua; all of them when ARGV[2] is "1", only the one with token
+// ARGV[6] when set), with the arguments and replies of releaseScript.
+var mutexReleaseScript = redis.NewScript(`
+local v = redis.pcall('GET', KEYS[1])
+if type(v) ~= 'string' then return -1 end
+local owner, all, only = ARGV[1], ARGV[2] == '1', ARGV[6]
+` + pubArgsLua + wire.LockFencedLua + wire.LockLua + mutexFreeLua)
+
+// mutexUnlockScript is mutexReleaseScript for a holder that knows its
+// token, with fewer arguments: ARGV[1] is the lock as the holder holds it
+// once, unmarked, ARGV[2] that lock released, and ARGV[3], when the
+// release is announced, "<command>|<payload>" (the channel is the lock's,
+// wire.LockReleasedSuffix). It swaps ARGV[2] in with one SET ... GET
+// (keeping the lease), which is all it takes when the key held exactly
+// ARGV[1]; anything else is put back as it was (the same lease too), and
+// mutexFreeLua drops one hold of the owner ARGV[1] names, with the outcome
+// mutexReleaseScript would have had. The caller runs it only where a
+// release may go unannounced unless marked (with a wait list, or without
+// notifications).
+var mutexUnlockScript = redis.NewScript(`
+local v = redis.pcall('SET', KEYS[1], ARGV[2], 'XX', 'KEEPTTL', 'GET')
+if v == ARGV[1] then return 0 end
+if type(v) ~= 'string' then return -1 end
+redis.call('SET', KEYS[1], v, 'KEEPTTL')
+` + wire.LockFencedLua + wire.LockLua + `
+local _, _, _, owner = fenced_of(ARGV[1])
+local all, only = false, nil
+local pub_cmd, pub_channel, pub_payload = '', KEYS[1] .. '` + wire.LockReleasedSuffix + `', ''
+if ARGV[3] then
+  local bar = string.find(ARGV[3], '|', 1, true)
+  pub_cmd, pub_payload = string.sub(ARGV[3], 1, bar - 1), string.sub(ARGV[3], bar + 1)
+end
+` + mutexFreeLua)
+
+// mutexRenewScript is renewScript for both string layouts of a Mutex
+// (fenced and WithoutFencing), with its arguments and replies; a released
+// lock is gone (0).
+var mutexRenewScript = redis.NewScript(wire.LockLua + `
+local v = redis.pcall('GET', KEYS[1])
+if not v then return 0 end
+if type(v) ~= 'string' then return -1 end
+local n, owner = holder_of(v)
+if n < 1 then return 0 end
 if owner ~= ARGV[1] then return -1 end
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  pttl = tonumber(ARGV[2])
-end
-return pttl
-`)
+` + keepLeaseLua)
 
-// ttlScript replies the remaining lease in ms of ARGV[1]'s lock, or -3 when
-// ARGV[1] does not hold it.
-var ttlScript = redis.NewScript(wire.LockLua + `
-if redis.call('HGET', KEYS[1], F_OWNER) ~= ARGV[1] then return -3 end
+// mutexTTLScript replies the remaining lease in ms of ARGV[1]'s lock (either
+// string layout), or -3 when ARGV[1] does not hold it.
+var mutexTTLScript = redis.NewScript(wire.LockLua + `
+local v = redis.pcall('GET', KEYS[1])
+if type(v) ~= 'string' then return -3 end
+local n, owner = holder_of(v)
+if n < 1 or owner ~= ARGV[1] then return -3 end
 return redis.call('PTTL', KEYS[1])
 `)

@@ -51,8 +51,8 @@ func testExclusive(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatal("lock still held in Redis after the last unlock")
 	}
 	// What is left is the fencing counter, for at most the last lease.
-	if f, _ := rdb.HKeys(ctx, "lock:{excl}").Result(); len(f) > 1 {
-		t.Fatalf("released lock keeps fields %v, want only the token", f)
+	if l, ok := mutexIn(ctx, rdb, "lock:{excl}"); !ok || l.Token != h4.Token() || l.Owner != "" || l.Holds != 0 {
+		t.Fatalf("released lock keeps %+v, want only the token %d", l, h4.Token())
 	}
 	if pttl, _ := rdb.PTTL(ctx, "lock:{excl}").Result(); pttl == -1 || pttl > DefaultLease {
 		t.Fatalf("released lock's token kept for %v", pttl)
@@ -105,8 +105,8 @@ func testReentrant(t *testing.T, rdb redis.UniversalClient) {
 	// A different owner does not get in.
 	hx, err := other.Mutex("reent").TryLock(ContextWithOwner(ctx, "job-2"))
 	mustNotObtain(t, hx, err)
-	if n, _ := rdb.HGet(ctx, "lock:{reent}", "n").Int(); n != 3 {
-		t.Fatalf("hold count %d, want 3", n)
+	if l, _ := mutexIn(ctx, rdb, "lock:{reent}"); l.Holds != 3 {
+		t.Fatalf("hold count %d, want 3", l.Holds)
 	}
 	for i, h := range []*Handle{h3, h2} {
 		if err := h.Unlock(ctx); err != nil {
@@ -149,8 +149,8 @@ func testDoubleUnlock(t *testing.T, rdb redis.UniversalClient) {
 	// The repeated unlocks of inner did not eat outer's hold.
 	hx, err := newClient(t, rdb).Mutex("double").TryLock(ctx)
 	mustNotObtain(t, hx, err)
-	if n, _ := rdb.HGet(ctx, "lock:{double}", "n").Int(); n != 1 {
-		t.Fatalf("hold count %d, want 1", n)
+	if l, _ := mutexIn(ctx, rdb, "lock:{double}"); l.Holds != 1 {
+		t.Fatalf("hold count %d, want 1", l.Holds)
 	}
 	outer.Unlock(ctx)
 	if err := outer.Unlock(ctx); err != nil {

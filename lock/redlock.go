@@ -203,11 +203,13 @@ func (b *redlockBackend) raiseFence(ctx context.Context, owner string, token int
 // raiseFenceScript raises the token of ARGV[1]'s hold at KEYS[1], which is
 // also the node's fencing counter (see acquireScript), to ARGV[2]. Replies
 // 1, or 0 when ARGV[1] does not hold the lock there.
-var raiseFenceScript = redis.NewScript(wire.LockLua + `
-local h = redis.call('HMGET', KEYS[1], F_OWNER, F_TOKEN)
-if h[1] ~= ARGV[1] then return 0 end
-if tonumber(h[2] or '0') < tonumber(ARGV[2]) then
-  redis.call('HSET', KEYS[1], F_TOKEN, ARGV[2])
+var raiseFenceScript = redis.NewScript(wire.LockFencedLua + wire.LockLua + `
+local v = redis.pcall('GET', KEYS[1])
+if type(v) ~= 'string' then return 0 end
+local token, n, mark, owner = fenced_of(v)
+if owner ~= ARGV[1] or n < 1 then return 0 end
+if tonumber(token) < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[1], fenced(ARGV[2], n, mark, owner), 'KEEPTTL')
 end
 return 1
 `)
@@ -216,7 +218,7 @@ func (b *redlockBackend) undo(ctx context.Context, owner string, res []acquired,
 	b.each(context.WithoutCancel(ctx), func(ctx context.Context, i int, n *holdBackend) {
 		// An abandoned call gives its own hold back when it comes.
 		if res[i].holds > 0 || (errs[i] != nil && ambiguous(errs[i]) && !errors.Is(errs[i], call.ErrAbandoned)) {
-			_ = n.release(ctx, owner, false)
+			_ = n.release(ctx, owner, res[i].token, false)
 		}
 	})
 }
@@ -250,10 +252,10 @@ func (b *redlockBackend) renew(ctx context.Context, owner string, lease time.Dur
 	return time.Time{}, fmt.Errorf("cacheguard: lock: renew %q: %d of %d nodes renewed (quorum %d): %w", b.lname, ok, len(b.nodes), b.quorum, errors.Join(errs...))
 }
 
-func (b *redlockBackend) release(ctx context.Context, owner string, all bool) error {
+func (b *redlockBackend) release(ctx context.Context, owner string, token int64, all bool) error {
 	errs := make([]error, len(b.nodes))
 	b.each(ctx, func(ctx context.Context, i int, n *holdBackend) {
-		errs[i] = n.release(ctx, owner, all)
+		errs[i] = n.release(ctx, owner, token, all)
 	})
 	released, notHeld := 0, 0
 	var failed []error

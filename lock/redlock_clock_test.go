@@ -1,11 +1,11 @@
 package lock
 
 import (
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 // TestRedlockFenceWithSkewedClock pins what a Redlock token guarantees when
@@ -29,7 +29,7 @@ func TestRedlockFenceWithSkewedClock(t *testing.T) {
 
 	t1 := takeToken(t, m.Lock)
 	ahead := time.Now().Add(time.Hour).UnixMicro()
-	if err := direct[0].HSet(ctx, key, "token", strconv.FormatInt(ahead, 10)).Err(); err != nil {
+	if err := setMutex(ctx, direct[0], key, wire.FencedLock{Token: ahead}); err != nil {
 		t.Fatal(err)
 	}
 	t2 := takeToken(t, m.Lock)

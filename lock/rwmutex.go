@@ -43,7 +43,7 @@ func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
 	channel := base + wire.LockRWSuffix + wire.LockReleasedSuffix
 	// Releases of an RWMutex wake every client: all of their readers may
 	// get in at once.
-	writer := newHoldBackend(c.rdb, name, keys, writeAcquireScript, true, channel, "", c.pub, &rw.cfg)
+	writer := newHoldBackend(c.rdb, name, keys, writeAcquireScript, channel, "", c.pub, &rw.cfg)
 	writer.queues = true
 	rw.writer = writer
 	rw.reader = &readBackend{rdb: c.rdb, lname: name, keys: keys, channelN: channel, cfg: &rw.cfg,
@@ -109,7 +109,7 @@ func (b *readBackend) acquire(ctx context.Context, owner string, lease time.Dura
 func (b *readBackend) giveBack(owner string) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.releaseTimeout())
 	defer cancel()
-	if err := b.release(ctx, owner, false); err != nil {
+	if err := b.release(ctx, owner, 0, false); err != nil {
 		b.cfg.logger.Warn("cacheguard: lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
 	}
 }
@@ -146,7 +146,7 @@ func (b *readBackend) renew(ctx context.Context, owner string, lease time.Durati
 	return b.renewed(n, start)
 }
 
-func (b *readBackend) release(ctx context.Context, owner string, all bool) error {
+func (b *readBackend) release(ctx context.Context, owner string, _ int64, all bool) error {
 	n, err := call.Do(b.cfg.calls, ctx, b.cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
 		return readReleaseScript.Run(ctx, b.rdb, b.keys,
 			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()

@@ -5,8 +5,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The read-write lock scripts. KEYS[1] is the writer's hold hash (the same
-// layout as a Mutex), KEYS[2] a sorted set of reader owners scored by the
+// The read-write lock scripts. KEYS[1] is the writer's hold hash (the
+// layout of hold_scripts.go), KEYS[2] a sorted set of reader owners scored by the
 // expiry of their lease (Redis server time, ms), KEYS[3] a hash of reader
 // hold counts, KEYS[4] the fencing counter. Every reader has its own lease,
 // so a dead reader frees its share on time even while others keep renewing;
@@ -38,8 +38,8 @@ end
 const writersLua = `
 redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
 local function markWriter()
-  if ARGV[4] == '0' then return end
-  redis.call('ZADD', KEYS[5], now + tonumber(ARGV[4]), ARGV[1])
+  if ARGV[3] == '0' then return end
+  redis.call('ZADD', KEYS[5], now + tonumber(ARGV[3]), ARGV[1])
   local last = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')
   redis.call('PEXPIRE', KEYS[5], tonumber(last[2]) - now)
 end
@@ -71,10 +71,10 @@ return {n, tonumber(redis.call('GET', KEYS[4]) or '0'), cur - now}
 // writeAcquireScript is acquireScript for the writer: the lock must also have
 // no reader. Replies {-1, 0} when ARGV[1] itself holds a read lock, since
 // waiting for itself would never end; {0, ms} gives the wait for the writer
-// or for the longest reader. A refused writer that will wait (ARGV[4], the
+// or for the longest reader. A refused writer that will wait (ARGV[3], the
 // mark's life in ms, not "0") marks itself so that new readers queue behind
 // it; taking the lock removes its mark.
-var writeAcquireScript = redis.NewScript(wire.LockLua + readersPrelude + writersLua + `
+var writeAcquireScript = redis.NewScript(wire.LockLua + drawTokenLua + readersPrelude + writersLua + `
 local owner = redis.call('HGET', KEYS[1], F_OWNER)
 if owner ~= ARGV[1] then
   if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return {-1, 0} end

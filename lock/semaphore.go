@@ -92,7 +92,7 @@ func (b *permitBackend) acquire(ctx context.Context, owner string, lease time.Du
 		if err == nil && len(v) > 0 && v[0] > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.releaseTimeout())
 			defer cancel()
-			b.release(ctx, owner, true)
+			b.release(ctx, owner, 0, true)
 		}
 	})
 	if err != nil {
@@ -122,7 +122,7 @@ func (b *permitBackend) renew(ctx context.Context, owner string, lease time.Dura
 	return cfg.validUntil(start, n), nil
 }
 
-func (b *permitBackend) release(ctx context.Context, owner string, _ bool) error {
+func (b *permitBackend) release(ctx context.Context, owner string, _ int64, _ bool) error {
 	cfg := &b.s.cfg
 	n, err := call.Do(cfg.calls, ctx, cfg.releaseTimeout(), func(ctx context.Context) (int64, error) {
 		return permitReleaseScript.Run(ctx, b.s.rdb, []string{b.s.key}, owner, b.n,

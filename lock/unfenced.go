@@ -24,9 +24,9 @@ import (
 //
 // Every client of one lock name must agree on this option: the two layouts
 // exclude each other (neither takes a key the other holds), but a client of
-// one layout gets an error (Redis's WRONGTYPE), not the lock, while a
-// client of the other holds it or keeps its fencing counter. RWMutex,
-// Redlock and Semaphore ignore the option.
+// one layout finds the lock taken, and waits, while a client of the other
+// holds it or keeps its fencing token. RWMutex, Redlock and Semaphore
+// ignore the option.
 func WithoutFencing() Option {
 	return func(c *config) { c.unfenced = true }
 }
@@ -34,8 +34,8 @@ func WithoutFencing() Option {
 // newUnfencedBackend is the holdBackend of a Mutex made WithoutFencing: the
 // lock is a string "<holds>:<owner>" with a PEXPIRE lease.
 func newUnfencedBackend(rdb redis.UniversalClient, name, base, channel, waitList string, pub publisher, cfg *config) *holdBackend {
-	b := newHoldBackend(rdb, name, []string{base}, unfencedAcquireScript, false, channel, waitList, pub, cfg)
-	b.rel, b.renewS, b.ttlS, b.plain = unfencedReleaseScript, unfencedRenewScript, unfencedTTLScript, true
+	b := newHoldBackend(rdb, name, []string{base}, unfencedAcquireScript, channel, waitList, pub, cfg)
+	b.rel, b.renewS, b.ttlS, b.plain = unfencedReleaseScript, mutexRenewScript, mutexTTLScript, true
 	return b
 }
 
@@ -105,7 +105,7 @@ return {n, 0, pttl}
 // unfencedReleaseScript is releaseScript for the unfenced layout, with the
 // same arguments and replies (ARGV[6], the token, is not used: there is
 // none). Uncontended, with a wait list: GET, DEL, EXISTS.
-var unfencedReleaseScript = redis.NewScript(wire.LockLua + `
+var unfencedReleaseScript = redis.NewScript(wire.LockLua + pubArgsLua + `
 local v = redis.call('GET', KEYS[1])
 if not v then return -1 end
 local n, o = owner_of(v)
@@ -116,26 +116,3 @@ if ARGV[2] ~= '1' and n > 1 then
 end
 redis.call('DEL', KEYS[1])
 ` + wakeOneLua)
-
-// unfencedRenewScript is renewScript for the unfenced layout.
-var unfencedRenewScript = redis.NewScript(wire.LockLua + `
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-local n, o = owner_of(v)
-if o ~= ARGV[1] or n < 1 then return -1 end
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  pttl = tonumber(ARGV[2])
-end
-return pttl
-`)
-
-// unfencedTTLScript is ttlScript for the unfenced layout.
-var unfencedTTLScript = redis.NewScript(wire.LockLua + `
-local v = redis.call('GET', KEYS[1])
-if not v then return -3 end
-local n, o = owner_of(v)
-if o ~= ARGV[1] or n < 1 then return -3 end
-return redis.call('PTTL', KEYS[1])
-`)

@@ -48,7 +48,7 @@ func testUnfencedExclusive(t *testing.T, rdb redis.UniversalClient) {
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err) // a second Unlock of a handle is a no-op
 	}
-	if err := a.Mutex("uf-excl").b.release(ctx, h.Owner(), true); !errors.Is(err, ErrNotHeld) {
+	if err := a.Mutex("uf-excl").b.release(ctx, h.Owner(), 0, true); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("release by the former owner: %v, want ErrNotHeld", err)
 	}
 	h4, err := a.Mutex("uf-excl").TryLock(ctx)

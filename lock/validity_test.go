@@ -80,7 +80,7 @@ func (g *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func isRenew(cmd redis.Cmder) bool {
 	args := cmd.Args()
-	return len(args) > 1 && cmd.Name() == "evalsha" && args[1] == renewScript.Hash()
+	return len(args) > 1 && cmd.Name() == "evalsha" && args[1] == mutexRenewScript.Hash()
 }
 
 // TestLateRenewalReply: the watchdog's renewal runs in Redis but its reply
@@ -91,7 +91,7 @@ func TestLateRenewalReply(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
 	defer rdb.Close()
 	ctx := testCtx(t)
-	if err := renewScript.Load(ctx, rdb).Err(); err != nil {
+	if err := mutexRenewScript.Load(ctx, rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
 	gate := newGate(isRenew)

@@ -259,6 +259,12 @@ var tables = []table{
 		columns: []column{{"raw-sec/op", "GET+json"}, {"ristretto-sec/op", "ristretto Get"}, {"cacheguard-sec/op", "cacheguard"}, {"ratio", "ratio"}},
 	},
 	{
+		title:   "Lock, uncontended, paired",
+		about:   "One uncontended TryLock and Unlock of a cacheguard Mutex (`base`) and one of another library (`vs`), taking turns in one loop (each goes first half the time); the median time of each and `ratio`, the median over iterations of cacheguard's time over the other's in the same iteration. `cacheguard` draws a fencing token; `cacheguard-unfenced` (WithoutFencing) does not, like the others; `-ctxtimeout`: both on go-redis clients made with ContextTimeoutEnabled. Target: at most 1.10 for the fenced Mutex against redislock.",
+		prefix:  "LockUncontendedPaired/",
+		columns: []column{{"base-sec/op", "cacheguard"}, {"other-sec/op", "other"}, {"ratio", "ratio"}},
+	},
+	{
 		title:   "Local-hit path",
 		about:   "One Get of a row held in process memory. cacheguard keeps decoded values; the other libraries keep encoded bytes and decode on every hit.",
 		prefix:  "LocalHit/",

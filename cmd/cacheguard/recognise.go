@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,7 @@ func (s *scanner) recognise(ctx context.Context, k, typ string, head []byte, str
 				return followUp{}, false
 			}
 		}
-		if l, ok := unfencedLock(k, head, strlen, ttl); ok {
+		if l, ok := stringLock(k, head, strlen, ttl); ok {
 			s.rep.Locks = append(s.rep.Locks, l)
 			return followUp{}, false
 		}
@@ -95,21 +96,29 @@ func (s *scanner) placeholder(key string, shape wire.Shape, ttl int64, addr stri
 	s.rep.Leases.Stranded = append(s.rep.Leases.Stranded, Stranded{Key: key, Shape: string(shape), TTLms: ttl, Node: addr})
 }
 
-// unfencedLock reads a Mutex made WithoutFencing: a string "<holds>:<owner>"
-// under a lock key. head is the value's first bytes, of strlen in all; a
-// longer owner is shown cut, with "…".
-func unfencedLock(key string, head []byte, strlen, ttl int64) (Lock, bool) {
+// stringLock reads a held Mutex: a string "#<token>:<holds>[w]:<owner>", or
+// "<holds>:<owner>" made WithoutFencing, under a lock key (a released one,
+// which keeps only its token, is no lock held). head is the value's first
+// bytes, of strlen in all; a longer owner is shown cut, with "…".
+func stringLock(key string, head []byte, strlen, ttl int64) (Lock, bool) {
 	if _, kind, ok := wire.LockKey(key); !ok || kind != wire.LockMutex {
 		return Lock{}, false
+	}
+	cut := ""
+	if strlen > int64(len(head)) {
+		cut = "…"
+	}
+	if l, ok := wire.ParseFencedLock(string(head)); ok {
+		if l.Holds < 1 {
+			return Lock{}, false
+		}
+		return Lock{Key: key, Kind: wire.LockMutex, Owner: l.Owner + cut, Holds: l.Holds, Token: strconv.FormatInt(l.Token, 10), TTLms: ttl}, true
 	}
 	holds, owner, ok := wire.ParseUnfencedLock(string(head))
 	if !ok {
 		return Lock{}, false // some other program's string
 	}
-	if strlen > int64(len(head)) {
-		owner += "…"
-	}
-	return Lock{Key: key, Kind: wire.LockMutex + " (unfenced)", Owner: owner, Holds: holds, TTLms: ttl}, true
+	return Lock{Key: key, Kind: wire.LockMutex + " (unfenced)", Owner: owner + cut, Holds: holds, TTLms: ttl}, true
 }
 
 // queueTag is how the report names a queue shard: its hash tag.

@@ -13,7 +13,7 @@ import (
 // recognised as nothing, never panic.
 func FuzzRecognise(f *testing.F) {
 	for _, s := range []string{"", "{", "{}", "{a}", "{a}:due:", "{a}:due:t", "{a:3}:dead", "x{a}:rw", "x{a}:readers", "\xfe", "\xfec\x01",
-		"\xfel0123456789abcdef", "\xfev01234567", "1:owner", "m=1 k=2 v=1 ready=1"} {
+		"\xfel0123456789abcdef", "\xfev01234567", "1:owner", "#1764000000000000:2w:owner", "1764000000000000", "m=1 k=2 v=1 ready=1"} {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, key, value string) {

@@ -63,6 +63,13 @@ func TestInspectKnowsEveryShape(t *testing.T) {
 			h, err := lc.Mutex("orders:{42}:lock").Lock(ctx)
 			must(t, err)
 			defer h.Unlock(context.Background())
+			// A released lock (its token kept) is no lock held; a lock of
+			// the hash layout earlier versions wrote still is one.
+			hr, err := lc.Mutex("released").Lock(ctx)
+			must(t, err)
+			must(t, hr.Unlock(ctx))
+			must(t, rdb.HSet(ctx, lock.DefaultPrefix+"{legacy}", wire.LockFieldOwner, "o", wire.LockFieldHolds, 1, wire.LockFieldToken, 7).Err())
+			must(t, rdb.PExpire(ctx, lock.DefaultPrefix+"{legacy}", time.Hour).Err())
 
 			// A sharded retry queue.
 			q, err := consistency.New(rdb, consistency.WithNamespace("sq"), consistency.WithShards(4))
@@ -99,8 +106,15 @@ func TestInspectKnowsEveryShape(t *testing.T) {
 			if r.Entries.Refreshing != 1 {
 				t.Errorf("entries under refresh %d, want 1", r.Entries.Refreshing)
 			}
-			if len(r.Locks) != 1 || r.Locks[0].Key != lock.DefaultPrefix+"orders:{42}:lock" || r.Locks[0].Holds != 1 {
-				t.Errorf("locks %+v, want orders:{42}:lock held", r.Locks)
+			locks := map[string]Lock{}
+			for _, l := range r.Locks {
+				locks[l.Key] = l
+			}
+			if l := locks[lock.DefaultPrefix+"orders:{42}:lock"]; len(r.Locks) != 2 || l.Holds != 1 || l.Token != fmt.Sprint(h.Token()) || l.Kind != wire.LockMutex {
+				t.Errorf("locks %+v, want orders:{42}:lock held with token %d", r.Locks, h.Token())
+			}
+			if l := locks[lock.DefaultPrefix+"{legacy}"]; l.Holds != 1 || l.Token != "7" || l.Owner != "o" {
+				t.Errorf("locks %+v, want {legacy} (hash layout) held", r.Locks)
 			}
 			var depth int64
 			shards := map[int]bool{}

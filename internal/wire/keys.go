@@ -34,10 +34,8 @@ func HashTag(key string) (tag string, ok bool) {
 // "}", or prefix + name when the name carries its own hash tag
 // ("orders:{42}:lock"), so that all of them share one hash tag:
 //
-//	base                hash: owner, n (hold count), token, w  Mutex (and Redlock, per node);
-//	                    a release keeps token (the fencing counter) until the last lease ends;
-//	                    w: a waiter was refused, so the release looks at the wait list
-//	                    string "<holds>:<owner>": a Mutex WithoutFencing
+//	base                string: a Mutex (and Redlock, per node), see lock.go;
+//	                    hash owner, n, token, w: the same lock as the hash layout wrote it
 //	base:fence          last fencing token, expires with the lease  RWMutex writer
 //	base:released       channel announcing Mutex releases
 //	base:waiters        zset: client id -> expiry (ms)        clients waiting for the Mutex
@@ -62,24 +60,6 @@ const (
 	LockFieldToken  = "token"
 	LockFieldWaited = "w"
 )
-
-// unfencedSep separates the hold count from the owner in the string a Mutex
-// WithoutFencing stores.
-const unfencedSep = ":"
-
-// LockLua is the prelude of the lock scripts: the lock hash's field names as
-// Lua locals, and the string of a Mutex WithoutFencing, "<holds>:<owner>",
-// read by owner_of(v) (holds and owner; 0 and nil for another string) and
-// written by unfenced(holds, owner).
-const LockLua = `
-local F_OWNER, F_HOLDS, F_TOKEN, F_WAITED = '` + LockFieldOwner + `', '` + LockFieldHolds + `', '` + LockFieldToken + `', '` + LockFieldWaited + `'
-local function owner_of(v)
-  local c = string.find(v, '` + unfencedSep + `', 1, true)
-  if not c then return 0, nil end
-  return tonumber(string.sub(v, 1, c - 1)) or 0, string.sub(v, c + 1)
-end
-local function unfenced(holds, owner) return holds .. '` + unfencedSep + `' .. owner end
-`
 
 // Kinds of lock key, as LockKey tells them.
 const (
@@ -107,17 +87,6 @@ func LockKey(key string) (base, kind string, ok bool) {
 		}
 	}
 	return key, LockMutex, true
-}
-
-// ParseUnfencedLock reads the string a Mutex WithoutFencing stores,
-// "<holds>:<owner>".
-func ParseUnfencedLock(v string) (holds int64, owner string, ok bool) {
-	n, owner, found := strings.Cut(v, unfencedSep)
-	holds, err := strconv.ParseInt(n, 10, 64)
-	if !found || err != nil || holds < 1 || owner == "" {
-		return 0, "", false
-	}
-	return holds, owner, true
 }
 
 // Queue is the Redis layout of one shard of the write path's retry queue. The

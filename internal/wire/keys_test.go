@@ -67,6 +67,7 @@ func FuzzKeys(f *testing.F) {
 		BloomName(s)
 		ParseBloomConfig(s)
 		ParseUnfencedLock(s)
+		ParseFencedLock(s)
 		Classify([]byte(s))
 	})
 }

@@ -1,0 +1,70 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var errHookRefused = errors.New("refused by a pipeline hook")
+
+// refusingPipeline answers every pipeline that carries one of the test's
+// GETs with an error of its own, without sending it (as a rate limiter or a
+// read-only switch in a hook does).
+type refusingPipeline struct{ rt roundTrips }
+
+func (h *refusingPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *refusingPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *refusingPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool { return cmd.Name() == "get" && h.rt.ours(cmd) }) {
+			return errHookRefused
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A go-redis hook that refuses the pipeline of queued reads without sending
+// it fails each queued caller with the hook's error, as it fails a GET sent
+// on its own: an unanswered GET is not an empty value (a corrupt entry, a
+// load from the source and the breaker told of no failure).
+func TestQueuedReadsRefusedByAPipelineHookFail(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		loads := &countingLoader[string]{rows: map[string]string{}}
+		c := newCache[string](t, rdb)
+		keys := batchKeys(readsInFlight + 3)
+		h, held := holdTwoReads(t, rdb, c, keys)
+		rdb.AddHook(&refusingPipeline{rt: roundTrips{prefix: prefixFor(t)}})
+		queued := make([]chan getAnswer, 0, 3)
+		for _, k := range keys[readsInFlight:] {
+			ch := make(chan getAnswer, 1)
+			queued = append(queued, ch)
+			go func() {
+				v, err := c.Get(context.Background(), k, loads.load)
+				ch <- getAnswer{v, err}
+			}()
+		}
+		waitQueued(t, c, prefixFor(t)+keys[0], 3)
+		close(h.release)
+		for i, ch := range held {
+			if a := recvOr(t, ch, "a held Get"); a.err != nil || a.v != "v-"+keys[i] {
+				t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
+			}
+		}
+		for i, ch := range queued {
+			if a := recvOr(t, ch, "a queued Get"); !errors.Is(a.err, ErrRedis) || !errors.Is(a.err, errHookRefused) {
+				t.Errorf("queued Get(%s) = %q, %v; want ErrRedis with the hook's error", keys[readsInFlight+i], a.v, a.err)
+			}
+		}
+		if n := loads.calls.Load(); n != 0 {
+			t.Errorf("%d loads from the source for keys that are in Redis", n)
+		}
+		if s := c.Stats(); s.Corrupt != 0 {
+			t.Errorf("%d corrupt entries counted for unanswered GETs", s.Corrupt)
+		}
+		checkFlightsIdle(t, c)
+	})
+}

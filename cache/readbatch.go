@@ -59,7 +59,8 @@ type readQueue struct {
 // queuedGet is one caller's GET waiting in a queue or sent in a batch.
 type queuedGet struct {
 	key      string
-	deadline time.Time // the caller's, zero if none
+	ctx      context.Context // the caller's, for its values
+	deadline time.Time       // the caller's, zero if none
 	done     chan struct{}
 	raw      []byte
 	err      error
@@ -86,7 +87,7 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 		return nil, err
 	}
 	g := queuedGets.Get().(*queuedGet)
-	g.key = rkey
+	g.key, g.ctx = rkey, ctx
 	g.deadline, _ = ctx.Deadline()
 	q.waiting = append(q.waiting, g)
 	q.mu.Unlock()
@@ -155,11 +156,12 @@ func (q *readQueue) take() []*queuedGet {
 }
 
 // sendReads sends batch's GETs as one pipeline and hands each caller its
-// reply. The pipeline's context carries the latest of the callers'
-// deadlines (none if one of them has none): a caller whose context ends
-// before the reply has left already.
+// reply. The pipeline's context carries the values of its first caller's
+// (a tracing hook finds its parent span there, as on a plain GET) and the
+// latest of the callers' deadlines (none if one of them has none): a
+// caller whose context ends before the reply has left already.
 func (c *Cache[V]) sendReads(batch []*queuedGet) {
-	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	ctx, cancel := context.WithoutCancel(batch[0].ctx), context.CancelFunc(func() {})
 	if dl, ok := latestDeadline(batch); ok {
 		ctx, cancel = context.WithDeadline(ctx, dl)
 	}

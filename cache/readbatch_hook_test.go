@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -66,5 +67,57 @@ func TestQueuedReadsRefusedByAPipelineHookFail(t *testing.T) {
 			t.Errorf("%d corrupt entries counted for unanswered GETs", s.Corrupt)
 		}
 		checkFlightsIdle(t, c)
+	})
+}
+
+type traceKey struct{}
+
+// pipelineTraces records the traceKey value of the context every pipeline
+// of the test's GETs is sent with (nil: none), as a tracing hook reads its
+// parent span.
+type pipelineTraces struct {
+	rt  roundTrips
+	mu  sync.Mutex
+	got []any
+}
+
+func (h *pipelineTraces) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *pipelineTraces) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *pipelineTraces) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool { return cmd.Name() == "get" && h.rt.ours(cmd) }) {
+			h.mu.Lock()
+			h.got = append(h.got, ctx.Value(traceKey{}))
+			h.mu.Unlock()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// The pipeline of queued reads is sent with the values of one of its
+// callers' contexts (as a plain GET is with its caller's): a tracing hook
+// finds a parent span there, instead of starting a trace of its own that
+// no request belongs to.
+func TestQueuedReadsCarryACallersContextValues(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		c := newCache[string](t, rdb)
+		keys := batchKeys(readsInFlight + 3)
+		h, held := holdTwoReads(t, rdb, c, keys)
+		traces := &pipelineTraces{rt: roundTrips{prefix: prefixFor(t)}}
+		rdb.AddHook(traces)
+		ctx := context.WithValue(context.Background(), traceKey{}, "request-1")
+		queued := getEach(c, ctx, keys[readsInFlight:])
+		waitQueued(t, c, prefixFor(t)+keys[0], 3)
+		close(h.release)
+		for i, ch := range slices.Concat(held, queued) {
+			if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "v-"+keys[i] {
+				t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
+			}
+		}
+		traces.mu.Lock()
+		defer traces.mu.Unlock()
+		if len(traces.got) != 1 || traces.got[0] != "request-1" {
+			t.Errorf("pipelines sent with trace values %v; want one, with the callers' request-1", traces.got)
+		}
 	})
 }

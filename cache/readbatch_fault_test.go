@@ -5,9 +5,12 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,4 +149,149 @@ func TestQueuedReadsBoundedByDeadlineWhileFrozen(t *testing.T) {
 	rdb.Close()
 	stopDrain()
 	settleGoroutines(t, before)
+}
+
+// The server is killed with a pipeline of queued reads about to go out:
+// each queued caller fails with ErrRedis on its own and the breaker counts
+// each failure (it opens, and later calls fail at once); fallback loads
+// stay under their cap however many callers fail together; once the
+// server is back and the breaker probes, reads succeed again.
+func TestQueuedReadsFailAloneWhenKilled(t *testing.T) {
+	redistest.NeedServer(t)
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	const failures, cap = 3, 2
+	c := newCache[string](t, rdb, WithCircuitBreaker(failures, 300*time.Millisecond), WithFallbackLoads(cap))
+	keys := batchKeys(readsInFlight + 30)
+	h, held := holdTwoReads(t, rdb, c, keys)
+	gate := &pipelineGate{rt: roundTrips{prefix: prefixFor(t)}, sending: make(chan struct{}, 1), open: make(chan struct{})}
+	rdb.AddHook(gate)
+	var running, most atomic.Int64
+	release := make(chan struct{})
+	load := func(_ context.Context, k string) (string, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-release
+		return "loaded-" + k, nil
+	}
+	queued := make([]chan getAnswer, 0, 30)
+	for _, k := range keys[readsInFlight:] {
+		ch := make(chan getAnswer, 1)
+		queued = append(queued, ch)
+		go func() {
+			v, err := c.Get(context.Background(), k, load)
+			ch <- getAnswer{v, err}
+		}()
+	}
+	waitQueued(t, c, prefixFor(t)+keys[0], 30)
+	close(h.release)
+	stopDrain := drainHeld(t, h)
+	defer stopDrain()
+	for i, ch := range held {
+		if a := recvOr(t, ch, "a held Get"); a.err != nil || a.v != "v-"+keys[i] {
+			t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
+		}
+	}
+	recvOr(t, gate.sending, "the pipeline")
+	srv.Kill()
+	close(gate.open)
+	waitFor(t, func() bool { return running.Load() == cap })
+	close(release)
+	loaded := 0
+	for i, ch := range queued {
+		a := recvOr(t, ch, "a queued Get")
+		switch {
+		case a.err == nil && a.v == "loaded-"+keys[readsInFlight+i]:
+			loaded++
+		case errors.Is(a.err, ErrRedis):
+		default:
+			t.Errorf("queued Get(%s) on a killed server = %q, %v", keys[readsInFlight+i], a.v, a.err)
+		}
+	}
+	if m := most.Load(); m > cap {
+		t.Errorf("%d fallback loads at once, cap %d", m, cap)
+	}
+	t.Logf("%d of %d callers loaded from the source", loaded, len(queued))
+	if _, err := c.Get(context.Background(), keys[0], load); !errors.Is(err, ErrCircuitOpen) && err != nil {
+		t.Errorf("Get after %d failures = %v; want the breaker open (or a fallback load)", len(queued), err)
+	}
+	if s := c.Stats(); s.Corrupt != 0 {
+		t.Errorf("%d corrupt entries counted", s.Corrupt)
+	}
+	srv.Restart() // empty: every key a miss, loaded
+	deadline := time.Now().Add(10 * time.Second)
+	for _, k := range keys {
+		for {
+			v, err := c.Get(context.Background(), k, noLoad)
+			if err == nil && v == "loaded" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Get(%s) after the restart = %q, %v", k, v, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	checkFlightsIdle(t, c)
+}
+
+// Thousands of Gets on one node keep it saturated (reads queue behind the
+// two under way) while another instance writes: a Get that starts after a
+// write returned sees that write or a newer one, every Get gets its own
+// key's value, and the reads go out in far fewer round trips than Gets.
+func TestReadAfterWriteWhileQueueSaturated(t *testing.T) {
+	redistest.NeedServer(t)
+	srv := redistest.Start(t)
+	readers := 10_000
+	if raceEnabled {
+		readers = 4_000
+	}
+	writer := newCache[string](t, srv.Client())
+	rdb := srv.Client()
+	rt := &roundTrips{prefix: prefixFor(t)}
+	rdb.AddHook(rt)
+	c := newCache[string](t, rdb)
+	ctx := context.Background()
+	const nkeys = 200
+	keys := make([]string, nkeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+		if err := writer.Set(ctx, keys[i], keys[i]+"#0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt.n.Store(0)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range readers {
+		wg.Go(func() {
+			<-start
+			k := keys[i%nkeys]
+			v, err := c.Get(ctx, k, noLoad)
+			if err != nil || !strings.HasPrefix(v, k+"#") {
+				t.Errorf("Get(%s) = %q, %v", k, v, err)
+			}
+		})
+	}
+	close(start)
+	// Writes of keys outside the readers' set: each read after its write
+	// must see it, through a queue kept full by the readers.
+	for i := range 200 {
+		k := fmt.Sprintf("w%d", i%20)
+		want := fmt.Sprintf("%s#%d", k, i)
+		if err := writer.Set(ctx, k, want); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := c.Get(ctx, k, noLoad); err != nil || v != want {
+			t.Fatalf("Get(%s) after Set returned = %q, %v; want %q", k, v, err, want)
+		}
+	}
+	wg.Wait()
+	t.Logf("%d Gets in %d round trips", readers+200, rt.n.Load())
+	if n := rt.n.Load(); n > int64(readers/2) {
+		t.Errorf("%d round trips for %d Gets: reads were not batched", n, readers)
+	}
+	checkFlightsIdle(t, c)
 }

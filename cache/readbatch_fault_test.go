@@ -295,3 +295,44 @@ func TestReadAfterWriteWhileQueueSaturated(t *testing.T) {
 	}
 	checkFlightsIdle(t, c)
 }
+
+// A manual failover (CLUSTER FAILOVER on the replica) of the master whose
+// reads are queued: the pipeline goes to the demoted node, is answered
+// MOVED and follows the slot; every caller gets its value, and reads go on
+// through the promoted master's queue, nothing left waiting in the old one.
+func TestQueuedReadsFollowAFailover(t *testing.T) {
+	rc, rdb := redistest.StartClusterWithReplicas(t)
+	ctx := context.Background()
+	c := newCache[string](t, rdb)
+	keys := batchKeys(readsInFlight + 20)
+	rkey := prefixFor(t) + keys[0]
+	h, held := holdTwoReads(t, rdb, c, keys)
+	old := c.reads.queue(ctx, rdb, rkey)
+	queued := getEach(c, ctx, keys[readsInFlight:])
+	waitQueued(t, c, rkey, 20)
+	slot, err := rdb.(*redis.ClusterClient).ClusterKeySlot(ctx, rkey).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := slotOwner(t, rc.Masters, slot)
+	rc.Failover(owner)
+	close(h.release)
+	defer drainHeld(t, h)()
+	for i, ch := range slices.Concat(held, queued) {
+		if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "v-"+keys[i] {
+			t.Errorf("Get(%s) = %q, %v across a failover", keys[i], a.v, a.err)
+		}
+	}
+	for _, ch := range getEach(c, ctx, keys) {
+		if a := recvOr(t, ch, "a Get after the failover"); a.err != nil || !strings.HasPrefix(a.v, "v-") {
+			t.Errorf("Get after the failover = %q, %v", a.v, a.err)
+		}
+	}
+	old.mu.Lock()
+	busy, waiting := old.busy, len(old.waiting)
+	old.mu.Unlock()
+	if busy != 0 || waiting != 0 {
+		t.Errorf("the demoted master's queue: %d reads under way, %d waiting", busy, waiting)
+	}
+	checkFlightsIdle(t, c)
+}

@@ -336,3 +336,103 @@ func TestQueuedReadsFollowAFailover(t *testing.T) {
 	}
 	checkFlightsIdle(t, c)
 }
+
+// On a Ring, one pipeline of queued reads spans both shards; one shard is
+// killed with it about to go out: the callers of the live shard get their
+// values, those of the dead one fail with ErrRedis, each on its own.
+func TestQueuedRingReadsFailOnlyOnTheDeadShard(t *testing.T) {
+	redistest.NeedServer(t)
+	a, b := redistest.Start(t), redistest.Start(t)
+	ring := redis.NewRing(&redis.RingOptions{
+		Addrs:              map[string]string{"a": a.Addr, "b": b.Addr},
+		HeartbeatFrequency: time.Hour, // the dead shard stays in the ring
+		MaxRetries:         -1,
+		DialTimeout:        100 * time.Millisecond,
+	})
+	t.Cleanup(func() { ring.Close() })
+	ctx := context.Background()
+	c := newCache[string](t, ring)
+	keys := make([]string, readsInFlight+20)
+	for i := range keys {
+		keys[i] = fmt.Sprint("r", i)
+	}
+	h, held := holdTwoReads(t, ring, c, keys)
+	onA := map[string]bool{}
+	for _, k := range keys {
+		onA[k] = a.Client().Exists(ctx, prefixFor(t)+k).Val() == 1
+	}
+	gate := &pipelineGate{rt: roundTrips{prefix: prefixFor(t)}, sending: make(chan struct{}, 1), open: make(chan struct{})}
+	ring.AddHook(gate)
+	queued := getEach(c, ctx, keys[readsInFlight:])
+	waitQueued(t, c, prefixFor(t)+keys[0], 20)
+	close(h.release)
+	defer drainHeld(t, h)()
+	for i, ch := range held {
+		if a := recvOr(t, ch, "a held Get"); a.err != nil || a.v != "v-"+keys[i] {
+			t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
+		}
+	}
+	recvOr(t, gate.sending, "the pipeline")
+	a.Kill()
+	close(gate.open)
+	var live, dead int
+	for i, ch := range queued {
+		k := keys[readsInFlight+i]
+		a := recvOr(t, ch, "a queued Get")
+		switch {
+		case onA[k]:
+			dead++
+			if !errors.Is(a.err, ErrRedis) {
+				t.Errorf("Get(%s) on the killed shard = %q, %v; want ErrRedis", k, a.v, a.err)
+			}
+		default:
+			live++
+			if a.err != nil || a.v != "v-"+k {
+				t.Errorf("Get(%s) on the live shard = %q, %v", k, a.v, a.err)
+			}
+		}
+	}
+	if live == 0 || dead == 0 {
+		t.Fatalf("%d queued keys on the live shard, %d on the killed one; want both", live, dead)
+	}
+	checkFlightsIdle(t, c)
+}
+
+// A caller whose context ends after its GET was taken into a pipeline, but
+// before the pipeline is sent, leaves at once with its context's error; the
+// others of the batch get their values, and a caller whose context had
+// ended before it came never joins the queue.
+func TestQueuedReadLeavesAfterBeingTakenIntoABatch(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		c := newCache[string](t, rdb)
+		keys := batchKeys(readsInFlight + 4)
+		h, held := holdTwoReads(t, rdb, c, keys)
+		gate := &pipelineGate{rt: roundTrips{prefix: prefixFor(t)}, sending: make(chan struct{}, 1), open: make(chan struct{})}
+		rdb.AddHook(gate)
+		ctx, cancel := context.WithCancel(context.Background())
+		left := getEach(c, ctx, keys[readsInFlight:readsInFlight+1])
+		rest := getEach(c, context.Background(), keys[readsInFlight+1:readsInFlight+3])
+		waitQueued(t, c, prefixFor(t)+keys[0], 3)
+		ended, endNow := context.WithCancel(context.Background())
+		endNow()
+		if _, err := c.Get(ended, keys[readsInFlight+3], noLoad); !errors.Is(err, context.Canceled) {
+			t.Errorf("Get on an ended context = %v", err)
+		}
+		waitQueued(t, c, prefixFor(t)+keys[0], 3)
+		close(h.release)
+		defer drainHeld(t, h)()
+		recvOr(t, gate.sending, "the pipeline")
+		cancel()
+		if a := recvOr(t, left[0], "the cancelled Get"); !errors.Is(a.err, context.Canceled) {
+			t.Errorf("Get cancelled while its pipeline is held = %q, %v", a.v, a.err)
+		}
+		close(gate.open)
+		for i, ch := range slices.Concat(held, rest) {
+			k := slices.Concat(keys[:readsInFlight], keys[readsInFlight+1:])[i]
+			if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "v-"+k {
+				t.Errorf("Get(%s) = %q, %v", k, a.v, a.err)
+			}
+		}
+		checkFlightsIdle(t, c)
+	})
+}

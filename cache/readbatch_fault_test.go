@@ -436,3 +436,67 @@ func TestQueuedReadLeavesAfterBeingTakenIntoABatch(t *testing.T) {
 		checkFlightsIdle(t, c)
 	})
 }
+
+// pipelineSizes records how many of the test's GETs each pipeline carries.
+type pipelineSizes struct {
+	rt    roundTrips
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (h *pipelineSizes) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *pipelineSizes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *pipelineSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		n := 0
+		for _, cmd := range cmds {
+			if cmd.Name() == "get" && h.rt.ours(cmd) {
+				n++
+			}
+		}
+		if n > 0 {
+			h.mu.Lock()
+			h.sizes = append(h.sizes, n)
+			h.mu.Unlock()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A burst of callers of big values queued at once goes out in pipelines of
+// at most maxReadBatch GETs, one after another: what one round trip holds
+// is bounded whatever the burst.
+func TestQueuedBigValuesGoOutInBoundedBatches(t *testing.T) {
+	redistest.NeedServer(t)
+	_, rdb := redistest.RealSingle(t)
+	c := newCache[string](t, rdb)
+	n := maxReadBatch + maxReadBatch/2
+	keys := batchKeys(readsInFlight + n)
+	big := strings.Repeat("x", 64<<10)
+	ctx := context.Background()
+	h, held := holdTwoReads(t, rdb, c, keys[:readsInFlight])
+	for _, k := range keys[readsInFlight:] {
+		if err := c.Set(ctx, k, big+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sizes := &pipelineSizes{rt: roundTrips{prefix: prefixFor(t)}}
+	rdb.AddHook(sizes)
+	queued := getEach(c, ctx, keys[readsInFlight:])
+	waitQueued(t, c, prefixFor(t)+keys[0], n)
+	close(h.release)
+	defer drainHeld(t, h)()
+	for _, ch := range held {
+		recvOr(t, ch, "a held Get")
+	}
+	for i, ch := range queued {
+		if a := recvOr(t, ch, "a queued Get"); a.err != nil || a.v != big+keys[readsInFlight+i] {
+			t.Errorf("Get(%s): %d bytes, %v", keys[readsInFlight+i], len(a.v), a.err)
+		}
+	}
+	sizes.mu.Lock()
+	defer sizes.mu.Unlock()
+	if len(sizes.sizes) != 2 || slices.Max(sizes.sizes) != maxReadBatch {
+		t.Errorf("pipelines of %v GETs; want two, the first of %d", sizes.sizes, maxReadBatch)
+	}
+}

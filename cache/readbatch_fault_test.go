@@ -500,3 +500,60 @@ func TestQueuedBigValuesGoOutInBoundedBatches(t *testing.T) {
 		t.Errorf("pipelines of %v GETs; want two, the first of %d", sizes.sizes, maxReadBatch)
 	}
 }
+
+var errConnLost = errors.New("connection lost")
+
+// failPlainGet fails the plain GET of key with a connection error.
+type failPlainGet struct{ key string }
+
+func (h *failPlainGet) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *failPlainGet) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "get" && cmd.Args()[1] == h.key {
+			return errConnLost
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *failPlainGet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// The breaker opens (a read under way fails) while reads are queued: the
+// queued reads, let through before it opened, are answered, and their
+// successes do not close it: the next Get is refused at once.
+func TestBreakerOpensWhileReadsQueued(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		c := newCache[string](t, rdb, WithCircuitBreaker(1, time.Hour))
+		keys := batchKeys(readsInFlight + 5)
+		ctx := context.Background()
+		for _, k := range keys {
+			if err := c.Set(ctx, k, "v-"+k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := &heldReads{rt: roundTrips{prefix: prefixFor(t)}, held: make(chan struct{}, readsInFlight), release: make(chan struct{})}
+		rdb.AddHook(h)
+		rdb.AddHook(&failPlainGet{key: prefixFor(t) + keys[0]})
+		first := getEach(c, ctx, keys[:1])
+		recvOr(t, h.held, "the failing read")
+		second := getEach(c, ctx, keys[1:2])
+		recvOr(t, h.held, "a held read")
+		queued := getEach(c, ctx, keys[readsInFlight:])
+		waitQueued(t, c, prefixFor(t)+keys[0], 5)
+		close(h.release)
+		defer drainHeld(t, h)()
+		if a := recvOr(t, first[0], "the failing Get"); !errors.Is(a.err, errConnLost) {
+			t.Errorf("failing Get = %q, %v", a.v, a.err)
+		}
+		for i, ch := range slices.Concat(second, queued) {
+			if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "v-"+keys[1+i] {
+				t.Errorf("Get(%s) = %q, %v", keys[1+i], a.v, a.err)
+			}
+		}
+		if _, err := c.Get(ctx, keys[1], noLoad); !errors.Is(err, ErrCircuitOpen) {
+			t.Errorf("Get after the breaker opened = %v; want ErrCircuitOpen", err)
+		}
+		checkFlightsIdle(t, c)
+	})
+}

@@ -557,3 +557,52 @@ func TestBreakerOpensWhileReadsQueued(t *testing.T) {
 		checkFlightsIdle(t, c)
 	})
 }
+
+// Close while a pipeline of queued reads is on the wire to a frozen
+// server: Close returns by its timeout, saying the calls still ran; the
+// callers get an error once the client's own timeout ends the pipeline,
+// and then no goroutine of the cache is left.
+func TestCloseWhileQueuedReadsFrozen(t *testing.T) {
+	redistest.NeedServer(t)
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	before := runtime.NumGoroutine()
+	const closeTimeout = 200 * time.Millisecond
+	c := newCache[string](t, rdb, WithCloseTimeout(closeTimeout))
+	keys := batchKeys(readsInFlight + 5)
+	h, held := holdTwoReads(t, rdb, c, keys)
+	gate := &pipelineGate{rt: roundTrips{prefix: prefixFor(t)}, sending: make(chan struct{}, 1), open: make(chan struct{})}
+	rdb.AddHook(gate)
+	queued := getEach(c, context.Background(), keys[readsInFlight:])
+	waitQueued(t, c, prefixFor(t)+keys[0], 5)
+	close(h.release)
+	stopDrain := drainHeld(t, h)
+	for _, ch := range held {
+		recvOr(t, ch, "a held Get")
+	}
+	recvOr(t, gate.sending, "the pipeline")
+	srv.Freeze()
+	t.Cleanup(srv.Thaw)
+	close(gate.open)
+	start := time.Now()
+	err := c.Close()
+	if el := time.Since(start); el > closeTimeout+time.Second {
+		t.Errorf("Close took %v, timeout %v", el, closeTimeout)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close with a pipeline on a frozen server = %v; want it to say calls still ran", err)
+	}
+	for _, ch := range queued {
+		if a := recvOr(t, ch, "a queued Get"); !errors.Is(a.err, ErrRedis) {
+			t.Errorf("queued Get on a frozen server = %q, %v; want ErrRedis", a.v, a.err)
+		}
+	}
+	if _, err := c.Get(context.Background(), keys[0], noLoad); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get after Close = %v", err)
+	}
+	srv.Thaw()
+	rdb.Close()
+	stopDrain()
+	settleGoroutines(t, before)
+}

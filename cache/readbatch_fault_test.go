@@ -606,3 +606,33 @@ func TestCloseWhileQueuedReadsFrozen(t *testing.T) {
 	stopDrain()
 	settleGoroutines(t, before)
 }
+
+// A Sentinel failover while reads are queued: every caller gets its value,
+// and reads and writes go on through the promoted master.
+func TestQueuedReadsAcrossASentinelFailover(t *testing.T) {
+	s, rdb := redistest.StartSentinel(t)
+	ctx := context.Background()
+	c := newCache[string](t, rdb)
+	keys := batchKeys(readsInFlight + 10)
+	h, held := holdTwoReads(t, rdb, c, keys)
+	queued := getEach(c, ctx, keys[readsInFlight:])
+	waitQueued(t, c, prefixFor(t)+keys[0], 10)
+	promoted := s.Failover()
+	close(h.release)
+	defer drainHeld(t, h)()
+	for i, ch := range slices.Concat(held, queued) {
+		if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "v-"+keys[i] {
+			t.Errorf("Get(%s) = %q, %v across a failover", keys[i], a.v, a.err)
+		}
+	}
+	awaitWritesOn(t, rdb, promoted)
+	if err := c.Set(ctx, keys[0], "new"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range getEach(c, ctx, keys[:1]) {
+		if a := recvOr(t, ch, "a Get after the failover"); a.err != nil || a.v != "new" {
+			t.Errorf("Get after a write on the promoted master = %q, %v", a.v, a.err)
+		}
+	}
+	checkFlightsIdle(t, c)
+}

@@ -121,3 +121,49 @@ func TestQueuedReadsCarryACallersContextValues(t *testing.T) {
 		}
 	})
 }
+
+// droppingPipeline sends the pipelines of the test's GETs without the GET
+// of key (a hook that filters commands), and reports no error.
+type droppingPipeline struct{ key string }
+
+func (h *droppingPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *droppingPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *droppingPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		kept := slices.DeleteFunc(slices.Clone(cmds), func(cmd redis.Cmder) bool {
+			return cmd.Name() == "get" && cmd.Args()[1] == h.key
+		})
+		return next(ctx, kept)
+	}
+}
+
+// A go-redis hook that drops one GET from the pipeline of queued reads
+// fails that caller with errNoReply; the others get their values.
+func TestQueuedReadDroppedByAHookFails(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		c := newCache[string](t, rdb)
+		keys := batchKeys(readsInFlight + 3)
+		h, held := holdTwoReads(t, rdb, c, keys)
+		dropped := keys[readsInFlight+1]
+		rdb.AddHook(&droppingPipeline{key: prefixFor(t) + dropped})
+		queued := getEach(c, context.Background(), keys[readsInFlight:])
+		waitQueued(t, c, prefixFor(t)+keys[0], 3)
+		close(h.release)
+		for i, ch := range slices.Concat(held, queued) {
+			a := recvOr(t, ch, "a Get")
+			if keys[i] == dropped {
+				if !errors.Is(a.err, ErrRedis) || !errors.Is(a.err, errNoReply) {
+					t.Errorf("Get(%s), dropped from its pipeline = %q, %v; want ErrRedis and errNoReply", keys[i], a.v, a.err)
+				}
+				continue
+			}
+			if a.err != nil || a.v != "v-"+keys[i] {
+				t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
+			}
+		}
+		if s := c.Stats(); s.Corrupt != 0 {
+			t.Errorf("%d corrupt entries counted for an unanswered GET", s.Corrupt)
+		}
+		checkFlightsIdle(t, c)
+	})
+}

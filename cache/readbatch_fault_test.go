@@ -22,24 +22,22 @@ import (
 // sent: sending receives one value when it gets there, and the pipeline goes
 // on once open is closed.
 type pipelineGate struct {
-	rt      roundTrips
+	*ourPipelines
 	once    sync.Once
 	sending chan struct{}
 	open    chan struct{}
 }
 
-func (h *pipelineGate) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *pipelineGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *pipelineGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool { return cmd.Name() == "get" && h.rt.ours(cmd) }) {
-			h.once.Do(func() {
-				h.sending <- struct{}{}
-				<-h.open
-			})
-		}
+func newPipelineGate(t *testing.T) *pipelineGate {
+	g := &pipelineGate{sending: make(chan struct{}, 1), open: make(chan struct{})}
+	g.ourPipelines = onOurPipelines(t, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+		g.once.Do(func() {
+			g.sending <- struct{}{}
+			<-g.open
+		})
 		return next(ctx, cmds)
-	}
+	})
+	return g
 }
 
 // drainHeld lets every later plain GET of h's keys through, until stop is
@@ -87,7 +85,7 @@ func TestQueuedReadsBoundedByDeadlineWhileFrozen(t *testing.T) {
 	c := newCache[string](t, rdb)
 	keys := batchKeys(readsInFlight + 40)
 	h, held := holdTwoReads(t, rdb, c, keys)
-	gate := &pipelineGate{rt: roundTrips{prefix: prefixFor(t)}, sending: make(chan struct{}, 1), open: make(chan struct{})}
+	gate := newPipelineGate(t)
 	rdb.AddHook(gate)
 	const budget = 500 * time.Millisecond
 	bounded := func(keys []string) []chan error {
@@ -164,7 +162,7 @@ func TestQueuedReadsFailAloneWhenKilled(t *testing.T) {
 	c := newCache[string](t, rdb, WithCircuitBreaker(failures, 300*time.Millisecond), WithFallbackLoads(cap))
 	keys := batchKeys(readsInFlight + 30)
 	h, held := holdTwoReads(t, rdb, c, keys)
-	gate := &pipelineGate{rt: roundTrips{prefix: prefixFor(t)}, sending: make(chan struct{}, 1), open: make(chan struct{})}
+	gate := newPipelineGate(t)
 	rdb.AddHook(gate)
 	var running, most atomic.Int64
 	release := make(chan struct{})
@@ -361,7 +359,7 @@ func TestQueuedRingReadsFailOnlyOnTheDeadShard(t *testing.T) {
 	for _, k := range keys {
 		onA[k] = a.Client().Exists(ctx, prefixFor(t)+k).Val() == 1
 	}
-	gate := &pipelineGate{rt: roundTrips{prefix: prefixFor(t)}, sending: make(chan struct{}, 1), open: make(chan struct{})}
+	gate := newPipelineGate(t)
 	ring.AddHook(gate)
 	queued := getEach(c, ctx, keys[readsInFlight:])
 	waitQueued(t, c, prefixFor(t)+keys[0], 20)
@@ -407,7 +405,7 @@ func TestQueuedReadLeavesAfterBeingTakenIntoABatch(t *testing.T) {
 		c := newCache[string](t, rdb)
 		keys := batchKeys(readsInFlight + 4)
 		h, held := holdTwoReads(t, rdb, c, keys)
-		gate := &pipelineGate{rt: roundTrips{prefix: prefixFor(t)}, sending: make(chan struct{}, 1), open: make(chan struct{})}
+		gate := newPipelineGate(t)
 		rdb.AddHook(gate)
 		ctx, cancel := context.WithCancel(context.Background())
 		left := getEach(c, ctx, keys[readsInFlight:readsInFlight+1])
@@ -437,32 +435,6 @@ func TestQueuedReadLeavesAfterBeingTakenIntoABatch(t *testing.T) {
 	})
 }
 
-// pipelineSizes records how many of the test's GETs each pipeline carries.
-type pipelineSizes struct {
-	rt    roundTrips
-	mu    sync.Mutex
-	sizes []int
-}
-
-func (h *pipelineSizes) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *pipelineSizes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *pipelineSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		n := 0
-		for _, cmd := range cmds {
-			if cmd.Name() == "get" && h.rt.ours(cmd) {
-				n++
-			}
-		}
-		if n > 0 {
-			h.mu.Lock()
-			h.sizes = append(h.sizes, n)
-			h.mu.Unlock()
-		}
-		return next(ctx, cmds)
-	}
-}
-
 // A burst of callers of big values queued at once goes out in pipelines of
 // at most maxReadBatch GETs, one after another: what one round trip holds
 // is bounded whatever the burst.
@@ -480,8 +452,14 @@ func TestQueuedBigValuesGoOutInBoundedBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sizes := &pipelineSizes{rt: roundTrips{prefix: prefixFor(t)}}
-	rdb.AddHook(sizes)
+	var mu sync.Mutex
+	var sizes []int // GETs of the test's keys in each pipeline
+	rdb.AddHook(onOurPipelines(t, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+		mu.Lock()
+		sizes = append(sizes, len(cmds))
+		mu.Unlock()
+		return next(ctx, cmds)
+	}))
 	queued := getEach(c, ctx, keys[readsInFlight:])
 	waitQueued(t, c, prefixFor(t)+keys[0], n)
 	close(h.release)
@@ -494,10 +472,10 @@ func TestQueuedBigValuesGoOutInBoundedBatches(t *testing.T) {
 			t.Errorf("Get(%s): %d bytes, %v", keys[readsInFlight+i], len(a.v), a.err)
 		}
 	}
-	sizes.mu.Lock()
-	defer sizes.mu.Unlock()
-	if len(sizes.sizes) != 2 || slices.Max(sizes.sizes) != maxReadBatch {
-		t.Errorf("pipelines of %v GETs; want two, the first of %d", sizes.sizes, maxReadBatch)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) != 2 || slices.Max(sizes) != maxReadBatch {
+		t.Errorf("pipelines of %v GETs; want two, the first of %d", sizes, maxReadBatch)
 	}
 }
 
@@ -572,7 +550,7 @@ func TestCloseWhileQueuedReadsFrozen(t *testing.T) {
 	c := newCache[string](t, rdb, WithCloseTimeout(closeTimeout))
 	keys := batchKeys(readsInFlight + 5)
 	h, held := holdTwoReads(t, rdb, c, keys)
-	gate := &pipelineGate{rt: roundTrips{prefix: prefixFor(t)}, sending: make(chan struct{}, 1), open: make(chan struct{})}
+	gate := newPipelineGate(t)
 	rdb.AddHook(gate)
 	queued := getEach(c, context.Background(), keys[readsInFlight:])
 	waitQueued(t, c, prefixFor(t)+keys[0], 5)

@@ -12,17 +12,23 @@ import (
 
 var errHookRefused = errors.New("refused by a pipeline hook")
 
-// refusingPipeline answers every pipeline that carries one of the test's
-// GETs with an error of its own, without sending it (as a rate limiter or a
-// read-only switch in a hook does).
-type refusingPipeline struct{ rt roundTrips }
+// ourPipelines is a go-redis hook that hands every pipeline carrying one
+// of the test's GETs to fn, which sends it with next (or does not).
+type ourPipelines struct {
+	rt roundTrips
+	fn func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error
+}
 
-func (h *refusingPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *refusingPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *refusingPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func onOurPipelines(t *testing.T, fn func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error) *ourPipelines {
+	return &ourPipelines{rt: roundTrips{prefix: prefixFor(t)}, fn: fn}
+}
+
+func (h *ourPipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *ourPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *ourPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool { return cmd.Name() == "get" && h.rt.ours(cmd) }) {
-			return errHookRefused
+			return h.fn(ctx, cmds, next)
 		}
 		return next(ctx, cmds)
 	}
@@ -38,7 +44,10 @@ func TestQueuedReadsRefusedByAPipelineHookFail(t *testing.T) {
 		c := newCache[string](t, rdb)
 		keys := batchKeys(readsInFlight + 3)
 		h, held := holdTwoReads(t, rdb, c, keys)
-		rdb.AddHook(&refusingPipeline{rt: roundTrips{prefix: prefixFor(t)}})
+		// A hook refuses the pipeline (a rate limiter, a read-only switch).
+		rdb.AddHook(onOurPipelines(t, func(context.Context, []redis.Cmder, redis.ProcessPipelineHook) error {
+			return errHookRefused
+		}))
 		queued := make([]chan getAnswer, 0, 3)
 		for _, k := range keys[readsInFlight:] {
 			ch := make(chan getAnswer, 1)
@@ -72,28 +81,6 @@ func TestQueuedReadsRefusedByAPipelineHookFail(t *testing.T) {
 
 type traceKey struct{}
 
-// pipelineTraces records the traceKey value of the context every pipeline
-// of the test's GETs is sent with (nil: none), as a tracing hook reads its
-// parent span.
-type pipelineTraces struct {
-	rt  roundTrips
-	mu  sync.Mutex
-	got []any
-}
-
-func (h *pipelineTraces) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *pipelineTraces) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *pipelineTraces) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if slices.ContainsFunc(cmds, func(cmd redis.Cmder) bool { return cmd.Name() == "get" && h.rt.ours(cmd) }) {
-			h.mu.Lock()
-			h.got = append(h.got, ctx.Value(traceKey{}))
-			h.mu.Unlock()
-		}
-		return next(ctx, cmds)
-	}
-}
-
 // The pipeline of queued reads is sent with the values of one of its
 // callers' contexts (as a plain GET is with its caller's): a tracing hook
 // finds a parent span there, instead of starting a trace of its own that
@@ -103,8 +90,15 @@ func TestQueuedReadsCarryACallersContextValues(t *testing.T) {
 		c := newCache[string](t, rdb)
 		keys := batchKeys(readsInFlight + 3)
 		h, held := holdTwoReads(t, rdb, c, keys)
-		traces := &pipelineTraces{rt: roundTrips{prefix: prefixFor(t)}}
-		rdb.AddHook(traces)
+		// A tracing hook reads its parent span from the context.
+		var mu sync.Mutex
+		var traces []any
+		rdb.AddHook(onOurPipelines(t, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+			mu.Lock()
+			traces = append(traces, ctx.Value(traceKey{}))
+			mu.Unlock()
+			return next(ctx, cmds)
+		}))
 		ctx := context.WithValue(context.Background(), traceKey{}, "request-1")
 		queued := getEach(c, ctx, keys[readsInFlight:])
 		waitQueued(t, c, prefixFor(t)+keys[0], 3)
@@ -114,27 +108,12 @@ func TestQueuedReadsCarryACallersContextValues(t *testing.T) {
 				t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
 			}
 		}
-		traces.mu.Lock()
-		defer traces.mu.Unlock()
-		if len(traces.got) != 1 || traces.got[0] != "request-1" {
-			t.Errorf("pipelines sent with trace values %v; want one, with the callers' request-1", traces.got)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(traces) != 1 || traces[0] != "request-1" {
+			t.Errorf("pipelines sent with trace values %v; want one, with the callers' request-1", traces)
 		}
 	})
-}
-
-// droppingPipeline sends the pipelines of the test's GETs without the GET
-// of key (a hook that filters commands), and reports no error.
-type droppingPipeline struct{ key string }
-
-func (h *droppingPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *droppingPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *droppingPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		kept := slices.DeleteFunc(slices.Clone(cmds), func(cmd redis.Cmder) bool {
-			return cmd.Name() == "get" && cmd.Args()[1] == h.key
-		})
-		return next(ctx, kept)
-	}
 }
 
 // A go-redis hook that drops one GET from the pipeline of queued reads
@@ -145,7 +124,12 @@ func TestQueuedReadDroppedByAHookFails(t *testing.T) {
 		keys := batchKeys(readsInFlight + 3)
 		h, held := holdTwoReads(t, rdb, c, keys)
 		dropped := keys[readsInFlight+1]
-		rdb.AddHook(&droppingPipeline{key: prefixFor(t) + dropped})
+		// A hook filters the GET of dropped out, and reports no error.
+		rdb.AddHook(onOurPipelines(t, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+			return next(ctx, slices.DeleteFunc(slices.Clone(cmds), func(cmd redis.Cmder) bool {
+				return cmd.Args()[1] == prefixFor(t)+dropped
+			}))
+		}))
 		queued := getEach(c, context.Background(), keys[readsInFlight:])
 		waitQueued(t, c, prefixFor(t)+keys[0], 3)
 		close(h.release)

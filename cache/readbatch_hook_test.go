@@ -3,9 +3,11 @@ package cache
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -150,4 +152,58 @@ func TestQueuedReadDroppedByAHookFails(t *testing.T) {
 		}
 		checkFlightsIdle(t, c)
 	})
+}
+
+// pipelineGate holds the first pipeline of the test's GETs before it is
+// sent: sending receives one value when it gets there, and the pipeline goes
+// on once open is closed.
+type pipelineGate struct {
+	*ourPipelines
+	once    sync.Once
+	sending chan struct{}
+	open    chan struct{}
+}
+
+func newPipelineGate(t *testing.T) *pipelineGate {
+	g := &pipelineGate{sending: make(chan struct{}, 1), open: make(chan struct{})}
+	g.ourPipelines = onOurPipelines(t, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+		g.once.Do(func() {
+			g.sending <- struct{}{}
+			<-g.open
+		})
+		return next(ctx, cmds)
+	})
+	return g
+}
+
+// drainHeld lets every later plain GET of h's keys through, until stop is
+// called (or the test ends).
+func drainHeld(t *testing.T, h *heldReads) (stop func()) {
+	done := make(chan struct{})
+	stop = sync.OnceFunc(func() { close(done) })
+	t.Cleanup(stop)
+	go func() {
+		for {
+			select {
+			case <-h.held:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return stop
+}
+
+// settleGoroutines waits until no more goroutines run than before, failing
+// the test with their stacks if some stay.
+func settleGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines left, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
 }

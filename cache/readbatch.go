@@ -2,10 +2,12 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -57,7 +59,8 @@ type readQueue struct {
 // queuedGet is one caller's GET waiting in a queue or sent in a batch.
 type queuedGet struct {
 	key      string
-	deadline time.Time // the caller's, zero if none
+	ctx      context.Context // the caller's, for its values
+	deadline time.Time       // the caller's, zero if none
 	done     chan struct{}
 	raw      []byte
 	err      error
@@ -84,7 +87,7 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 		return nil, err
 	}
 	g := queuedGets.Get().(*queuedGet)
-	g.key = rkey
+	g.key, g.ctx = rkey, ctx
 	g.deadline, _ = ctx.Deadline()
 	q.waiting = append(q.waiting, g)
 	q.mu.Unlock()
@@ -153,11 +156,12 @@ func (q *readQueue) take() []*queuedGet {
 }
 
 // sendReads sends batch's GETs as one pipeline and hands each caller its
-// reply. The pipeline's context carries the latest of the callers'
-// deadlines (none if one of them has none): a caller whose context ends
-// before the reply has left already.
+// reply. The pipeline's context carries the values of its first caller's
+// (a tracing hook finds its parent span there, as on a plain GET) and the
+// latest of the callers' deadlines (none if one of them has none): a
+// caller whose context ends before the reply has left already.
 func (c *Cache[V]) sendReads(batch []*queuedGet) {
-	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	ctx, cancel := context.WithoutCancel(batch[0].ctx), context.CancelFunc(func() {})
 	if dl, ok := latestDeadline(batch); ok {
 		ctx, cancel = context.WithDeadline(ctx, dl)
 	}
@@ -166,27 +170,51 @@ func (c *Cache[V]) sendReads(batch []*queuedGet) {
 	cmds := make([]*redis.StringCmd, len(batch))
 	for i, g := range batch {
 		cmds[i] = pipe.Get(ctx, g.key)
+		cmds[i].SetVal(unanswered) // a reply, even an error, replaces it
 	}
-	panicked := execPipeline(ctx, pipe) // each command carries its own error
+	panicked, execErr := execPipeline(ctx, pipe)
 	for i, g := range batch {
-		if g.raw, g.err = cmds[i].Bytes(); panicked != nil {
-			g.raw, g.err = nil, panicked
+		if g.raw, g.err = replyOf(cmds[i], execErr); panicked {
+			g.raw, g.err = nil, execErr
 		}
 		g.done <- struct{}{}
 	}
 }
 
-// execPipeline sends pipe, turning a panic (of a go-redis hook, say) into
-// an error for every caller of the batch: on this goroutine nobody could
-// recover it, and the queue must move on.
-func execPipeline(ctx context.Context, pipe redis.Pipeliner) (err error) {
+// unanswered is the value of a pipelined GET before its reply: one that
+// still holds this very string after the pipeline ran got no reply.
+var unanswered = string([]byte("cacheguard: no reply"))
+
+// errNoReply is matched by the error of a pipelined GET that got no reply
+// (a go-redis hook refused the pipeline or dropped the command).
+var errNoReply = errors.New("cacheguard: no reply to a pipelined GET")
+
+// replyOf is cmd's reply in a pipeline whose Exec returned execErr. Each
+// command carries its own error, but one that got no reply carries none:
+// it fails with execErr (errNoReply if that says nothing of it) instead of
+// reading as an empty value.
+func replyOf(cmd *redis.StringCmd, execErr error) ([]byte, error) {
+	raw, err := cmd.Bytes()
+	if err != nil || unsafe.StringData(cmd.Val()) != unsafe.StringData(unanswered) {
+		return raw, err
+	}
+	if execErr == nil || errors.Is(execErr, redis.Nil) {
+		return nil, errNoReply
+	}
+	return nil, fmt.Errorf("%w: %w", errNoReply, execErr)
+}
+
+// execPipeline sends pipe and returns Exec's error, turning a panic (of a
+// go-redis hook, say) into an error for every caller of the batch: on this
+// goroutine nobody could recover it, and the queue must move on.
+func execPipeline(ctx context.Context, pipe redis.Pipeliner) (panicked bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("cacheguard: read pipeline panicked: %v", p)
+			panicked, err = true, fmt.Errorf("cacheguard: read pipeline panicked: %v", p)
 		}
 	}()
-	_, _ = pipe.Exec(ctx)
-	return nil
+	_, err = pipe.Exec(ctx)
+	return false, err
 }
 
 // latestDeadline is the latest of batch's deadlines; ok is false if one of

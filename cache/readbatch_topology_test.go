@@ -1,0 +1,146 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// A manual failover (CLUSTER FAILOVER on the replica) of the master whose
+// reads are queued: the pipeline goes to the demoted node, is answered
+// MOVED and follows the slot; every caller gets its value, and reads go on
+// through the promoted master's queue, nothing left waiting in the old one.
+func TestQueuedReadsFollowAFailover(t *testing.T) {
+	rc, rdb := redistest.StartClusterWithReplicas(t)
+	ctx := context.Background()
+	c := newCache[string](t, rdb)
+	keys := batchKeys(readsInFlight + 20)
+	rkey := prefixFor(t) + keys[0]
+	h, held := holdTwoReads(t, rdb, c, keys)
+	old := c.reads.queue(ctx, rdb, rkey)
+	queued := getEach(c, ctx, keys[readsInFlight:])
+	waitQueued(t, c, rkey, 20)
+	slot, err := rdb.(*redis.ClusterClient).ClusterKeySlot(ctx, rkey).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := slotOwner(t, rc.Masters, slot)
+	rc.Failover(owner)
+	close(h.release)
+	defer drainHeld(t, h)()
+	for i, ch := range slices.Concat(held, queued) {
+		if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "v-"+keys[i] {
+			t.Errorf("Get(%s) = %q, %v across a failover", keys[i], a.v, a.err)
+		}
+	}
+	for _, ch := range getEach(c, ctx, keys) {
+		if a := recvOr(t, ch, "a Get after the failover"); a.err != nil || !strings.HasPrefix(a.v, "v-") {
+			t.Errorf("Get after the failover = %q, %v", a.v, a.err)
+		}
+	}
+	old.mu.Lock()
+	busy, waiting := old.busy, len(old.waiting)
+	old.mu.Unlock()
+	if busy != 0 || waiting != 0 {
+		t.Errorf("the demoted master's queue: %d reads under way, %d waiting", busy, waiting)
+	}
+	checkFlightsIdle(t, c)
+}
+
+// On a Ring, one pipeline of queued reads spans both shards; one shard is
+// killed with it about to go out: the callers of the live shard get their
+// values, those of the dead one fail with ErrRedis, each on its own.
+func TestQueuedRingReadsFailOnlyOnTheDeadShard(t *testing.T) {
+	redistest.NeedServer(t)
+	a, b := redistest.Start(t), redistest.Start(t)
+	ring := redis.NewRing(&redis.RingOptions{
+		Addrs:              map[string]string{"a": a.Addr, "b": b.Addr},
+		HeartbeatFrequency: time.Hour, // the dead shard stays in the ring
+		MaxRetries:         -1,
+		DialTimeout:        100 * time.Millisecond,
+	})
+	t.Cleanup(func() { ring.Close() })
+	ctx := context.Background()
+	c := newCache[string](t, ring)
+	keys := make([]string, readsInFlight+20)
+	for i := range keys {
+		keys[i] = fmt.Sprint("r", i)
+	}
+	h, held := holdTwoReads(t, ring, c, keys)
+	onA := map[string]bool{}
+	for _, k := range keys {
+		onA[k] = a.Client().Exists(ctx, prefixFor(t)+k).Val() == 1
+	}
+	gate := newPipelineGate(t)
+	ring.AddHook(gate)
+	queued := getEach(c, ctx, keys[readsInFlight:])
+	waitQueued(t, c, prefixFor(t)+keys[0], 20)
+	close(h.release)
+	defer drainHeld(t, h)()
+	for i, ch := range held {
+		if a := recvOr(t, ch, "a held Get"); a.err != nil || a.v != "v-"+keys[i] {
+			t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
+		}
+	}
+	recvOr(t, gate.sending, "the pipeline")
+	a.Kill()
+	close(gate.open)
+	var live, dead int
+	for i, ch := range queued {
+		k := keys[readsInFlight+i]
+		a := recvOr(t, ch, "a queued Get")
+		switch {
+		case onA[k]:
+			dead++
+			if !errors.Is(a.err, ErrRedis) {
+				t.Errorf("Get(%s) on the killed shard = %q, %v; want ErrRedis", k, a.v, a.err)
+			}
+		default:
+			live++
+			if a.err != nil || a.v != "v-"+k {
+				t.Errorf("Get(%s) on the live shard = %q, %v", k, a.v, a.err)
+			}
+		}
+	}
+	if live == 0 || dead == 0 {
+		t.Fatalf("%d queued keys on the live shard, %d on the killed one; want both", live, dead)
+	}
+	checkFlightsIdle(t, c)
+}
+
+// A Sentinel failover while reads are queued: every caller gets its value,
+// and reads and writes go on through the promoted master.
+func TestQueuedReadsAcrossASentinelFailover(t *testing.T) {
+	s, rdb := redistest.StartSentinel(t)
+	ctx := context.Background()
+	c := newCache[string](t, rdb)
+	keys := batchKeys(readsInFlight + 10)
+	h, held := holdTwoReads(t, rdb, c, keys)
+	queued := getEach(c, ctx, keys[readsInFlight:])
+	waitQueued(t, c, prefixFor(t)+keys[0], 10)
+	promoted := s.Failover()
+	close(h.release)
+	defer drainHeld(t, h)()
+	for i, ch := range slices.Concat(held, queued) {
+		if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "v-"+keys[i] {
+			t.Errorf("Get(%s) = %q, %v across a failover", keys[i], a.v, a.err)
+		}
+	}
+	awaitWritesOn(t, rdb, promoted)
+	if err := c.Set(ctx, keys[0], "new"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range getEach(c, ctx, keys[:1]) {
+		if a := recvOr(t, ch, "a Get after the failover"); a.err != nil || a.v != "new" {
+			t.Errorf("Get after a write on the promoted master = %q, %v", a.v, a.err)
+		}
+	}
+	checkFlightsIdle(t, c)
+}

@@ -11,8 +11,8 @@ import (
 )
 
 // Reads of different keys share round trips. Each Redis node (the single
-// server, the master of a failover client, each master of a cluster; a ring
-// as a whole) has a read queue. A GET goes out at once, as one plain
+// server, the master of a failover client, each master of a cluster, each
+// shard of a ring) has a read queue. A GET goes out at once, as one plain
 // command, while fewer than readsInFlight reads of the node are under way:
 // a lone caller pays one round trip and nothing else. Otherwise it waits in
 // the queue, and when a read of the node returns, everything queued goes
@@ -43,8 +43,8 @@ const (
 
 // readQueues holds a cache's read queues. The zero value is ready to use.
 type readQueues struct {
-	one   readQueue // a single node, a failover client or a ring
-	nodes sync.Map  // *redis.Client (a cluster's master) -> *readQueue
+	one   readQueue // a single node or a failover client
+	nodes sync.Map  // *redis.Client (a cluster's master, a ring's shard) -> *readQueue
 }
 
 // readQueue is one node's reads under way and the GETs waiting for them.
@@ -105,15 +105,22 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 	}
 }
 
-// queue returns the read queue of the node that serves rkey.
+// queue returns the read queue of the node that serves rkey: on a cluster
+// its slot's master, on a ring its shard (each asked of the client's own
+// routing, which it consults for the command anyway).
 func (r *readQueues) queue(ctx context.Context, rdb redis.UniversalClient, rkey string) *readQueue {
-	cc, ok := rdb.(*redis.ClusterClient)
-	if !ok {
+	var node *redis.Client
+	var err error
+	switch rdb := rdb.(type) {
+	case *redis.ClusterClient:
+		node, err = rdb.MasterForKey(ctx, rkey)
+	case *redis.Ring:
+		node, err = rdb.GetShardClientForKey(rkey)
+	default:
 		return &r.one
 	}
-	node, err := cc.MasterForKey(ctx, rkey)
 	if err != nil {
-		return &r.one // no slot map: the client's own routing will tell
+		return &r.one // no slot map, no shard up: the client's own routing will tell
 	}
 	if q, ok := r.nodes.Load(node); ok {
 		return q.(*readQueue)

@@ -41,14 +41,9 @@ const (
 	maxReadBatch = 512
 )
 
-// readQueues holds a cache's read queues. The zero value is ready to use.
-type readQueues struct {
-	one   readQueue // a single node or a failover client
-	nodes sync.Map  // *redis.Client (a cluster's master, a ring's shard) -> *readQueue
-}
-
 // readQueue is one node's reads under way and the GETs waiting for them.
 type readQueue struct {
+	key     string // a key the node served when the queue was made (readnodes.go)
 	mu      sync.Mutex
 	busy    int // reads of this node under way (plain or a pipeline)
 	waiting []*queuedGet
@@ -103,30 +98,6 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 		// Sent already, g is left to the batch (and the garbage collector).
 		return nil, ctx.Err()
 	}
-}
-
-// queue returns the read queue of the node that serves rkey: on a cluster
-// its slot's master, on a ring its shard (each asked of the client's own
-// routing, which it consults for the command anyway).
-func (r *readQueues) queue(ctx context.Context, rdb redis.UniversalClient, rkey string) *readQueue {
-	var node *redis.Client
-	var err error
-	switch rdb := rdb.(type) {
-	case *redis.ClusterClient:
-		node, err = rdb.MasterForKey(ctx, rkey)
-	case *redis.Ring:
-		node, err = rdb.GetShardClientForKey(rkey)
-	default:
-		return &r.one
-	}
-	if err != nil {
-		return &r.one // no slot map, no shard up: the client's own routing will tell
-	}
-	if q, ok := r.nodes.Load(node); ok {
-		return q.(*readQueue)
-	}
-	q, _ := r.nodes.LoadOrStore(node, &readQueue{})
-	return q.(*readQueue)
 }
 
 // sendQueued ends one of q's reads under way: if callers queued meanwhile,

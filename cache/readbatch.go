@@ -10,55 +10,62 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Reads of different keys share round trips. Each Redis node (the single
-// server, the master of a failover client, each master of a cluster, each
-// shard of a ring) has a read queue. A GET goes out at once, as one plain
-// command, while fewer than readsInFlight reads of the node are under way:
-// a lone caller pays one round trip and nothing else. Otherwise it waits in
-// the queue, and when a read of the node returns, everything queued goes
-// out together as one pipeline (at most maxReadBatch GETs; the rest go in
-// the next one), so N concurrent callers cost about one round trip per
-// batch instead of one connection each.
+// The engine's single-key commands share round trips: its GETs, the lease
+// attempts (SET NX GET) and fills (a script by SHA) of a Get. Each Redis
+// node (the single server, the master of a failover client, each master of
+// a cluster, each shard of a ring) has one queue. A command goes out at
+// once, as one plain command, while fewer than readsInFlight commands of
+// the node are under way: a lone caller pays one round trip and nothing
+// else. Otherwise it waits in the queue, and when a command of the node
+// returns, everything queued goes out together as one pipeline (at most
+// maxReadBatch commands; the rest go in the next one), so N concurrent
+// callers cost about one round trip per batch instead of one connection
+// each. A script answered NOSCRIPT (the server lost its script cache) is
+// sent again with its body, in the queue's next pipeline or, alone, as a
+// plain EVAL (pipescript.go): a script that ran never runs twice.
 //
 // A queued caller whose context ends leaves at once with its context's
-// error (a read already sent for it is dropped on return); the others are
-// not affected. A GET that fails in a pipeline fails only its own caller;
-// a connection failure fails the callers whose GETs were on it, each
+// error (a command already sent for it is left to finish, its reply
+// dropped; a command not yet sent never is); the others are not affected.
+// A command that fails in a pipeline fails only its own caller; a
+// connection failure fails the callers whose commands were on it, each
 // counted by the breaker as its own failure. On a cluster the pipeline
 // follows MOVED and ASK replies as any go-redis pipeline does; the queue a
-// key joins is its slot's master at the time it is read, which only groups
-// the reads: where they go is the client's routing (replicas included).
-// go-redis hooks see a queued read as a "get" in a pipeline.
+// key joins is its slot's master at the time it is sent (readnodes.go),
+// which only groups the commands: where they go is the client's routing
+// (replicas included). go-redis hooks see each queued command, by its own
+// name, in a pipeline.
 
 const (
-	// readsInFlight is how many reads of one node go out without queueing:
-	// two, so that one slow reply (a big value, a stalled connection) does
-	// not hold every other read of its node, and so that one batch is
-	// built and decoded while the other is on the wire.
+	// readsInFlight is how many commands of one node go out without
+	// queueing: two, so that one slow reply (a big value, a stalled
+	// connection) does not hold every other command of its node, and so
+	// that one batch is built and decoded while the other is on the wire.
 	readsInFlight = 2
-	// maxReadBatch bounds one pipeline of queued reads, and with it the
+	// maxReadBatch bounds one pipeline of queued commands, and with it the
 	// memory a burst of callers holds in one round trip.
 	maxReadBatch = 512
 )
 
-// readQueue is one node's reads under way and the GETs waiting for them.
+// readQueue is one node's commands under way and those waiting for them.
 type readQueue struct {
 	key     string // a key the node served when the queue was made (readnodes.go)
 	mu      sync.Mutex
-	busy    int // reads of this node under way (plain or a pipeline)
-	waiting []*queuedGet
+	busy    int // commands of this node under way (plain or a pipeline)
+	waiting []*queued
 }
 
-// queuedGet is one caller's GET waiting in a queue or sent in a batch.
-type queuedGet struct {
-	key      string
-	deadline time.Time // the caller's, zero if none
+// queued is one caller's command waiting in a queue or sent in a batch.
+// Its reply is written into cmd, which its caller reads once done is
+// signalled, and never after leaving on its context's end.
+type queued struct {
+	cmd      redis.Cmder
+	script   *scriptCall // non-nil: cmd is this script's EVALSHA (a *redis.Cmd)
+	deadline time.Time   // the caller's, zero if none
 	done     chan struct{}
-	raw      []byte
-	err      error
 }
 
-var queuedGets = sync.Pool{New: func() any { return &queuedGet{done: make(chan struct{}, 1)} }}
+var queuedCmds = sync.Pool{New: func() any { return &queued{done: make(chan struct{}, 1)} }}
 
 // getRaw reads rkey's bytes from Redis: redis.Nil when there is no such key,
 // ctx's error if ctx ended first.
@@ -66,29 +73,44 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 	if c.hooks != nil && c.hooks.readVia != nil {
 		return c.hooks.readVia.Get(ctx, rkey).Bytes()
 	}
+	cmd := redis.NewStringCmd(ctx, "get", rkey)
+	if err := c.send(ctx, rkey, cmd, nil); err != nil {
+		return nil, err
+	}
+	return cmd.Bytes()
+}
+
+// send sends cmd, a command on the one key rkey (a script's EVALSHA when sc
+// is not nil), through the queue of rkey's node, and returns once cmd
+// holds its reply; or, if ctx ends first, at once with ctx's error, after
+// which cmd must not be read.
+func (c *Cache[V]) send(ctx context.Context, rkey string, cmd redis.Cmder, sc *scriptCall) error {
 	q := c.reads.queue(ctx, c.rdb, rkey)
 	q.mu.Lock()
 	if q.busy < readsInFlight && len(q.waiting) == 0 {
 		q.busy++
 		q.mu.Unlock()
 		defer c.sendQueued(q) // even if a hook panics: the queue must move on
-		return c.rdb.Get(ctx, rkey).Bytes()
+		_ = c.rdb.Process(ctx, cmd)
+		if sc != nil {
+			evalAgain(ctx, c.rdb, []scriptCall{*sc}, []*redis.Cmd{cmd.(*redis.Cmd)})
+		}
+		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		q.mu.Unlock()
-		return nil, err
+		return err
 	}
-	g := queuedGets.Get().(*queuedGet)
-	g.key = rkey
+	g := queuedCmds.Get().(*queued)
+	g.cmd, g.script = cmd, sc
 	g.deadline, _ = ctx.Deadline()
 	q.waiting = append(q.waiting, g)
 	q.mu.Unlock()
 	select {
 	case <-g.done:
-		raw, err := g.raw, g.err
-		*g = queuedGet{done: g.done}
-		queuedGets.Put(g)
-		return raw, err
+		*g = queued{done: g.done}
+		queuedCmds.Put(g)
+		return nil
 	case <-ctx.Done():
 		q.mu.Lock()
 		if i := slices.Index(q.waiting, g); i >= 0 {
@@ -96,13 +118,14 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 		}
 		q.mu.Unlock()
 		// Sent already, g is left to the batch (and the garbage collector).
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
-// sendQueued ends one of q's reads under way: if callers queued meanwhile,
-// their GETs go out in pipelines, one after another until the queue is
-// empty, on a goroutine counted for Close; otherwise q has one read less.
+// sendQueued ends one of q's commands under way: if callers queued
+// meanwhile, their commands go out in pipelines, one after another until
+// the queue is empty, on a goroutine counted for Close; otherwise q has one
+// command less under way.
 func (c *Cache[V]) sendQueued(q *readQueue) {
 	batch := q.take()
 	if batch == nil {
@@ -110,14 +133,14 @@ func (c *Cache[V]) sendQueued(q *readQueue) {
 	}
 	c.flight.Go(func() {
 		for ; batch != nil; batch = q.take() {
-			c.sendReads(batch)
+			c.sendCmds(batch)
 		}
 	})
 }
 
-// take removes up to maxReadBatch waiting GETs from q, or, when none
-// waits, ends the read under way and returns nil.
-func (q *readQueue) take() []*queuedGet {
+// take removes up to maxReadBatch waiting commands from q, or, when none
+// waits, ends the command under way and returns nil.
+func (q *readQueue) take() []*queued {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiting) == 0 {
@@ -130,25 +153,33 @@ func (q *readQueue) take() []*queuedGet {
 	return batch
 }
 
-// sendReads sends batch's GETs as one pipeline and hands each caller its
+// sendCmds sends batch's commands as one pipeline (and its scripts
+// answered NOSCRIPT again with their bodies) and hands each caller its
 // reply. The pipeline's context carries the latest of the callers'
 // deadlines (none if one of them has none): a caller whose context ends
 // before the reply has left already.
-func (c *Cache[V]) sendReads(batch []*queuedGet) {
+func (c *Cache[V]) sendCmds(batch []*queued) {
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if dl, ok := latestDeadline(batch); ok {
 		ctx, cancel = context.WithDeadline(ctx, dl)
 	}
 	defer cancel()
 	pipe := c.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(batch))
-	for i, g := range batch {
-		cmds[i] = pipe.Get(ctx, g.key)
+	var calls []scriptCall
+	var scripts []*redis.Cmd
+	for _, g := range batch {
+		_ = pipe.Process(ctx, g.cmd)
+		if g.script != nil {
+			calls, scripts = append(calls, *g.script), append(scripts, g.cmd.(*redis.Cmd))
+		}
 	}
 	panicked := execPipeline(ctx, pipe) // each command carries its own error
-	for i, g := range batch {
-		if g.raw, g.err = cmds[i].Bytes(); panicked != nil {
-			g.raw, g.err = nil, panicked
+	if panicked == nil && len(calls) > 0 {
+		panicked = guard("script", func() { evalAgain(ctx, c.rdb, calls, scripts) })
+	}
+	for _, g := range batch {
+		if panicked != nil {
+			g.cmd.SetErr(panicked)
 		}
 		g.done <- struct{}{}
 	}
@@ -157,19 +188,24 @@ func (c *Cache[V]) sendReads(batch []*queuedGet) {
 // execPipeline sends pipe, turning a panic (of a go-redis hook, say) into
 // an error for every caller of the batch: on this goroutine nobody could
 // recover it, and the queue must move on.
-func execPipeline(ctx context.Context, pipe redis.Pipeliner) (err error) {
+func execPipeline(ctx context.Context, pipe redis.Pipeliner) error {
+	return guard("read", func() { _, _ = pipe.Exec(ctx) })
+}
+
+// guard runs send, returning a panic of it as an error.
+func guard(what string, send func()) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("cacheguard: read pipeline panicked: %v", p)
+			err = fmt.Errorf("cacheguard: %s pipeline panicked: %v", what, p)
 		}
 	}()
-	_, _ = pipe.Exec(ctx)
+	send()
 	return nil
 }
 
 // latestDeadline is the latest of batch's deadlines; ok is false if one of
 // its callers has none.
-func latestDeadline(batch []*queuedGet) (dl time.Time, ok bool) {
+func latestDeadline(batch []*queued) (dl time.Time, ok bool) {
 	for _, g := range batch {
 		if g.deadline.IsZero() {
 			return time.Time{}, false

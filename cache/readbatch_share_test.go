@@ -1,0 +1,126 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// sharedTrips counts the round trips carrying the test's commands, by the
+// name of the command (a pipeline counts once per name it carries), and
+// holds every round trip carrying a command named in holds until that
+// name's release is closed.
+type sharedTrips struct {
+	rt    roundTrips
+	mu    sync.Mutex
+	trips map[string]int
+	holds map[string]*tripHold
+}
+
+type tripHold struct {
+	release chan struct{}
+	cmds    int // commands held so far
+}
+
+func (h *sharedTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *sharedTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.pass([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (h *sharedTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.pass(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+// pass counts a round trip of cmds and holds it if it carries a held name.
+func (h *sharedTrips) pass(cmds []redis.Cmder) {
+	h.mu.Lock()
+	seen := map[string]bool{}
+	var wait []chan struct{}
+	for _, cmd := range cmds {
+		if !h.rt.ours(cmd) {
+			continue
+		}
+		name := cmd.Name()
+		if hold := h.holds[name]; hold != nil {
+			hold.cmds++
+			if !seen[name] {
+				wait = append(wait, hold.release)
+			}
+		}
+		if !seen[name] {
+			seen[name] = true
+			h.trips[name]++
+		}
+	}
+	h.mu.Unlock()
+	for _, ch := range wait {
+		<-ch
+	}
+}
+
+// N concurrent Gets of N different missing keys share round trips for
+// their lease attempts and their fills as they do for their reads: each
+// step's first round trips are held until the other Gets' commands of that
+// step have queued behind them.
+func TestMissesShareLeaseAndFillRoundTrips(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		c := newCache[string](t, rdb)
+		const n = 32
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("{q}miss%d", i)
+		}
+		steps := []string{"get", "set", "evalsha"} // the reads, the leases, the fills
+		h := &sharedTrips{rt: roundTrips{prefix: prefixFor(t)}, trips: map[string]int{}, holds: map[string]*tripHold{}}
+		for _, name := range steps {
+			h.holds[name] = &tripHold{release: make(chan struct{})}
+		}
+		rdb.AddHook(h)
+		load := func(_ context.Context, k string) (string, error) { return "row " + k, nil }
+		answers := make([]chan getAnswer, n)
+		for i, k := range keys {
+			answers[i] = make(chan getAnswer, 1)
+			go func() {
+				v, err := c.Get(context.Background(), k, load)
+				answers[i] <- getAnswer{v, err}
+			}()
+		}
+		// Each step's first round trips are held until every Get's
+		// command of that step is in them or queued behind them.
+		q := c.reads.queue(context.Background(), c.rdb, prefixFor(t)+keys[0])
+		for _, name := range steps {
+			waitFor(t, func() bool {
+				h.mu.Lock()
+				held := h.holds[name].cmds
+				h.mu.Unlock()
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				return held+len(q.waiting) == n
+			})
+			close(h.holds[name].release)
+		}
+		for i, ch := range answers {
+			if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "row "+keys[i] {
+				t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
+			}
+		}
+		h.mu.Lock()
+		leases, fills := h.trips["set"], h.trips["evalsha"]
+		h.mu.Unlock()
+		t.Logf("round trips: %v", h.trips)
+		if want := readsInFlight + 1; leases > want || fills > want {
+			t.Errorf("%d round trips for the leases and %d for the fills of %d concurrent misses; want at most %d each", leases, fills, n, want)
+		}
+		checkFlightsIdle(t, c)
+	})
+}

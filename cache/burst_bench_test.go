@@ -14,7 +14,8 @@ import (
 // of such Gets. The loader answers at once, so the figure is Redis's side
 // of a stampede across many keys.
 //
-// BenchmarkSetBurst: g goroutines each Set keys of their own; sets/s.
+// BenchmarkSetBurst, BenchmarkDeleteBurst: g goroutines each Set (Delete)
+// keys of their own; sets/s (deletes/s).
 func BenchmarkMissBurst(b *testing.B) {
 	burst(b, "misses/s", func(c *Cache[string], ctx context.Context, k string) error {
 		_, err := c.Get(ctx, k, func(context.Context, string) (string, error) { return "row " + k, nil })
@@ -25,6 +26,12 @@ func BenchmarkMissBurst(b *testing.B) {
 func BenchmarkSetBurst(b *testing.B) {
 	burst(b, "sets/s", func(c *Cache[string], ctx context.Context, k string) error {
 		return c.Set(ctx, k, "row "+k)
+	})
+}
+
+func BenchmarkDeleteBurst(b *testing.B) {
+	burst(b, "deletes/s", func(c *Cache[string], ctx context.Context, k string) error {
+		return c.Delete(ctx, k)
 	})
 }
 

@@ -50,7 +50,8 @@ func runScripts(ctx context.Context, rdb redis.UniversalClient, calls []scriptCa
 
 // runScripts runs calls as the package's runScripts does; a lone call goes
 // through the queue of its key's node (readbatch.go), sharing a round trip
-// with the other single-key commands under way there.
+// with the other single-key commands under way there (or, sent alone, as
+// go-redis's Script.Run: EVALSHA, then EVAL on NOSCRIPT).
 func (c *Cache[V]) runScripts(ctx context.Context, calls []scriptCall) ([]*redis.Cmd, error) {
 	if len(calls) != 1 || len(calls[0].keys) != 1 {
 		return runScripts(ctx, c.rdb, calls)
@@ -85,9 +86,14 @@ func evalAgain(ctx context.Context, rdb redis.UniversalClient, calls []scriptCal
 		return nil
 	})
 	for j, i := range again {
-		cmds[i].SetVal(evals[j].Val())
-		cmds[i].SetErr(evals[j].Err())
+		adopt(cmds[i], evals[j])
 	}
+}
+
+// adopt puts the reply of src, a script's EVAL, into dst, its EVALSHA.
+func adopt(dst, src *redis.Cmd) {
+	dst.SetVal(src.Val())
+	dst.SetErr(src.Err())
 }
 
 // firstErr is the first error among cmds.

@@ -92,8 +92,9 @@ func (c *Cache[V]) send(ctx context.Context, rkey string, cmd redis.Cmder, sc *s
 		q.mu.Unlock()
 		defer c.sendQueued(q) // even if a hook panics: the queue must move on
 		_ = c.rdb.Process(ctx, cmd)
-		if sc != nil {
-			evalAgain(ctx, c.rdb, []scriptCall{*sc}, []*redis.Cmd{cmd.(*redis.Cmd)})
+		if sc != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			// As go-redis's Script.Run: the body, as a plain EVAL.
+			adopt(cmd.(*redis.Cmd), sc.script.Eval(ctx, c.rdb, sc.keys, sc.args...))
 		}
 		return nil
 	}

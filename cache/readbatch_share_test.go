@@ -124,3 +124,55 @@ func TestMissesShareLeaseAndFillRoundTrips(t *testing.T) {
 		checkFlightsIdle(t, c)
 	})
 }
+
+// A burst of Sets (and of Deletes) of different keys shares round trips:
+// the first ones are held until the others have queued behind them.
+func TestWriteBurstSharesRoundTrips(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		c := newCache[string](t, rdb)
+		const n = 32
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("{q}w%d", i)
+		}
+		if err := c.Set(context.Background(), "{q}warm", "v"); err != nil { // the script loaded
+			t.Fatal(err)
+		}
+		q := c.reads.queue(context.Background(), c.rdb, prefixFor(t)+keys[0])
+		for _, step := range []struct {
+			name  string
+			write func(k string) error
+		}{
+			{"evalsha", func(k string) error { return c.Set(context.Background(), k, "v") }},
+			{"unlink", func(k string) error { return c.Delete(context.Background(), k) }},
+		} {
+			h := &sharedTrips{rt: roundTrips{prefix: prefixFor(t)}, trips: map[string]int{}, holds: map[string]*tripHold{step.name: {release: make(chan struct{})}}}
+			rdb.AddHook(h)
+			errs := make(chan error, n)
+			for _, k := range keys {
+				go func() { errs <- step.write(k) }()
+			}
+			waitFor(t, func() bool {
+				h.mu.Lock()
+				held := h.holds[step.name].cmds
+				h.mu.Unlock()
+				q.mu.Lock()
+				defer q.mu.Unlock()
+				return held+len(q.waiting) == n
+			})
+			close(h.holds[step.name].release)
+			for range keys {
+				if err := recvOr(t, errs, "a write"); err != nil {
+					t.Error(err)
+				}
+			}
+			h.mu.Lock()
+			trips := h.trips[step.name]
+			h.holds = nil // the next step's hook counts from here
+			h.mu.Unlock()
+			if want := readsInFlight + 1; trips > want {
+				t.Errorf("%d round trips carried the %s of %d concurrent writes; want at most %d", trips, step.name, n, want)
+			}
+		}
+	})
+}

@@ -142,6 +142,10 @@ type hooks struct {
 	onWaitMarked func(key string)                // a waiter marked key's placeholder
 
 	readVia redis.Cmdable // sends the read engine's GETs in place of its read queues
+	// batchReads adds a batch's queued GETs to pipe in a shape of its own;
+	// replied puts the replies into them once pipe has run (an MGET,
+	// measured in BenchmarkReadTransport).
+	batchReads func(ctx context.Context, pipe redis.Pipeliner, gets []redis.Cmder) (replied func())
 }
 
 // New returns a Cache backed by rdb, which may be a *redis.Client, a

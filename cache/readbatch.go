@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,9 +25,11 @@ import (
 // sent again with its body, in the queue's next pipeline or, alone, as a
 // plain EVAL (pipescript.go): a script that ran never runs twice.
 //
-// A queued caller whose context ends leaves at once with its context's
-// error (a command already sent for it is left to finish, its reply
-// dropped; a command not yet sent never is); the others are not affected.
+// A caller whose context ends while its command waits leaves at once with
+// its context's error (a command already sent for it in a pipeline is left
+// to finish, its reply dropped; a command not yet sent never is); the
+// others are not affected. A read sent plain ends by its context on any
+// client too (sendCmd).
 // A command that fails in a pipeline fails only its own caller; a
 // connection failure fails the callers whose commands were on it, each
 // counted by the breaker as its own failure. On a cluster the pipeline
@@ -74,7 +77,7 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 		return c.hooks.readVia.Get(ctx, rkey).Bytes()
 	}
 	cmd := redis.NewStringCmd(ctx, "get", rkey)
-	if err := c.send(ctx, rkey, cmd, nil); err != nil {
+	if err := c.sendCmd(ctx, rkey, cmd, nil, true); err != nil {
 		return nil, err
 	}
 	return cmd.Bytes()
@@ -82,21 +85,41 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 
 // send sends cmd, a command on the one key rkey (a script's EVALSHA when sc
 // is not nil), through the queue of rkey's node, and returns once cmd
-// holds its reply; or, if ctx ends first, at once with ctx's error, after
-// which cmd must not be read.
+// holds its reply; or, if ctx ends while cmd waits in the queue, at once
+// with ctx's error, after which cmd must not be read. A command sent plain
+// is bounded by ctx as far as the client applies it: the writes bound
+// their calls themselves (boundedWrite), and must see the outcome of a
+// write that landed.
 func (c *Cache[V]) send(ctx context.Context, rkey string, cmd redis.Cmder, sc *scriptCall) error {
+	return c.sendCmd(ctx, rkey, cmd, sc, false)
+}
+
+// sendCmd is send; bound makes a plain command end by ctx on any client
+// (internal/call): on one without ContextTimeoutEnabled a command whose
+// context ends is then left to finish on a goroutine of its own, holding
+// its place in the queue until it does, and the caller leaves with ctx's
+// error. Only for commands whose outcome may be dropped (a read).
+func (c *Cache[V]) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc *scriptCall, bound bool) error {
 	q := c.reads.queue(ctx, c.rdb, rkey)
 	q.mu.Lock()
 	if q.busy < readsInFlight && len(q.waiting) == 0 {
 		q.busy++
 		q.mu.Unlock()
-		defer c.sendQueued(q) // even if a hook panics: the queue must move on
-		_ = c.rdb.Process(ctx, cmd)
-		if sc != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			// As go-redis's Script.Run: the body, as a plain EVAL.
-			adopt(cmd.(*redis.Cmd), sc.script.Eval(ctx, c.rdb, sc.keys, sc.args...))
+		plain := func(ctx context.Context) (struct{}, error) {
+			defer c.sendQueued(q) // even if a hook panics: the queue must move on
+			_ = c.rdb.Process(ctx, cmd)
+			if sc != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+				// As go-redis's Script.Run: the body, as a plain EVAL.
+				adopt(cmd.(*redis.Cmd), sc.script.Eval(ctx, c.rdb, sc.keys, sc.args...))
+			}
+			return struct{}{}, nil
 		}
-		return nil
+		if !bound {
+			_, err := plain(ctx)
+			return err
+		}
+		_, err := call.Do(c.calls, ctx, 0, plain, nil)
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		q.mu.Unlock()
@@ -168,13 +191,25 @@ func (c *Cache[V]) sendCmds(batch []*queued) {
 	pipe := c.rdb.Pipeline()
 	var calls []scriptCall
 	var scripts []*redis.Cmd
+	var gets []redis.Cmder // GETs handed to the batchReads hook
 	for _, g := range batch {
+		if c.hooks != nil && c.hooks.batchReads != nil && g.script == nil && g.cmd.Name() == "get" {
+			gets = append(gets, g.cmd)
+			continue
+		}
 		_ = pipe.Process(ctx, g.cmd)
 		if g.script != nil {
 			calls, scripts = append(calls, *g.script), append(scripts, g.cmd.(*redis.Cmd))
 		}
 	}
+	replied := func() {}
+	if len(gets) > 0 {
+		replied = c.hooks.batchReads(ctx, pipe, gets)
+	}
 	panicked := execPipeline(ctx, pipe) // each command carries its own error
+	if panicked == nil {
+		replied()
+	}
 	if panicked == nil && len(calls) > 0 {
 		panicked = guard("script", func() { evalAgain(ctx, c.rdb, calls, scripts) })
 	}

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 
@@ -68,6 +67,20 @@ func (h *sharedTrips) pass(cmds []redis.Cmder) {
 	}
 }
 
+// waitHeldOrQueued waits until n commands named name are held in round
+// trips or waiting in q.
+func (h *sharedTrips) waitHeldOrQueued(t *testing.T, name string, q *readQueue, n int) {
+	t.Helper()
+	waitFor(t, func() bool {
+		h.mu.Lock()
+		held := h.holds[name].cmds
+		h.mu.Unlock()
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return held+len(q.waiting) == n
+	})
+}
+
 // N concurrent Gets of N different missing keys share round trips for
 // their lease attempts and their fills as they do for their reads: each
 // step's first round trips are held until the other Gets' commands of that
@@ -76,10 +89,7 @@ func TestMissesShareLeaseAndFillRoundTrips(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
 		const n = 32
-		keys := make([]string, n)
-		for i := range keys {
-			keys[i] = fmt.Sprintf("{q}miss%d", i)
-		}
+		keys := batchKeys(n)
 		steps := []string{"get", "set", "evalsha"} // the reads, the leases, the fills
 		h := &sharedTrips{rt: roundTrips{prefix: prefixFor(t)}, trips: map[string]int{}, holds: map[string]*tripHold{}}
 		for _, name := range steps {
@@ -99,14 +109,7 @@ func TestMissesShareLeaseAndFillRoundTrips(t *testing.T) {
 		// command of that step is in them or queued behind them.
 		q := c.reads.queue(context.Background(), c.rdb, prefixFor(t)+keys[0])
 		for _, name := range steps {
-			waitFor(t, func() bool {
-				h.mu.Lock()
-				held := h.holds[name].cmds
-				h.mu.Unlock()
-				q.mu.Lock()
-				defer q.mu.Unlock()
-				return held+len(q.waiting) == n
-			})
+			h.waitHeldOrQueued(t, name, q, n)
 			close(h.holds[name].release)
 		}
 		for i, ch := range answers {
@@ -131,10 +134,7 @@ func TestWriteBurstSharesRoundTrips(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
 		const n = 32
-		keys := make([]string, n)
-		for i := range keys {
-			keys[i] = fmt.Sprintf("{q}w%d", i)
-		}
+		keys := batchKeys(n)
 		if err := c.Set(context.Background(), "{q}warm", "v"); err != nil { // the script loaded
 			t.Fatal(err)
 		}
@@ -152,14 +152,7 @@ func TestWriteBurstSharesRoundTrips(t *testing.T) {
 			for _, k := range keys {
 				go func() { errs <- step.write(k) }()
 			}
-			waitFor(t, func() bool {
-				h.mu.Lock()
-				held := h.holds[step.name].cmds
-				h.mu.Unlock()
-				q.mu.Lock()
-				defer q.mu.Unlock()
-				return held+len(q.waiting) == n
-			})
+			h.waitHeldOrQueued(t, step.name, q, n)
 			close(h.holds[step.name].release)
 			for range keys {
 				if err := recvOr(t, errs, "a write"); err != nil {

@@ -169,3 +169,63 @@ func TestWriteBurstSharesRoundTrips(t *testing.T) {
 		}
 	})
 }
+
+// Scripts queued in a batch after the server lost its script cache (SCRIPT
+// FLUSH) are answered NOSCRIPT and sent again with their bodies: every
+// write of the burst lands.
+func TestQueuedScriptsSurviveScriptFlush(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := newCache[string](t, rdb)
+		const n = 32
+		keys := batchKeys(n)
+		flushScripts(t, ctx, rdb)
+		h := &sharedTrips{rt: roundTrips{prefix: prefixFor(t)}, trips: map[string]int{}, holds: map[string]*tripHold{"evalsha": {release: make(chan struct{})}}}
+		rdb.AddHook(h)
+		rdb.AddHook(flushAfterEval{t, rdb, &h.rt}) // the batch finds no script either
+		errs := make(chan error, n)
+		for _, k := range keys {
+			go func() { errs <- c.Set(ctx, k, "v-"+k) }()
+		}
+		h.waitHeldOrQueued(t, "evalsha", c.reads.queue(ctx, c.rdb, prefixFor(t)+keys[0]), n)
+		close(h.holds["evalsha"].release)
+		for range keys {
+			if err := recvOr(t, errs, "a Set"); err != nil {
+				t.Error(err)
+			}
+		}
+		h.mu.Lock()
+		evals := h.trips["eval"]
+		h.mu.Unlock()
+		if evals <= readsInFlight { // one per held plain EVALSHA, one at least for the batch
+			t.Errorf("%d round trips of EVAL; the batch's scripts were not sent again", evals)
+		}
+		for _, k := range keys {
+			if v, err := c.Get(ctx, k, noLoad); err != nil || v != "v-"+k {
+				t.Errorf("Get(%s) = %q, %v after the burst", k, v, err)
+			}
+		}
+	})
+}
+
+// flushAfterEval flushes the script cache after each plain EVAL of the
+// test's keys.
+type flushAfterEval struct {
+	t   *testing.T
+	rdb redis.UniversalClient
+	rt  *roundTrips
+}
+
+func (f flushAfterEval) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f flushAfterEval) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "eval" && f.rt.ours(cmd) {
+			flushScripts(f.t, ctx, f.rdb)
+		}
+		return err
+	}
+}
+func (f flushAfterEval) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

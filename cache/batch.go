@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -97,12 +98,14 @@ func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader
 	if err != nil {
 		return err
 	}
-	_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	// Bounded by ctx on any client (internal/call); abandoned, the
+	// replies are not read (the error returns below).
+	_, err = call.Do(c.calls, ctx, 0, func(ctx context.Context) (struct{}, error) {
 		for i, k := range todo {
-			gets[i] = p.Get(ctx, c.rkey(k))
+			gets[i] = redis.NewStringCmd(ctx, "get", c.rkey(k))
 		}
-		return nil
-	})
+		return struct{}{}, pipelined(ctx, c.rdb, gets)
+	}, nil)
 	err = callerErr(ctx, err)
 	done(err)
 	var reply redis.Error

@@ -151,11 +151,10 @@
 // When Redis fails, Get returns an error wrapping ErrRedis and does not call
 // the loader, so an outage of Redis is not turned into an unbounded load on
 // the database. Every Redis call is bounded by the client's own read and
-// write timeouts; the reads of Get and GetMany by the caller's context only
-// where the client honours it (ContextTimeoutEnabled). Writes (Set, Delete, MarkStale,
-// DeleteKeepingVersion, the versioned writes) and lease extensions and
-// releases return by their deadline on any client, a call that outlives it
-// finishing on a goroutine of its own that Close waits for; set
+// write timeouts. The reads of Get and GetMany, writes (Set, Delete,
+// MarkStale, DeleteKeepingVersion, the versioned writes) and lease
+// extensions and releases return by their deadline on any client, a call
+// that outlives it finishing on a goroutine of its own that Close waits for; set
 // ContextTimeoutEnabled on the go-redis client so that context deadlines
 // also bound the socket reads of every other call.
 //

@@ -54,12 +54,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		if err != nil {
 			return err
 		}
-		_, err = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, l := range leases {
-				acq[i] = p.SetArgs(ctx, l.key, l.ph, redis.SetArgs{Mode: "NX", Get: true, TTL: c.cfg.lease})
-			}
-			return nil
-		})
+		err = c.acquire(ctx, leases, acq)
 		c.observedAttempt(ctx)
 		err = callerErr(ctx, err)
 		done(err)

@@ -135,6 +135,30 @@ func newLease(key string) (lease, error) {
 	return lease{key: key, ph: wire.Placeholder(tok)}, nil
 }
 
+// acquireCmd is l's attempt, SET key placeholder NX GET PX ttl, not sent yet.
+func (l lease) acquireCmd(ctx context.Context, ttl time.Duration) *redis.StatusCmd {
+	return redis.NewStatusCmd(ctx, "set", l.key, l.ph, "px", max(ttl.Milliseconds(), 1), "nx", "get")
+}
+
+// acquire sends the attempts of leases, putting each reply in acq; it
+// returns the first error, as Pipelined does. A lone attempt (a Get's) goes
+// through the queue of its key's node (readbatch.go), sharing a round trip
+// with the other single-key commands under way there; several (a
+// GetMany's) go in a pipeline of their own.
+func (c *Cache[V]) acquire(ctx context.Context, leases []lease, acq []*redis.StatusCmd) error {
+	for i, l := range leases {
+		acq[i] = l.acquireCmd(ctx, c.cfg.lease)
+	}
+	if len(leases) == 1 {
+		if err := c.send(ctx, leases[0].key, acq[0], nil); err != nil {
+			acq[0] = redis.NewStatusCmd(ctx) // the sent one may still be written to
+			acq[0].SetErr(err)
+		}
+		return acq[0].Err()
+	}
+	return pipelined(ctx, c.rdb, acq)
+}
+
 // takeOver replaces foreign bytes under the key with our placeholder.
 func (l lease) takeOver(ctx context.Context, rdb redis.UniversalClient, foreign []byte, ttl time.Duration) (bool, error) {
 	n, err := swapScript.Run(ctx, rdb, []string{l.key}, foreign, l.ph, ttl.Milliseconds()).Int()

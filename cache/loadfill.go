@@ -53,7 +53,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		}
 		calls[i] = scriptCall{fillScript, []string{leases[i].key}, leases[i].fillArgs(env, ttl)}
 	}
-	cmds, err := runScripts(ctx, c.rdb, calls)
+	cmds, err := c.runScripts(ctx, calls)
 	if err != nil {
 		c.report(logFillFailed, keys[0], c.redisError(keys[0], "fill many", err))
 		// The values are good; they are just not cached. Release the
@@ -101,7 +101,7 @@ func (c *Cache[V]) healMany(ctx context.Context, pending []string, leases []leas
 		prev, _ := acq[i].Bytes()
 		calls[j] = scriptCall{healScript, []string{leases[i].key}, []any{prev, leases[i].ph, c.cfg.lease.Milliseconds()}}
 	}
-	cmds, err := runScripts(ctx, c.rdb, calls)
+	cmds, err := c.runScripts(ctx, calls)
 	healed := map[string]lease{}
 	for j, i := range idx {
 		if n, err := cmds[j].Int(); err == nil && n == 1 {

@@ -4,7 +4,6 @@ package cache
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -14,17 +13,9 @@ import (
 // TestReadsBoundedOnDefaultClient: DESIGN's invariant "Redis being down
 // never hangs a caller past its context" for the read path. On a client made
 // with go-redis defaults (ContextTimeoutEnabled off) against a frozen
-// server, Get and GetMany should return soon after their context's
-// deadline, as the writes do (TestWritesBoundedOnDefaultClient).
-//
-// The read path does not hand its calls to a goroutine yet (the writes do),
-// so on such a client a read is bounded by the client's own timeouts, not
-// by the caller's deadline; cache/doc.go says so. The test runs with
-// CACHEGUARD_KNOWN_LIMITS=1 and fails until the read path is bounded too.
+// server, Get and GetMany return soon after their context's deadline, as
+// the writes do (TestWritesBoundedOnDefaultClient).
 func TestReadsBoundedOnDefaultClient(t *testing.T) {
-	if os.Getenv("CACHEGUARD_KNOWN_LIMITS") != "1" {
-		t.Skip("known limit: reads on a client without ContextTimeoutEnabled are bounded by its own timeouts (CACHEGUARD_KNOWN_LIMITS=1 runs it)")
-	}
 	srv, rdb := redistest.RealSingleDefault(t)
 	c := newCache[string](t, rdb)
 	if err := c.Set(context.Background(), "k", "v"); err != nil { // a connection open

@@ -2,71 +2,74 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
-// Reads of different keys share round trips. Each Redis node (the single
-// server, the master of a failover client, each master of a cluster; a ring
-// as a whole) has a read queue. A GET goes out at once, as one plain
-// command, while fewer than readsInFlight reads of the node are under way:
-// a lone caller pays one round trip and nothing else. Otherwise it waits in
-// the queue, and when a read of the node returns, everything queued goes
-// out together as one pipeline (at most maxReadBatch GETs; the rest go in
-// the next one), so N concurrent callers cost about one round trip per
-// batch instead of one connection each.
+// The engine's single-key commands share round trips: its GETs, the lease
+// attempts (SET NX GET) and fills (a script by SHA) of a Get. Each Redis
+// node (the single server, the master of a failover client, each master of
+// a cluster, each shard of a ring) has one queue. A command goes out at
+// once, as one plain command, while fewer than readsInFlight commands of
+// the node are under way: a lone caller pays one round trip and nothing
+// else. Otherwise it waits in the queue, and when a command of the node
+// returns, everything queued goes out together as one pipeline (at most
+// maxReadBatch commands; the rest go in the next one), so N concurrent
+// callers cost about one round trip per batch instead of one connection
+// each. A script answered NOSCRIPT (the server lost its script cache) is
+// sent again with its body, in the queue's next pipeline or, alone, as a
+// plain EVAL (pipescript.go): a script that ran never runs twice.
 //
-// A queued caller whose context ends leaves at once with its context's
-// error (a read already sent for it is dropped on return); the others are
-// not affected. A GET that fails in a pipeline fails only its own caller;
-// a connection failure fails the callers whose GETs were on it, each
+// A caller whose context ends while its command waits leaves at once with
+// its context's error (a command already sent for it in a pipeline is left
+// to finish, its reply dropped; a command not yet sent never is); the
+// others are not affected. A read sent plain ends by its context on any
+// client too (sendCmd).
+// A command that fails in a pipeline fails only its own caller; a
+// connection failure fails the callers whose commands were on it, each
 // counted by the breaker as its own failure. On a cluster the pipeline
 // follows MOVED and ASK replies as any go-redis pipeline does; the queue a
-// key joins is its slot's master at the time it is read, which only groups
-// the reads: where they go is the client's routing (replicas included).
-// go-redis hooks see a queued read as a "get" in a pipeline.
+// key joins is its slot's master at the time it is sent (readnodes.go),
+// which only groups the commands: where they go is the client's routing
+// (replicas included). go-redis hooks see each queued command, by its own
+// name, in a pipeline.
 
 const (
-	// readsInFlight is how many reads of one node go out without queueing:
-	// two, so that one slow reply (a big value, a stalled connection) does
-	// not hold every other read of its node, and so that one batch is
-	// built and decoded while the other is on the wire.
+	// readsInFlight is how many commands of one node go out without
+	// queueing: two, so that one slow reply (a big value, a stalled
+	// connection) does not hold every other command of its node, and so
+	// that one batch is built and decoded while the other is on the wire.
 	readsInFlight = 2
-	// maxReadBatch bounds one pipeline of queued reads, and with it the
+	// maxReadBatch bounds one pipeline of queued commands, and with it the
 	// memory a burst of callers holds in one round trip.
 	maxReadBatch = 512
 )
 
-// readQueues holds a cache's read queues. The zero value is ready to use.
-type readQueues struct {
-	one   readQueue // a single node, a failover client or a ring
-	nodes sync.Map  // *redis.Client (a cluster's master) -> *readQueue
-}
-
-// readQueue is one node's reads under way and the GETs waiting for them.
+// readQueue is one node's commands under way and those waiting for them.
 type readQueue struct {
+	key     string // a key the node served when the queue was made (readnodes.go)
 	mu      sync.Mutex
-	busy    int // reads of this node under way (plain or a pipeline)
-	waiting []*queuedGet
+	busy    int // commands of this node under way (plain or a pipeline)
+	waiting []*queued
 }
 
-// queuedGet is one caller's GET waiting in a queue or sent in a batch.
-type queuedGet struct {
-	key      string
+// queued is one caller's command waiting in a queue or sent in a batch.
+// Its reply is written into cmd, which its caller reads once done is
+// signalled, and never after leaving on its context's end.
+type queued struct {
+	cmd      redis.Cmder
+	script   *scriptCall     // non-nil: cmd is this script's EVALSHA (a *redis.Cmd)
 	ctx      context.Context // the caller's, for its values
 	deadline time.Time       // the caller's, zero if none
 	done     chan struct{}
-	raw      []byte
-	err      error
 }
 
-var queuedGets = sync.Pool{New: func() any { return &queuedGet{done: make(chan struct{}, 1)} }}
+var queuedCmds = sync.Pool{New: func() any { return &queued{done: make(chan struct{}, 1)} }}
 
 // getRaw reads rkey's bytes from Redis: redis.Nil when there is no such key,
 // ctx's error if ctx ended first.
@@ -74,29 +77,65 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 	if c.hooks != nil && c.hooks.readVia != nil {
 		return c.hooks.readVia.Get(ctx, rkey).Bytes()
 	}
+	cmd := redis.NewStringCmd(ctx, "get", rkey)
+	if err := c.sendCmd(ctx, rkey, cmd, nil, true); err != nil {
+		return nil, err
+	}
+	return cmd.Bytes()
+}
+
+// send sends cmd, a command on the one key rkey (a script's EVALSHA when sc
+// is not nil), through the queue of rkey's node, and returns once cmd
+// holds its reply; or, if ctx ends while cmd waits in the queue, at once
+// with ctx's error, after which cmd must not be read. A command sent plain
+// is bounded by ctx as far as the client applies it: the writes bound
+// their calls themselves (boundedWrite), and must see the outcome of a
+// write that landed.
+func (c *Cache[V]) send(ctx context.Context, rkey string, cmd redis.Cmder, sc *scriptCall) error {
+	return c.sendCmd(ctx, rkey, cmd, sc, false)
+}
+
+// sendCmd is send; bound makes a plain command end by ctx on any client
+// (internal/call): on one without ContextTimeoutEnabled a command whose
+// context ends is then left to finish on a goroutine of its own, holding
+// its place in the queue until it does, and the caller leaves with ctx's
+// error. Only for commands whose outcome may be dropped (a read).
+func (c *Cache[V]) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc *scriptCall, bound bool) error {
 	q := c.reads.queue(ctx, c.rdb, rkey)
 	q.mu.Lock()
 	if q.busy < readsInFlight && len(q.waiting) == 0 {
 		q.busy++
 		q.mu.Unlock()
-		defer c.sendQueued(q) // even if a hook panics: the queue must move on
-		return c.rdb.Get(ctx, rkey).Bytes()
+		plain := func(ctx context.Context) (struct{}, error) {
+			defer c.sendQueued(q) // even if a hook panics: the queue must move on
+			_ = c.rdb.Process(ctx, cmd)
+			if sc != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+				// As go-redis's Script.Run: the body, as a plain EVAL.
+				adopt(cmd.(*redis.Cmd), sc.script.Eval(ctx, c.rdb, sc.keys, sc.args...))
+			}
+			return struct{}{}, nil
+		}
+		if !bound {
+			_, err := plain(ctx)
+			return err
+		}
+		_, err := call.Do(c.calls, ctx, 0, plain, nil)
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		q.mu.Unlock()
-		return nil, err
+		return err
 	}
-	g := queuedGets.Get().(*queuedGet)
-	g.key, g.ctx = rkey, ctx
+	g := queuedCmds.Get().(*queued)
+	g.cmd, g.script, g.ctx = cmd, sc, ctx
 	g.deadline, _ = ctx.Deadline()
 	q.waiting = append(q.waiting, g)
 	q.mu.Unlock()
 	select {
 	case <-g.done:
-		raw, err := g.raw, g.err
-		*g = queuedGet{done: g.done}
-		queuedGets.Put(g)
-		return raw, err
+		*g = queued{done: g.done}
+		queuedCmds.Put(g)
+		return nil
 	case <-ctx.Done():
 		q.mu.Lock()
 		if i := slices.Index(q.waiting, g); i >= 0 {
@@ -104,30 +143,14 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 		}
 		q.mu.Unlock()
 		// Sent already, g is left to the batch (and the garbage collector).
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
-// queue returns the read queue of the node that serves rkey.
-func (r *readQueues) queue(ctx context.Context, rdb redis.UniversalClient, rkey string) *readQueue {
-	cc, ok := rdb.(*redis.ClusterClient)
-	if !ok {
-		return &r.one
-	}
-	node, err := cc.MasterForKey(ctx, rkey)
-	if err != nil {
-		return &r.one // no slot map: the client's own routing will tell
-	}
-	if q, ok := r.nodes.Load(node); ok {
-		return q.(*readQueue)
-	}
-	q, _ := r.nodes.LoadOrStore(node, &readQueue{})
-	return q.(*readQueue)
-}
-
-// sendQueued ends one of q's reads under way: if callers queued meanwhile,
-// their GETs go out in pipelines, one after another until the queue is
-// empty, on a goroutine counted for Close; otherwise q has one read less.
+// sendQueued ends one of q's commands under way: if callers queued
+// meanwhile, their commands go out in pipelines, one after another until
+// the queue is empty, on a goroutine counted for Close; otherwise q has one
+// command less under way.
 func (c *Cache[V]) sendQueued(q *readQueue) {
 	batch := q.take()
 	if batch == nil {
@@ -135,14 +158,14 @@ func (c *Cache[V]) sendQueued(q *readQueue) {
 	}
 	c.flight.Go(func() {
 		for ; batch != nil; batch = q.take() {
-			c.sendReads(batch)
+			c.sendCmds(batch)
 		}
 	})
 }
 
-// take removes up to maxReadBatch waiting GETs from q, or, when none
-// waits, ends the read under way and returns nil.
-func (q *readQueue) take() []*queuedGet {
+// take removes up to maxReadBatch waiting commands from q, or, when none
+// waits, ends the command under way and returns nil.
+func (q *readQueue) take() []*queued {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiting) == 0 {
@@ -155,71 +178,76 @@ func (q *readQueue) take() []*queuedGet {
 	return batch
 }
 
-// sendReads sends batch's GETs as one pipeline and hands each caller its
+// sendCmds sends batch's commands as one pipeline (and its scripts
+// answered NOSCRIPT again with their bodies) and hands each caller its
 // reply. The pipeline's context carries the values of its first caller's
-// (a tracing hook finds its parent span there, as on a plain GET) and the
-// latest of the callers' deadlines (none if one of them has none): a
+// (a tracing hook finds its parent span there, as on a plain command) and
+// the latest of the callers' deadlines (none if one of them has none): a
 // caller whose context ends before the reply has left already.
-func (c *Cache[V]) sendReads(batch []*queuedGet) {
+func (c *Cache[V]) sendCmds(batch []*queued) {
 	ctx, cancel := context.WithoutCancel(batch[0].ctx), context.CancelFunc(func() {})
 	if dl, ok := latestDeadline(batch); ok {
 		ctx, cancel = context.WithDeadline(ctx, dl)
 	}
 	defer cancel()
 	pipe := c.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(batch))
-	for i, g := range batch {
-		cmds[i] = pipe.Get(ctx, g.key)
-		cmds[i].SetVal(unanswered) // a reply, even an error, replaces it
+	var calls []scriptCall
+	var scripts []*redis.Cmd
+	var gets []redis.Cmder // GETs handed to the batchReads hook
+	for _, g := range batch {
+		if c.hooks != nil && c.hooks.batchReads != nil && g.script == nil && g.cmd.Name() == "get" {
+			gets = append(gets, g.cmd)
+			continue
+		}
+		markUnanswered(g.cmd)
+		_ = pipe.Process(ctx, g.cmd)
+		if g.script != nil {
+			calls, scripts = append(calls, *g.script), append(scripts, g.cmd.(*redis.Cmd))
+		}
 	}
-	panicked, execErr := execPipeline(ctx, pipe)
-	for i, g := range batch {
-		if g.raw, g.err = replyOf(cmds[i], execErr); panicked {
-			g.raw, g.err = nil, execErr
+	replied := func() {}
+	if len(gets) > 0 {
+		replied = c.hooks.batchReads(ctx, pipe, gets)
+	}
+	execErr, panicked := execPipeline(ctx, pipe) // each command carries its own error
+	if panicked == nil {
+		replied()
+	}
+	if panicked == nil && len(calls) > 0 {
+		panicked = guard("script", func() { evalAgain(ctx, c.rdb, calls, scripts) })
+	}
+	for _, g := range batch {
+		if panicked != nil {
+			g.cmd.SetErr(panicked)
+		} else {
+			failUnanswered(g.cmd, execErr)
 		}
 		g.done <- struct{}{}
 	}
 }
 
-// unanswered is the value of a pipelined GET before its reply: one that
-// still holds this very string after the pipeline ran got no reply.
-var unanswered = string([]byte("cacheguard: no reply"))
-
-// errNoReply is matched by the error of a pipelined GET that got no reply
-// (a go-redis hook refused the pipeline or dropped the command).
-var errNoReply = errors.New("cacheguard: no reply to a pipelined GET")
-
-// replyOf is cmd's reply in a pipeline whose Exec returned execErr. Each
-// command carries its own error, but one that got no reply carries none:
-// it fails with execErr (errNoReply if that says nothing of it) instead of
-// reading as an empty value.
-func replyOf(cmd *redis.StringCmd, execErr error) ([]byte, error) {
-	raw, err := cmd.Bytes()
-	if err != nil || unsafe.StringData(cmd.Val()) != unsafe.StringData(unanswered) {
-		return raw, err
-	}
-	if execErr == nil || errors.Is(execErr, redis.Nil) {
-		return nil, errNoReply
-	}
-	return nil, fmt.Errorf("%w: %w", errNoReply, execErr)
+// execPipeline sends pipe and returns Exec's error, and a panic (of a
+// go-redis hook, say) as an error for every caller of the batch: on this
+// goroutine nobody could recover it, and the queue must move on.
+func execPipeline(ctx context.Context, pipe redis.Pipeliner) (execErr, panicked error) {
+	panicked = guard("read", func() { _, execErr = pipe.Exec(ctx) })
+	return execErr, panicked
 }
 
-// execPipeline sends pipe and returns Exec's error, turning a panic (of a
-// go-redis hook, say) into an error for every caller of the batch: on this
-// goroutine nobody could recover it, and the queue must move on.
-func execPipeline(ctx context.Context, pipe redis.Pipeliner) (panicked bool, err error) {
+// guard runs send, returning a panic of it as an error.
+func guard(what string, send func()) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			panicked, err = true, fmt.Errorf("cacheguard: read pipeline panicked: %v", p)
+			err = fmt.Errorf("cacheguard: %s pipeline panicked: %v", what, p)
 		}
 	}()
-	_, err = pipe.Exec(ctx)
-	return false, err
+	send()
+	return nil
 }
 
 // latestDeadline is the latest of batch's deadlines; ok is false if one of
 // its callers has none.
-func latestDeadline(batch []*queuedGet) (dl time.Time, ok bool) {
+func latestDeadline(batch []*queued) (dl time.Time, ok bool) {
 	for _, g := range batch {
 		if g.deadline.IsZero() {
 			return time.Time{}, false

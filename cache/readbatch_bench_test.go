@@ -15,7 +15,8 @@ import (
 
 // BenchmarkReadTransport runs Get's Redis hit over one transport of its
 // GETs at a time, side by side at each number of goroutines: the read
-// queues of readbatch.go ("queues"), go-redis's AutoPipeliner ("autopipeline")
+// queues of readbatch.go ("queues"; "queues-mget" sends a batch's GETs as
+// one MGET), go-redis's AutoPipeliner ("autopipeline")
 // and the connection pool, one plain GET per read ("pool"). Each reports
 // reads/s and the p99 of its reads in µs; b.N is the rounds of 100 ms per
 // transport.
@@ -38,11 +39,11 @@ func BenchmarkReadTransport(b *testing.B) {
 	defer ap.Close()
 	transports := []struct {
 		name string
-		via  redis.Cmdable
-	}{{"queues", nil}, {"autopipeline", ap}, {"pool", rdb}}
+		h    hooks
+	}{{"queues", hooks{}}, {"queues-mget", hooks{batchReads: mgetReads}}, {"autopipeline", hooks{readVia: ap}}, {"pool", hooks{readVia: rdb}}}
 	caches := make([]*Cache[string], len(transports))
 	for i, tr := range transports {
-		c, err := New[string](rdb, WithPrefix(prefix), withHooks(&hooks{readVia: tr.via}))
+		c, err := New[string](rdb, WithPrefix(prefix), withHooks(&tr.h))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -108,4 +109,28 @@ func readRound(c *Cache[string], keys []string, load Loader[string], g int, d ti
 	}
 	wg.Wait()
 	return n.Load(), lat, time.Since(start)
+}
+
+// mgetReads sends a batch's GETs as one MGET (the benchmark's node is a
+// single server: every key is in its slot).
+func mgetReads(ctx context.Context, pipe redis.Pipeliner, gets []redis.Cmder) func() {
+	keys := make([]string, len(gets))
+	for i, g := range gets {
+		keys[i] = g.Args()[1].(string)
+	}
+	mget := pipe.MGet(ctx, keys...)
+	return func() {
+		vals, err := mget.Result()
+		for i, g := range gets {
+			cmd := g.(*redis.StringCmd)
+			switch v := any(nil); {
+			case err != nil:
+				cmd.SetErr(err)
+			case vals[i] == v:
+				cmd.SetErr(redis.Nil)
+			default:
+				cmd.SetVal(vals[i].(string))
+			}
+		}
+	}
 }

@@ -290,12 +290,13 @@ func TestQueuedBigValuesGoOutInBoundedBatches(t *testing.T) {
 	keys := batchKeys(readsInFlight + n)
 	big := strings.Repeat("x", 64<<10)
 	ctx := context.Background()
-	h, held := holdTwoReads(t, rdb, c, keys[:readsInFlight])
+	// Written first: a Set goes through the node's queue too.
 	for _, k := range keys[readsInFlight:] {
 		if err := c.Set(ctx, k, big+k); err != nil {
 			t.Fatal(err)
 		}
 	}
+	h, held := holdTwoReads(t, rdb, c, keys[:readsInFlight])
 	var mu sync.Mutex
 	var sizes []int // GETs of the test's keys in each pipeline
 	rdb.AddHook(onOurPipelines(t, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {

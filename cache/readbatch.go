@@ -106,20 +106,14 @@ func (c *Cache[V]) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc
 	if q.busy < readsInFlight && len(q.waiting) == 0 {
 		q.busy++
 		q.mu.Unlock()
-		plain := func(ctx context.Context) (struct{}, error) {
-			defer c.sendQueued(q) // even if a hook panics: the queue must move on
-			_ = c.rdb.Process(ctx, cmd)
-			if sc != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-				// As go-redis's Script.Run: the body, as a plain EVAL.
-				adopt(cmd.(*redis.Cmd), sc.script.Eval(ctx, c.rdb, sc.keys, sc.args...))
-			}
+		if !bound || ctx.Done() == nil { // nothing to bound it by: inline
+			c.sendPlain(ctx, q, cmd, sc)
+			return nil
+		}
+		_, err := call.Do(c.calls, ctx, 0, func(ctx context.Context) (struct{}, error) {
+			c.sendPlain(ctx, q, cmd, sc)
 			return struct{}{}, nil
-		}
-		if !bound {
-			_, err := plain(ctx)
-			return err
-		}
-		_, err := call.Do(c.calls, ctx, 0, plain, nil)
+		}, nil)
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -144,6 +138,17 @@ func (c *Cache[V]) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc
 		q.mu.Unlock()
 		// Sent already, g is left to the batch (and the garbage collector).
 		return ctx.Err()
+	}
+}
+
+// sendPlain sends cmd, one of q's commands under way, as one plain command
+// (a script's EVALSHA answered NOSCRIPT again as EVAL, as go-redis's
+// Script.Run does), then ends it in q.
+func (c *Cache[V]) sendPlain(ctx context.Context, q *readQueue, cmd redis.Cmder, sc *scriptCall) {
+	defer c.sendQueued(q) // even if a hook panics: the queue must move on
+	_ = c.rdb.Process(ctx, cmd)
+	if sc != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		adopt(cmd.(*redis.Cmd), sc.script.Eval(ctx, c.rdb, sc.keys, sc.args...))
 	}
 }
 

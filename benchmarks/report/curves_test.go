@@ -41,7 +41,9 @@ func TestCurves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	old := *curveChart
 	*curveChart = filepath.Join(t.TempDir(), "curves.svg")
+	t.Cleanup(func() { *curveChart = old })
 	var out bytes.Buffer
 	writeCurves(&out, r)
 	for _, want := range []string{

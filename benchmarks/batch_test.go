@@ -115,17 +115,13 @@ func BenchmarkBatchRead(b *testing.B) {
 	names := []string{libs[0].name, libs[1].name, libs[2].name}
 	for _, g := range []int{1, 64, 256} {
 		b.Run(fmt.Sprintf("g=%d", g), func(b *testing.B) {
-			samples := newSamples(len(libs))
-			for b.Loop() {
-				takeTurns(samples, int(curveTurn.Add(1)), func(l int) roundMetrics {
-					res := runCell(libs[l].c.get, g, curveCell(), curveKeys("uniform"))
-					if res.errs > 0 {
-						b.Fatalf("%s: %d of %d reads failed: %v", libs[l].name, res.errs, res.reads, res.err)
-					}
-					return roundMetrics{"reads/s": res.perSec, "p99-us": res.p99.Seconds() * 1e6, "allocs-per-read": res.allocs}
-				})
-			}
-			reportRounds(b, names, samples)
+			interleaved(b, names, func(l int) roundMetrics {
+				res := runCell(libs[l].c.get, g, curveCell(), curveKeys("uniform"))
+				if res.errs > 0 {
+					b.Fatalf("%s: %d of %d reads failed: %v", libs[l].name, res.errs, res.reads, res.err)
+				}
+				return roundMetrics{"reads/s": res.perSec, "p99-us": res.p99.Seconds() * 1e6, "allocs-per-read": res.allocs}
+			})
 		})
 	}
 }

@@ -19,10 +19,14 @@ import (
 // Concurrency curves: the Redis-hit path of every library at a growing
 // number of goroutines, over curveRows rows already in Redis, read
 // uniformly or along a zipfian trace. A cell is one library at one
-// (distribution, goroutines) point, run for curveCell; in a cell's
-// sub-benchmark every library runs one cell, taking turns
+// (distribution, goroutines) point, run for curveCell; a cell's
+// sub-benchmark runs rounds of one cell of every library, taking turns
 // (interleave_test.go), so that all of them see the same stretch of the
-// machine. Each reports reads/s and the p99 latency of its reads in µs.
+// machine, and reports the medians over the rounds and the paired ratios.
+// Several short rounds rather than one long one: a slow second of a shared
+// machine then moves one round of every library alike instead of the one
+// library it fell on. Each reports reads/s and the p99 latency of its reads
+// in µs.
 
 // curveRows is how many rows the curves read.
 const curveRows = 10_000
@@ -33,12 +37,13 @@ var (
 	curveDists             = []string{"uniform", "zipfian"}
 )
 
-// curveCell is how long one library runs in one cell.
+// curveCell is how long one library runs in one round of a cell (a pass
+// runs minRounds of them).
 func curveCell() time.Duration {
 	if quick() {
 		return 10 * time.Millisecond
 	}
-	return time.Second
+	return 200 * time.Millisecond
 }
 
 // curveRowCount is the number of rows read (fewer in a quick run, which
@@ -164,26 +169,20 @@ var curveZipf = sync.OnceValue(func() []int32 {
 	return t
 })
 
-// curveTurn makes the libraries start in a different order in every cell.
-var curveTurn atomic.Int64
-
-// runCurve runs one cell of every library, taking turns.
+// runCurve runs one cell of every library: rounds of one cell each, taking
+// turns.
 func runCurve(b *testing.B, libs []contestant, dist string, g int) {
 	names := make([]string, len(libs))
 	for i, l := range libs {
 		names[i] = l.name
 	}
-	samples := newSamples(len(libs))
-	for b.Loop() {
-		takeTurns(samples, int(curveTurn.Add(1)), func(l int) roundMetrics {
-			res := runCell(libs[l].c.get, g, curveCell(), curveKeys(dist))
-			if res.errs > 0 {
-				b.Fatalf("%s: %d of %d reads failed: %v", libs[l].name, res.errs, res.reads, res.err)
-			}
-			return roundMetrics{"reads/s": res.perSec, "p99-us": res.p99.Seconds() * 1e6}
-		})
-	}
-	reportRounds(b, names, samples)
+	interleaved(b, names, func(l int) roundMetrics {
+		res := runCell(libs[l].c.get, g, curveCell(), curveKeys(dist))
+		if res.errs > 0 {
+			b.Fatalf("%s: %d of %d reads failed: %v", libs[l].name, res.errs, res.reads, res.err)
+		}
+		return roundMetrics{"reads/s": res.perSec, "p99-us": res.p99.Seconds() * 1e6}
+	})
 }
 
 // curveKeys returns, for goroutine w, the function giving the key of its

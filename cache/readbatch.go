@@ -157,10 +157,15 @@ func (c *Cache[V]) sendPlain(ctx context.Context, q *readQueue, cmd redis.Cmder,
 // the queue is empty, on a goroutine counted for Close; otherwise q has one
 // command less under way.
 func (c *Cache[V]) sendQueued(q *readQueue) {
-	batch := q.take()
-	if batch == nil {
-		return
+	if batch := q.take(); batch != nil {
+		c.sendBatches(q, batch)
 	}
+}
+
+// sendBatches sends batch, then every batch q holds after it, on a goroutine
+// counted for Close. It is apart from sendQueued so that the closure's
+// variables are allocated only when there is a batch, not on every command.
+func (c *Cache[V]) sendBatches(q *readQueue, batch []*queued) {
 	c.flight.Go(func() {
 		for ; batch != nil; batch = q.take() {
 			c.sendCmds(batch)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -98,7 +99,7 @@ func (r *Redis) batches(keys []string) []batch {
 func (r *Redis) pipeline(ctx context.Context, script *redis.Script, keys []string, batches []batch) ([]*redis.Cmd, error) {
 	run := func(eval bool) ([]*redis.Cmd, error) {
 		cmds := make([]*redis.Cmd, len(batches))
-		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err := pipe.Run(ctx, r.rdb.Pipeline(), func(p redis.Pipeliner) error {
 			for i, b := range batches {
 				if eval {
 					cmds[i] = script.Eval(ctx, p, keys, b.args...)

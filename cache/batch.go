@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -104,7 +105,7 @@ func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader
 		for i, k := range todo {
 			gets[i] = redis.NewStringCmd(ctx, "get", c.rkey(k))
 		}
-		return struct{}{}, pipelined(ctx, c.rdb, gets)
+		return struct{}{}, pipe.Send(ctx, c.rdb.Pipeline(), gets)
 	}, nil)
 	err = callerErr(ctx, err)
 	done(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -288,7 +289,7 @@ func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
 			}
 			return cmd.Err()
 		}
-		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err := pipe.Run(ctx, c.rdb.Pipeline(), func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				p.Unlink(ctx, c.rkey(k))
 			}

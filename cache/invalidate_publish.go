@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -165,7 +166,7 @@ func (c *Cache[V]) sendInvalidations(ctx context.Context, msgs [][]byte) ([][]by
 		return nil, nil
 	}
 	cmds := make([]*redis.IntCmd, len(msgs))
-	c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = pipe.Run(ctx, c.rdb.Pipeline(), func(p redis.Pipeliner) error {
 		for i, m := range msgs {
 			cmds[i] = send(ctx, p, m)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -156,7 +157,7 @@ func (c *Cache[V]) acquire(ctx context.Context, leases []lease, acq []*redis.Sta
 		}
 		return acq[0].Err()
 	}
-	return pipelined(ctx, c.rdb, acq)
+	return pipe.Send(ctx, c.rdb.Pipeline(), acq)
 }
 
 // takeOver replaces foreign bytes under the key with our placeholder.

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,7 +41,7 @@ func runScripts(ctx context.Context, rdb redis.UniversalClient, calls []scriptCa
 	for i, sc := range calls {
 		cmds[i] = sc.evalSha(ctx)
 	}
-	_ = pipelined(ctx, rdb, cmds) // each command carries its own error
+	_ = pipe.Send(ctx, rdb.Pipeline(), cmds) // each command carries its own error
 	evalAgain(ctx, rdb, calls, cmds)
 	return cmds, firstErr(cmds)
 }
@@ -76,14 +77,12 @@ func evalAgain(ctx context.Context, rdb redis.UniversalClient, calls []scriptCal
 		return
 	}
 	evals := make([]*redis.Cmd, len(again))
-	pipe := rdb.Pipeline()
+	p := rdb.Pipeline()
 	for j, i := range again {
-		evals[j] = calls[i].script.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
-		markUnanswered(evals[j]) // queued, not sent yet
+		evals[j] = calls[i].script.Eval(ctx, p, calls[i].keys, calls[i].args...) // queued, not sent yet
 	}
-	_, err := pipe.Exec(ctx)
+	_, _ = pipe.Exec(ctx, p) // each command carries its own error
 	for j, i := range again {
-		failUnanswered(evals[j], err)
 		adopt(cmds[i], evals[j])
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -200,7 +201,7 @@ func (c *Cache[V]) sendCmds(batch []*queued) {
 		ctx, cancel = context.WithDeadline(ctx, dl)
 	}
 	defer cancel()
-	pipe := c.rdb.Pipeline()
+	p := c.rdb.Pipeline()
 	var calls []scriptCall
 	var scripts []*redis.Cmd
 	var gets []redis.Cmder // GETs handed to the batchReads hook
@@ -209,17 +210,17 @@ func (c *Cache[V]) sendCmds(batch []*queued) {
 			gets = append(gets, g.cmd)
 			continue
 		}
-		markUnanswered(g.cmd)
-		_ = pipe.Process(ctx, g.cmd)
+		pipe.Mark(g.cmd)
+		_ = p.Process(ctx, g.cmd)
 		if g.script != nil {
 			calls, scripts = append(calls, *g.script), append(scripts, g.cmd.(*redis.Cmd))
 		}
 	}
 	replied := func() {}
 	if len(gets) > 0 {
-		replied = c.hooks.batchReads(ctx, pipe, gets)
+		replied = c.hooks.batchReads(ctx, p, gets)
 	}
-	execErr, panicked := execPipeline(ctx, pipe) // each command carries its own error
+	execErr, panicked := execPipeline(ctx, p) // each command carries its own error
 	if panicked == nil {
 		replied()
 	}
@@ -230,17 +231,17 @@ func (c *Cache[V]) sendCmds(batch []*queued) {
 		if panicked != nil {
 			g.cmd.SetErr(panicked)
 		} else {
-			failUnanswered(g.cmd, execErr)
+			pipe.Fail(g.cmd, execErr)
 		}
 		g.done <- struct{}{}
 	}
 }
 
-// execPipeline sends pipe and returns Exec's error, and a panic (of a
+// execPipeline sends p and returns Exec's error, and a panic (of a
 // go-redis hook, say) as an error for every caller of the batch: on this
 // goroutine nobody could recover it, and the queue must move on.
-func execPipeline(ctx context.Context, pipe redis.Pipeliner) (execErr, panicked error) {
-	panicked = guard("read", func() { _, execErr = pipe.Exec(ctx) })
+func execPipeline(ctx context.Context, p redis.Pipeliner) (execErr, panicked error) {
+	panicked = guard("read", func() { _, execErr = p.Exec(ctx) })
 	return execErr, panicked
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -119,7 +120,7 @@ func TestQueuedReadsCarryACallersContextValues(t *testing.T) {
 }
 
 // A go-redis hook that drops one GET from the pipeline of queued reads
-// fails that caller with errNoReply; the others get their values.
+// fails that caller with pipe.ErrNoReply; the others get their values.
 func TestQueuedReadDroppedByAHookFails(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
@@ -138,8 +139,8 @@ func TestQueuedReadDroppedByAHookFails(t *testing.T) {
 		for i, ch := range slices.Concat(held, queued) {
 			a := recvOr(t, ch, "a Get")
 			if keys[i] == dropped {
-				if !errors.Is(a.err, ErrRedis) || !errors.Is(a.err, errNoReply) {
-					t.Errorf("Get(%s), dropped from its pipeline = %q, %v; want ErrRedis and errNoReply", keys[i], a.v, a.err)
+				if !errors.Is(a.err, ErrRedis) || !errors.Is(a.err, pipe.ErrNoReply) {
+					t.Errorf("Get(%s), dropped from its pipeline = %q, %v; want ErrRedis and pipe.ErrNoReply", keys[i], a.v, a.err)
 				}
 				continue
 			}

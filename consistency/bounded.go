@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,6 +34,6 @@ func (q *Queue) script(ctx context.Context, s *redis.Script, keys []string, args
 // bounded by ctx.
 func (q *Queue) pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
 	return call.Do(q.calls, ctx, 0, func(ctx context.Context) ([]redis.Cmder, error) {
-		return q.rdb.Pipelined(ctx, fn)
+		return pipe.Run(ctx, q.rdb.Pipeline(), fn)
 	}, nil)
 }

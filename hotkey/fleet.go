@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -154,7 +155,7 @@ func (d *Detector) exchange(win int64, entries []Entry, total uint64) ([]Entry, 
 	}
 	var sets [2]*redis.ZSliceCmd
 	var tots [2]*redis.StringCmd
-	_, err := d.cfg.fleet.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := pipe.Run(ctx, d.cfg.fleet.rdb.Pipeline(), func(p redis.Pipeliner) error {
 		for _, e := range mine {
 			if e.Count > 0 {
 				p.ZIncrBy(ctx, set, float64(e.Count*s), e.Key)

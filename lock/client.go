@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -83,13 +84,13 @@ func (c *Client) renewBatch(ctx context.Context, batch []renewReq) []renewal {
 // the ones that met a script cache without the script (after loading it
 // again) or that cannot be pipelined.
 func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []renewal, todo []int) []int {
-	pipe := c.rdb.Pipeline()
+	p := c.rdb.Pipeline()
 	cmds := make(map[int]*redis.Cmd, len(todo))
 	var left []int
 	start := time.Now()
 	for _, i := range todo {
-		if p, ok := batch[i].h.b.(pipelined); ok {
-			cmds[i] = p.queueRenew(ctx, pipe, batch[i].h.owner, batch[i].lease)
+		if pb, ok := batch[i].h.b.(pipelined); ok {
+			cmds[i] = pb.queueRenew(ctx, p, batch[i].h.owner, batch[i].lease)
 		} else {
 			left = append(left, i)
 		}
@@ -97,7 +98,7 @@ func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []ren
 	// Errors are read per command below. A pipeline abandoned at the
 	// deadline fails every renewal in it (transient: retried).
 	if err := call.Err(c.cfg.calls, ctx, 0, func(ctx context.Context) error {
-		_, _ = pipe.Exec(ctx)
+		_, _ = pipe.Exec(ctx, p) // a renewal left unanswered fails: pipe.ErrNoReply
 		return nil
 	}); err != nil {
 		for _, i := range todo {

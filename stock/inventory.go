@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -167,7 +168,7 @@ func (inv *Inventory) Status(ctx context.Context, sku string) (Status, error) {
 	}
 	cmds, err := do(inv.calls, ctx, func(ctx context.Context) ([]*redis.SliceCmd, error) {
 		cmds := make([]*redis.SliceCmd, n)
-		_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err := pipe.Run(ctx, inv.rdb.Pipeline(), func(p redis.Pipeliner) error {
 			for b := 0; b < n; b++ {
 				cmds[b] = p.HMGet(ctx, inv.keys(sku, b).meta, "stock", "remaining", "reserved", "sold", "xin", "xout", "start", "end")
 			}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -61,7 +62,7 @@ func (inv *Inventory) inFlight(ctx context.Context, sku string) (int64, error) {
 	n := inv.cfg.buckets
 	cmds, err := do(inv.calls, ctx, func(ctx context.Context) ([]*redis.SliceCmd, error) {
 		cmds := make([]*redis.SliceCmd, n)
-		_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err := pipe.Run(ctx, inv.rdb.Pipeline(), func(p redis.Pipeliner) error {
 			for b := 0; b < n; b++ {
 				cmds[b] = p.HMGet(ctx, inv.keys(sku, b).meta, "xin", "xout")
 			}

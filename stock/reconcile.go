@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -298,7 +299,7 @@ func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w W
 		}
 		k := inv.keys(sku, i)
 		err := doErr(inv.calls, ctx, func(ctx context.Context) error {
-			_, err := inv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			_, err := pipe.Run(ctx, inv.rdb.TxPipeline(), func(p redis.Pipeliner) error {
 				p.Del(ctx, k.meta, k.reqs, k.users, k.due, k.xin)
 				p.HSet(ctx, k.meta, "stock", share+b.reserved+b.sold, "start", start, "end", end, "buckets", n,
 					"total", rep.DBStock, "limit", inv.cfg.perUser, "hold", inv.cfg.holdFor.Milliseconds(),

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -237,7 +238,7 @@ func (inv *Inventory) borrow(ctx context.Context, sku string, to int, qty int64)
 		}
 		cmds, err := do(inv.calls, ctx, func(ctx context.Context) ([]*redis.Cmd, error) {
 			cmds := make([]*redis.Cmd, n)
-			_, err := inv.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			_, err := pipe.Run(ctx, inv.rdb.Pipeline(), func(p redis.Pipeliner) error {
 				for b := 0; b < n; b++ {
 					if todo[b] {
 						k := inv.keys(sku, b)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/consistency"
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -96,7 +97,7 @@ func (s *scanner) examine(ctx context.Context, c *redis.Client, addr string, key
 	mems := make([]*redis.IntCmd, len(keys))
 	strlens := make([]*redis.IntCmd, len(keys))
 	heads := make([]*redis.StringCmd, len(keys))
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := pipe.Run(ctx, c.Pipeline(), func(p redis.Pipeliner) error {
 		for i, k := range keys {
 			types[i] = p.Type(ctx, k)
 			pttls[i] = p.PTTL(ctx, k)
@@ -160,7 +161,7 @@ func (s *scanner) examine(ctx context.Context, c *redis.Client, addr string, key
 	if len(follow) == 0 {
 		return nil
 	}
-	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = pipe.Run(ctx, c.Pipeline(), func(p redis.Pipeliner) error {
 		for _, f := range follow {
 			f(p)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	// The parser needs a value driver for literals in DDL (DEFAULT 0).
+	"github.com/cacheguard/cacheguard/internal/pipe"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"
 	"github.com/redis/go-redis/v9"
 )
@@ -88,7 +89,7 @@ func ScanDelete(rdb redis.UniversalClient, pattern string) func(ctx context.Cont
 					return err
 				}
 				if len(keys) > 0 {
-					if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+					if _, err := pipe.Run(ctx, c.Pipeline(), func(p redis.Pipeliner) error {
 						for _, k := range keys {
 							p.Unlink(ctx, k)
 						}

@@ -73,6 +73,9 @@ machine() {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 }
 machine >"$out/machine.txt"
+# go-redis's own log lines, kept out of the benchmark output (server_test.go).
+export CACHEGUARD_BENCH_CLIENT_LOG=$out/client-log.txt
+: >"$CACHEGUARD_BENCH_CLIENT_LOG"
 
 start=$(date +%s)
 : >"$out/raw.txt"

@@ -1,7 +1,10 @@
 package benchmarks
 
 import (
+	"context"
 	"flag"
+	"fmt"
+	"log"
 	"os"
 	"testing"
 
@@ -14,8 +17,32 @@ import (
 // internal/redistest on a free loopback port (run.sh starts one for all its
 // passes and hands it over in childRedisEnv).
 
-// TestMain stops the shared server at the end.
-func TestMain(m *testing.M) { redistest.Main(m) }
+// TestMain stops the shared server at the end. When clientLogEnv names a
+// file, go-redis's own log lines (a connection it found in a bad state, say)
+// go there instead of to standard error: written in the middle of a
+// benchmark's result line they would break it, and benchstat reads a line
+// of the form "redis: ..." as a configuration key, splitting every later
+// result into groups of one sample (no interval).
+func TestMain(m *testing.M) {
+	if path := os.Getenv(clientLogEnv); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchmarks:", err)
+			os.Exit(2)
+		}
+		redis.SetLogger(fileLogger{log.New(f, "", log.LstdFlags)})
+	}
+	redistest.Main(m)
+}
+
+// clientLogEnv names the variable through which run.sh gives the file that
+// collects go-redis's log lines.
+const clientLogEnv = "CACHEGUARD_BENCH_CLIENT_LOG"
+
+// fileLogger is go-redis's logger writing to a log.Logger.
+type fileLogger struct{ l *log.Logger }
+
+func (f fileLogger) Printf(_ context.Context, format string, v ...any) { f.l.Printf(format, v...) }
 
 // childRedisEnv names the variable through which run.sh, or a parent
 // benchmark, hands its server's address to the processes it starts.

@@ -55,7 +55,10 @@ func (c *Cache[V]) Close() error {
 	}
 	c.releaseHeld()
 	// Calls left running at their deadline end by the client's own
-	// timeouts; none of their goroutines outlives Close.
+	// timeouts; none of their goroutines outlives Close. A batch of queued
+	// commands that a plain command ending from now on would start runs on
+	// that command's caller's goroutine (sendBatches).
+	c.flight.Stop()
 	if !c.flight.Wait(time.Until(deadline)) && err == nil {
 		err = fmt.Errorf("cacheguard: close: Redis calls still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
 	}

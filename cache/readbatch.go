@@ -164,14 +164,20 @@ func (c *Cache[V]) sendQueued(q *readQueue) {
 }
 
 // sendBatches sends batch, then every batch q holds after it, on a goroutine
-// counted for Close. It is apart from sendQueued so that the closure's
-// variables are allocated only when there is a batch, not on every command.
+// counted for Close; once Close has begun waiting for those, on the
+// caller's goroutine instead (a command sent plain may end after Close
+// returned, and nothing of the cache's may run after it). It is apart from
+// sendQueued so that the closure's variables are allocated only when there
+// is a batch, not on every command.
 func (c *Cache[V]) sendBatches(q *readQueue, batch []*queued) {
-	c.flight.Go(func() {
+	send := func() {
 		for ; batch != nil; batch = q.take() {
 			c.sendCmds(batch)
 		}
-	})
+	}
+	if !c.flight.TryGo(send) {
+		send()
+	}
 }
 
 // take removes up to maxReadBatch waiting commands from q, or, when none

@@ -11,9 +11,10 @@ import (
 // so nothing of it outlives a bounded wait. The zero value is ready to use;
 // a nil *Flight counts nothing.
 type Flight struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0; nil while n is 0
+	mu      sync.Mutex
+	n       int
+	idle    chan struct{} // closed when n drops to 0; nil while n is 0
+	stopped bool          // TryGo refuses: see Stop
 }
 
 func (f *Flight) add() {
@@ -70,4 +71,40 @@ func (f *Flight) Go(fn func()) {
 		defer f.done()
 		fn()
 	}()
+}
+
+// Stop makes every later TryGo refuse, so that a Wait after it can only see
+// fewer calls: its owner closing calls Stop, then Wait, and whatever would
+// have started a goroutine afterwards runs on its caller's instead. Go is
+// not affected (a call bounded by a deadline needs its goroutine).
+func (f *Flight) Stop() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+}
+
+// TryGo is Go until Stop; after it, TryGo runs nothing and returns false.
+func (f *Flight) TryGo(fn func()) bool {
+	if f == nil {
+		go fn()
+		return true
+	}
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return false
+	}
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+	f.mu.Unlock()
+	go func() {
+		defer f.done()
+		fn()
+	}()
+	return true
 }

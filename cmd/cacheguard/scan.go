@@ -143,9 +143,13 @@ func (s *scanner) examine(ctx context.Context, c *redis.Client, addr string, key
 		var strlen int64
 		var head []byte
 		if typ == "string" {
-			strlen, _ = strlens[i].Result()
-			h, _ := heads[i].Result()
-			head = []byte(h)
+			// A reply that failed leaves no value (a marked one: internal/pipe).
+			if n, err := strlens[i].Result(); err == nil {
+				strlen = n
+			}
+			if h, err := heads[i].Result(); err == nil {
+				head = []byte(h)
+			}
 			if size == 0 {
 				size = strlen
 			}

@@ -4,12 +4,19 @@
 // A go-redis hook may refuse a pipeline without sending it, or drop a
 // command from it, and leave the commands as they were made: no error, the
 // zero value. Read as they stand, a GET is an empty value, a script a nil
-// reply, an UNLINK or a DECRBY a zero, each a success. So every command is
-// marked before its pipeline runs, with a value no reply can leave behind,
-// and a command still marked afterwards fails with ErrNoReply (wrapping
-// what Exec said). A reply, an error, or a value a hook sets replaces the
-// mark. Commands whose replies leave no value free for a mark (a BoolCmd's
-// bool) are marked with the error ErrNoReply itself, which a reply clears.
+// reply, an UNLINK or a PUBLISH a zero, each a success. So every command is
+// marked before its pipeline runs, with a value no reply of its can leave
+// behind, and a command still marked afterwards fails with ErrNoReply
+// (wrapping the error Exec returned, unless that is another command's reply
+// error). A reply, an error, or a value a hook sets replaces the mark.
+//
+// Commands whose replies leave no value free for a mark (a BoolCmd's bool,
+// the counters INCRBY and DECRBY, which can land on any integer) are marked
+// with the error ErrNoReply itself, which a reply clears. go-redis stamps a
+// pipeline's failure (a lost connection, an ended context) only on commands
+// without an error, so such a command still marked after an Exec that
+// failed gets Exec's error, as it would have. A hook that answers such a
+// command itself, without sending it, must clear its error too.
 //
 // Every pipeline of the library's packages and of the cacheguard command
 // runs through Run, Exec or Send.
@@ -20,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"unsafe"
 
 	"github.com/redis/go-redis/v9"
@@ -44,11 +52,16 @@ var (
 	noReplyStrings = make([]string, 0, 1)
 	noReplyAnys    = make([]any, 0, 1)
 	noReplyInts    = make([]int64, 0, 1)
+	// noReplyMap marks a command of map reply, compared by identity.
+	noReplyMap = map[string]string{}
 )
 
-// noReplyInt marks a command of integer reply (UNLINK, DEL, DECRBY, HSET,
-// PUBLISH), which no reply of theirs can be.
+// noReplyInt marks a command of integer reply (UNLINK, DEL, HSET, PUBLISH,
+// PTTL), which no reply of theirs can be; not the counters (counters).
 const noReplyInt = math.MinInt64
+
+// counters are the commands of integer reply that can reply any integer.
+var counters = map[string]bool{"incr": true, "incrby": true, "decr": true, "decrby": true, "hincrby": true}
 
 // Mark marks cmd as not answered yet.
 func Mark(cmd redis.Cmder) {
@@ -60,7 +73,15 @@ func Mark(cmd redis.Cmder) {
 	case *redis.Cmd:
 		c.SetVal(noReplyValue)
 	case *redis.IntCmd:
+		if counters[c.Name()] {
+			c.SetErr(ErrNoReply)
+		} else {
+			c.SetVal(noReplyInt)
+		}
+	case *redis.DurationCmd:
 		c.SetVal(noReplyInt)
+	case *redis.MapStringStringCmd:
+		c.SetVal(noReplyMap)
 	case *redis.FloatCmd:
 		c.SetVal(noReplyFloat)
 	case *redis.ZSliceCmd:
@@ -77,11 +98,16 @@ func Mark(cmd redis.Cmder) {
 }
 
 // unanswered tells whether cmd, marked before its pipeline ran, still
-// holds its mark.
-func unanswered(cmd redis.Cmder) bool {
+// holds its mark; errMark whether that mark is the error.
+func unanswered(cmd redis.Cmder) (marked, errMark bool) {
 	if err := cmd.Err(); err != nil {
-		return err == ErrNoReply // the mark itself, not a wrapping
+		return err == ErrNoReply, true // the mark itself, not a wrapping
 	}
+	return valueMarked(cmd), false
+}
+
+// valueMarked tells whether cmd, without an error, holds its value mark.
+func valueMarked(cmd redis.Cmder) bool {
 	switch c := cmd.(type) {
 	case *redis.StringCmd:
 		return isNoReplyString(c.Val())
@@ -90,7 +116,11 @@ func unanswered(cmd redis.Cmder) bool {
 	case *redis.Cmd:
 		return c.Val() == noReplyValue
 	case *redis.IntCmd:
+		return !counters[c.Name()] && c.Val() == noReplyInt // a counter's is its reply
+	case *redis.DurationCmd:
 		return c.Val() == noReplyInt
+	case *redis.MapStringStringCmd:
+		return c.Val() != nil && reflect.ValueOf(c.Val()).UnsafePointer() == reflect.ValueOf(noReplyMap).UnsafePointer()
 	case *redis.FloatCmd:
 		return math.Float64bits(c.Val()) == math.Float64bits(noReplyFloat)
 	case *redis.ZSliceCmd:
@@ -106,15 +136,23 @@ func unanswered(cmd redis.Cmder) bool {
 }
 
 // Fail fails cmd, if its pipeline (whose Exec returned execErr) did not
-// answer it, with ErrNoReply wrapping what Exec said; it tells whether it
-// did.
+// answer it, and tells whether it did. A command the pipeline's failure
+// would have reached but for its error mark gets execErr, as go-redis
+// would have stamped it; otherwise ErrNoReply, wrapping execErr when that
+// is the pipeline's failure rather than another command's reply error (a
+// dropped GET must not read as that command's WRONGTYPE or NOSCRIPT).
 func Fail(cmd redis.Cmder, execErr error) bool {
-	if !unanswered(cmd) {
+	marked, errMark := unanswered(cmd)
+	if !marked {
 		return false
 	}
-	if execErr == nil || errors.Is(execErr, redis.Nil) || errors.Is(execErr, ErrNoReply) {
+	var reply redis.Error
+	switch {
+	case execErr == nil, errors.Is(execErr, redis.Nil), errors.Is(execErr, ErrNoReply), errors.As(execErr, &reply):
 		cmd.SetErr(ErrNoReply)
-	} else {
+	case errMark:
+		cmd.SetErr(execErr)
+	default:
 		cmd.SetErr(fmt.Errorf("%w: %w", ErrNoReply, execErr))
 	}
 	return true

@@ -3,7 +3,9 @@ package pipe_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,7 +47,7 @@ func (h *hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 					c.SetVal(7)
 				case *redis.BoolCmd:
 					c.SetVal(true)
-					c.SetErr(nil)
+					c.SetErr(nil) // an error mark is the hook's to clear (see the package comment)
 				}
 			}
 			return nil
@@ -54,8 +56,8 @@ func (h *hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 	}
 }
 
-// queue puts one command of every reply type the package marks, and one it
-// marks with the error (a BoolCmd), on p; on a fresh server every reply
+// queue puts one command of every reply type the package marks, and two it
+// marks with the error (a BoolCmd, a counter's IntCmd), on p; on a fresh server every reply
 // is empty or zero, the replies closest to a mark.
 func queue(ctx context.Context, p redis.Pipeliner) []redis.Cmder {
 	return []redis.Cmder{
@@ -68,6 +70,9 @@ func queue(ctx context.Context, p redis.Pipeliner) []redis.Cmder {
 		p.LRange(ctx, "missing", 0, -1),           // StringSliceCmd: empty
 		p.HMGet(ctx, "missing", "a"),              // SliceCmd: [nil]
 		p.Expire(ctx, "missing", time.Minute),     // BoolCmd: false
+		p.PTTL(ctx, "missing"),                    // DurationCmd: -2
+		p.HGetAll(ctx, "missing"),                 // MapStringStringCmd: empty
+		p.IncrBy(ctx, "counter", 0),               // IntCmd of a counter: 0
 	}
 }
 
@@ -90,7 +95,7 @@ func TestUnansweredCommandsFail(t *testing.T) {
 			queue(ctx, p)
 			return nil
 		})
-		if len(cmds) != 9 {
+		if len(cmds) != 12 {
 			t.Fatalf("mode %d: %d commands", mode, len(cmds))
 		}
 		for _, cmd := range cmds {
@@ -105,12 +110,19 @@ func TestUnansweredCommandsFail(t *testing.T) {
 					t.Errorf("dropped %s: error %v, want ErrNoReply", cmd.Name(), cerr)
 				}
 			case refuse:
-				if !errors.Is(cerr, pipe.ErrNoReply) || !errors.Is(cerr, errRefused) {
-					t.Errorf("refused %s: error %v, want ErrNoReply and the hook's", cmd.Name(), cerr)
+				if !errors.Is(cerr, errRefused) {
+					t.Errorf("refused %s: error %v, want the hook's", cmd.Name(), cerr)
 				}
 			case serve:
 				switch cmd.(type) {
-				case *redis.StringCmd, *redis.IntCmd, *redis.BoolCmd:
+				case *redis.StringCmd, *redis.BoolCmd:
+					if cerr != nil {
+						t.Errorf("%s served by the hook: %v", cmd.Name(), cerr)
+					}
+				case *redis.IntCmd:
+					if cmd.Name() == "incrby" { // error-marked: this hook does not clear errors of IntCmds
+						break
+					}
 					if cerr != nil {
 						t.Errorf("%s served by the hook: %v", cmd.Name(), cerr)
 					}
@@ -158,8 +170,8 @@ func TestServerGoneFailsEveryCommand(t *testing.T) {
 	}
 	for _, cmd := range cmds {
 		var opErr *net.OpError
-		if !errors.As(cmd.Err(), &opErr) {
-			t.Errorf("%s on a stopped server: %v, want the connection's error", cmd.Name(), cmd.Err())
+		if !errors.As(cmd.Err(), &opErr) || errors.Is(cmd.Err(), pipe.ErrNoReply) {
+			t.Errorf("%s on a stopped server: %v, want the connection's error alone", cmd.Name(), cmd.Err())
 		}
 	}
 }
@@ -178,5 +190,60 @@ func TestRunReturnsFnError(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, "never").Val(); n != 0 {
 		t.Fatal("fn's command was sent")
+	}
+}
+
+// A counter may reply any integer, the value other integer replies are
+// marked with included: a DECRBY landing on math.MinInt64 is a success.
+func TestCounterAtMinInt64IsAnswered(t *testing.T) {
+	_, rdb := redistest.RealSingle(t)
+	ctx := context.Background()
+	if err := rdb.Set(ctx, "n", math.MinInt64+1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var d *redis.IntCmd
+	if _, err := pipe.Run(ctx, rdb.Pipeline(), func(p redis.Pipeliner) error {
+		d = p.DecrBy(ctx, "n", 1)
+		return nil
+	}); err != nil || d.Err() != nil || d.Val() != math.MinInt64 {
+		t.Fatalf("DECRBY to math.MinInt64 = %d, %v (Run: %v)", d.Val(), d.Err(), err)
+	}
+}
+
+// A command a hook drops fails with ErrNoReply alone, not with the reply
+// error of another command of its pipeline (which Exec returns): a dropped
+// GET must not read as a WRONGTYPE (foreign data: a miss, and a load).
+func TestDroppedCommandDoesNotTakeANeighboursReplyError(t *testing.T) {
+	_, rdb := redistest.RealSingle(t)
+	ctx := context.Background()
+	if err := rdb.LPush(ctx, "list", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.AddHook(dropKey("dropped"))
+	var wrong, dropped *redis.StringCmd
+	_, err := pipe.Run(ctx, rdb.Pipeline(), func(p redis.Pipeliner) error {
+		wrong, dropped = p.Get(ctx, "list"), p.Get(ctx, "dropped")
+		return nil
+	})
+	if !redis.HasErrorPrefix(err, "WRONGTYPE") || !redis.HasErrorPrefix(wrong.Err(), "WRONGTYPE") {
+		t.Fatalf("Run = %v, GET list = %v; want WRONGTYPE", err, wrong.Err())
+	}
+	var reply redis.Error
+	if dropped.Err() != pipe.ErrNoReply || errors.As(dropped.Err(), &reply) {
+		t.Fatalf("dropped GET: %v, want ErrNoReply alone", dropped.Err())
+	}
+}
+
+// dropKey is a go-redis hook that drops from pipelines the commands on its
+// key.
+type dropKey string
+
+func (h dropKey) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h dropKey) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h dropKey) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return next(ctx, slices.DeleteFunc(slices.Clone(cmds), func(cmd redis.Cmder) bool {
+			return len(cmd.Args()) > 1 && cmd.Args()[1] == string(h)
+		}))
 	}
 }

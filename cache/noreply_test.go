@@ -19,12 +19,7 @@ func TestGetManyGetDroppedByAHookFails(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
 		ctx := context.Background()
-		keys := []string{"a{1}", "b{1}", "c{1}"}
-		for _, k := range keys {
-			if err := c.Set(ctx, k, "v-"+k); err != nil {
-				t.Fatal(err)
-			}
-		}
+		keys := setOneSlot(t, c)
 		dropped := keys[1]
 		rdb.AddHook(onOurPipelines(t, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
 			return next(ctx, slices.DeleteFunc(slices.Clone(cmds), func(cmd redis.Cmder) bool {
@@ -73,12 +68,7 @@ func TestDeleteOfAKeyDroppedByAHookFails(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
 		ctx := context.Background()
-		keys := []string{"a{1}", "b{1}", "c{1}"}
-		for _, k := range keys {
-			if err := c.Set(ctx, k, "v-"+k); err != nil {
-				t.Fatal(err)
-			}
-		}
+		keys := setOneSlot(t, c)
 		dropped := c.rkey(keys[1])
 		rdb.AddHook(dropFromPipelines(func(cmd redis.Cmder) bool {
 			return cmd.Name() == "unlink" && cmd.Args()[1] == dropped
@@ -153,4 +143,17 @@ func (h *dropFirstPublish) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		return next(ctx, slices.DeleteFunc(slices.Clone(cmds), func(cmd redis.Cmder) bool { return !h.pass(cmd, true) }))
 	}
+}
+
+// setOneSlot sets three keys of one slot, each to "v-" and its name, and
+// returns them.
+func setOneSlot(t *testing.T, c *Cache[string]) []string {
+	t.Helper()
+	keys := []string{"a{1}", "b{1}", "c{1}"}
+	for _, k := range keys {
+		if err := c.Set(context.Background(), k, "v-"+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
 }

@@ -34,6 +34,7 @@ func TestReadQueuesOfDemotedMasterDropped(t *testing.T) {
 		t.Fatalf("read queues of %v before the failover; want the 3 masters", got)
 	}
 	rc.Failover(0)
+	rc.WaitViewsAgree(0) // else a slot map reloaded from a lagging node names the demoted master again
 	promoted := rc.Replicas[0].Addr
 	waitFor(t, func() bool {
 		if _, err := c.Get(ctx, onFirst, noLoad); err != nil {

@@ -22,11 +22,16 @@ func (f *Flight) add() {
 		return
 	}
 	f.mu.Lock()
+	f.addLocked()
+	f.mu.Unlock()
+}
+
+// addLocked counts one more call; f.mu is held.
+func (f *Flight) addLocked() {
 	if f.n == 0 {
 		f.idle = make(chan struct{})
 	}
 	f.n++
-	f.mu.Unlock()
 }
 
 func (f *Flight) done() {
@@ -97,10 +102,7 @@ func (f *Flight) TryGo(fn func()) bool {
 		f.mu.Unlock()
 		return false
 	}
-	if f.n == 0 {
-		f.idle = make(chan struct{})
-	}
-	f.n++
+	f.addLocked()
 	f.mu.Unlock()
 	go func() {
 		defer f.done()

@@ -209,9 +209,9 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.fallbackSem = make(chan struct{}, cfg.fallbackLoads)
 	}
 	c.closing, c.close = context.WithCancel(context.Background())
-	if err := c.readGeneration(context.Background()); err != nil {
-		// Read again once the subscription is up (Redis reachable).
-		c.report(logSubscription, "", c.redisError("", "read generation", err))
+	if err := c.syncGeneration(context.Background()); err != nil {
+		// Synced again every health interval (generation.go).
+		c.report(logGeneration, "", c.redisError("", "sync generation", err))
 	}
 	c.hub = pubsub.Acquire(rdb)
 	if cfg.local.enabled() {
@@ -223,6 +223,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	} else {
 		c.subscribe() // for the generations Clear announces (clear.go)
 	}
+	c.goBackground(c.runGenerationSync)
 	return c, nil
 }
 

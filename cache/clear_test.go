@@ -80,7 +80,7 @@ func TestClearEmptiesEveryInstance(t *testing.T) {
 			t.Fatalf("the clearing instance got %q after Clear", v)
 		}
 		for name, ch := range map[string]<-chan uint64{"local tier": bGen, "no local tier": nGen} {
-			awaitGeneration(t, ch, 1)
+			awaitGeneration(t, ch, a.gen.Load())
 			t.Logf("instance with %s switched %v after Clear returned (bound %v)", name, time.Since(cleared), testHealthBound())
 		}
 		if time.Since(cleared) > testHealthBound()+staleSlack {
@@ -104,7 +104,7 @@ func TestClearEmptiesEveryInstance(t *testing.T) {
 		// A hash tag in the user key still routes the entry.
 		tagged := "{user42}:cart"
 		a.Set(ctx, tagged, "v")
-		rkey := wire.EntryKey(a.cfg.prefix, 1, tagged)
+		rkey := wire.EntryKey(a.cfg.prefix, a.gen.Load(), tagged)
 		if rdb.Exists(ctx, rkey).Val() != 1 {
 			t.Fatalf("%q not written", rkey)
 		}
@@ -203,7 +203,7 @@ func TestClearDuringStampede(t *testing.T) {
 		if err := a.Clear(ctx); err != nil {
 			t.Fatal(err)
 		}
-		awaitGeneration(t, bGen, 1)
+		awaitGeneration(t, bGen, a.gen.Load())
 		stampede()
 		<-loading // the second generation's load
 		close(release)

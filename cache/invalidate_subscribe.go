@@ -64,11 +64,11 @@ func (h *invalHandler[V]) Up(_ string, since time.Time) {
 	select {
 	case <-h.c.subscribed:
 		again = true
-	default: // the first Up: New read the generation (see clear.go on the gap)
+	default: // the first Up: New read the generation (the periodic sync covers the time since: generation.go)
 	}
 	h.c.subscriptionUp(since.Add(h.trust()))
 	if again {
-		h.c.rereadGeneration() // a Clear announced in the gap may have been missed (clear.go)
+		h.c.resyncGeneration() // a Clear announced in the gap may have been missed (generation.go)
 	}
 }
 

@@ -35,6 +35,7 @@ const (
 	logBreaker         logKind = "circuit breaker changed state"
 	logInvalidation    logKind = "invalidation not sent"
 	logSubscription    logKind = "invalidation subscription"
+	logGeneration      logKind = "generation sync"
 	logInvalidationBad logKind = "invalidation message unusable"
 	logObserverPanic   logKind = "observer panicked"
 	logRateLimiter     logKind = "rate limiter decided without its store"

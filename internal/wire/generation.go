@@ -11,7 +11,11 @@ import (
 //	prefix + GenerationMark + <generation, decimal> + GenerationMark + key   after a Clear
 //
 // and GenerationKeyPrefix + prefix holds the cache's generation, an integer
-// that Clear increments (INCR). Neither the mark nor the digits contain a
+// (decimal) that only grows: a new generation is above the one under the
+// key and at least the Redis server's clock in microseconds
+// (GenerationFloorLua), so it is above every generation used before even
+// after the key was lost (an INCR, as earlier versions made them, stays
+// above them too). Neither the mark nor the digits contain a
 // brace, so a hash tag in the user's key ("{user42}:cart") still decides the
 // slot on a Redis Cluster, as it does in generation 0. User keys must not
 // begin with GenerationMark: such a key of generation 0 could read as
@@ -22,6 +26,17 @@ const (
 	GenerationKeyPrefix = "cacheguard:generation:"
 	GenerationMark      = "\xff"
 )
+
+// GenerationFloorLua defines the Lua function generation_floor(): the
+// Redis server's clock (TIME) in microseconds, the least generation a
+// script makes. It stays below 2^53, where Lua numbers are exact, until the
+// year 2255.
+const GenerationFloorLua = `
+local function generation_floor()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+`
 
 // GenerationKey is the key holding the generation of the cache of prefix.
 func GenerationKey(prefix string) string { return GenerationKeyPrefix + prefix }

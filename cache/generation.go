@@ -1,0 +1,127 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/wire"
+	"github.com/redis/go-redis/v9"
+)
+
+// The generation in Redis, and what happens when Redis forgets it.
+//
+// Generations are never reused: a new one (Clear, or a key found lost) is
+// above the one under the key, above the caller's own and at least the
+// Redis server's clock in microseconds (wire.GenerationFloorLua), so it is
+// above every generation any instance used before, even when the key was
+// lost since (FLUSHALL, a restart without persistence, a failover to a
+// replica that never saw it), as long as the clock of the server that
+// makes it is not behind the clock of the one that made the last.
+//
+// Every instance also syncs with the key: at New, after a subscription gap
+// and every health interval (WithInvalidationHealthCheck), one script
+// (syncScript, one EVALSHA) sends the instance's generation and replies the
+// key's, which the instance moves to if it is newer: so an instance that
+// cannot hear the invalidation channel (its subscription down, or refused
+// to a user without channel permission) still learns a Clear within the
+// health bound H (interval + timeout). If the key is missing, or lower than
+// the instance's own generation, while the instance has one (Redis forgot
+// a Clear), the script makes a new generation, as a Clear would, and the
+// instance announces it: instances that disagreed (one at the generation
+// before, one started after the key was lost) each wrote under their own
+// generation, and a Delete of one did not reach what the other reads; in
+// the new generation neither reads what anyone wrote before. Redis lost
+// those entries with the key, mostly, so it costs little more than what
+// Redis lost (a key evicted alone, by an allkeys eviction policy, or a
+// cluster master flushed alone, costs one reload per key, as a Clear).
+
+// generationLua defines next_generation(cur, own): a generation above cur
+// and own and at least the server clock's floor, stored under KEYS[1].
+var generationLua = wire.GenerationFloorLua + `
+local function next_generation(cur, own)
+  local g = math.max(cur + 1, own + 1, generation_floor())
+  redis.call('SET', KEYS[1], string.format('%.0f', g))
+  return g
+end
+`
+
+// clearScript moves the generation at KEYS[1] on past itself and past the
+// caller's generation ARGV[1], and replies the new one.
+var clearScript = redis.NewScript(generationLua + `
+local cur = tonumber(redis.call('GET', KEYS[1])) or 0
+return next_generation(cur, tonumber(ARGV[1]))
+`)
+
+// syncScript replies {generation, made}: the generation at KEYS[1], or a
+// new one it made (made = 1) because the key was missing or below the
+// caller's generation ARGV[1] while the caller had one.
+var syncScript = redis.NewScript(generationLua + `
+local cur = tonumber(redis.call('GET', KEYS[1])) or 0
+local own = tonumber(ARGV[1])
+if own > 0 and cur < own then
+  return {next_generation(cur, own), 1}
+end
+return {cur, 0}
+`)
+
+// syncGeneration runs syncScript and moves to its reply; a generation it
+// made is announced. If ctx ends first, the reply is applied when it comes.
+func (c *Cache[V]) syncGeneration(ctx context.Context) error {
+	own := c.gen.Load()
+	reply, err := call.Do(c.calls, ctx, c.cfg.local.healthTimeout, func(ctx context.Context) ([]int64, error) {
+		return syncScript.Run(ctx, c.rdb, []string{wire.GenerationKey(c.cfg.prefix)}, own).Int64Slice()
+	}, func(reply []int64, err error) {
+		if err == nil {
+			c.synced(c.closing, reply)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("cacheguard: sync the generation of %q: %w", c.cfg.prefix, err)
+	}
+	return c.synced(ctx, reply)
+}
+
+// synced applies syncScript's reply.
+func (c *Cache[V]) synced(ctx context.Context, reply []int64) error {
+	if len(reply) != 2 || reply[0] < 0 {
+		return fmt.Errorf("cacheguard: sync the generation of %q: unexpected reply %v", c.cfg.prefix, reply)
+	}
+	g := uint64(reply[0])
+	if reply[1] == 1 && c.setGeneration(g) {
+		c.report(logGeneration, "", fmt.Errorf("cacheguard: the generation of %q was lost in Redis (FLUSHALL, restart, failover): the cache moved to a new generation %d, as on a Clear", c.cfg.prefix, g))
+		c.publish(ctx, []string{wire.GenerationAnnouncement(g)})
+		return nil
+	}
+	c.setGeneration(g)
+	return nil
+}
+
+// resyncGeneration syncs the generation in the background after a
+// subscription gap, in which an announcement may have been lost.
+func (c *Cache[V]) resyncGeneration() {
+	c.goBackground(func() { c.syncGenerationReported() })
+}
+
+// syncGenerationReported is syncGeneration with its error reported.
+func (c *Cache[V]) syncGenerationReported() {
+	if err := c.syncGeneration(c.closing); err != nil && c.closing.Err() == nil {
+		c.report(logGeneration, "", c.redisError("", "sync generation", err))
+	}
+}
+
+// runGenerationSync syncs the generation every health interval until
+// Close.
+func (c *Cache[V]) runGenerationSync() {
+	t := time.NewTicker(c.cfg.local.healthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closing.Done():
+			return
+		case <-t.C:
+			c.syncGenerationReported()
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package hotkey
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -94,5 +95,39 @@ func TestFleetReadsTheServerClock(t *testing.T) {
 					win, lo, hi, before.Add(-behind).UnixNano()/int64(time.Minute))
 			}
 		})
+	}
+}
+
+// A detector that cannot read the server's clock reports the failure, asks
+// again at most once a window of its own clock, and detects locally.
+func TestFleetServerClockUnreachable(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { rdb.Close() })
+	srv.Kill()
+	var errs []error
+	d, err := New(withTicks(make(chan time.Time)), WithWindow(time.Hour), WithTick(time.Minute), WithMinCount(10),
+		WithFleet(rdb, "unreachable"), WithErrorHandler(func(err error) { errs = append(errs, err) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for range 3 {
+		for range 20 {
+			d.Record("mine")
+		}
+		d.Tick()
+	}
+	st := d.Stats()
+	if len(errs) == 0 || !errors.Is(errs[0], ErrFleet) || st.FleetErrors != uint64(len(errs)) {
+		t.Fatalf("errors %v, stats %+v", errs, st)
+	}
+	// Three ticks within seconds cross at most one boundary of an hour's
+	// window: at most two tries.
+	if len(errs) > 2 {
+		t.Fatalf("%d tries within seconds, want one a window: %v", len(errs), errs)
+	}
+	if !d.IsHot("mine") {
+		t.Fatal("local detection stopped with the server's clock unreachable")
 	}
 }

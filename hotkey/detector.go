@@ -59,8 +59,11 @@ type Detector struct {
 	nPromoted, nDemoted atomic.Uint64 // see Stats (stats.go)
 
 	// The fleet view (fleet.go), written under tickMu.
-	fleetWin                      int64   // window of the last exchange
-	fleetView                     []Entry // keys hot across the fleet, largest first
+	fleetWin                      int64         // window of the last exchange, by the fleet's clock
+	fleetOffset                   time.Duration // the fleet's clock minus the detector's (fleetclock.go)
+	fleetSynced                   bool          // fleetOffset is known
+	fleetTry                      int64         // window of the detector's clock of the last try to learn it
+	fleetView                     []Entry       // keys hot across the fleet, largest first
 	nFleetExchanges, nFleetErrors atomic.Uint64
 	nFleetHot                     atomic.Int64
 	ctx                           context.Context // ends at Close: bounds exchanges

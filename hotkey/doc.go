@@ -58,5 +58,8 @@
 //
 // With WithFleet, detectors of one group add their counts up in Redis once
 // per window and each promotes the keys hot across the group as well as its
-// own (fleet.go).
+// own (fleet.go). The fleet's windows are numbered by the Redis server's
+// clock, read at each exchange, so instances whose clocks disagree still add
+// to and read the same windows (fleetclock.go); with WithClock, by the given
+// clock.
 package hotkey

@@ -21,13 +21,15 @@ import (
 // up in Redis and promote what is hot across the group.
 //
 // Time is cut into windows of the detector's length, numbered from the Unix
-// epoch, so every instance agrees on the number of a window without talking.
-// At the first tick of each window an instance sends one pipeline (one round
-// trip): it adds the counts of its k largest candidates (its view of the
-// window that just ended) to that window's sorted set with ZINCRBY, adds its
-// total to the window's total, sets both to expire after three windows, and
-// reads back the members over the minimum count of that window and of the one
-// before, with both totals. The window that just ended is still filling as
+// epoch by the Redis server's clock (fleetclock.go), so every instance agrees
+// on the number of a window and on when it starts, within a tick, however far
+// its own clock is off. At the first tick of each window an instance sends
+// one pipeline (one round trip): it adds the counts of its k largest
+// candidates (its view of the window that just ended) to that window's sorted
+// set with ZINCRBY, adds its total to the window's total, sets both to expire
+// after three windows, reads back the members over the minimum count of that
+// window and of the one before, with both totals, and reads the server's
+// clock. The window that just ended is still filling as
 // other instances report; the one before is complete. A key is hot in the
 // fleet when either meets the thresholds (minimum count, minimum share of
 // that window's total) with the sum of all instances' counts; its count is
@@ -90,7 +92,7 @@ func WithErrorHandler(fn func(error)) Option {
 
 // fleetWindows is how many windows a group's keys live after their last
 // write: the window being filled, the complete one read with it, and one of
-// slack for clocks that disagree.
+// slack for exchanges a tick (or a slow round trip) late.
 const fleetWindows = 3
 
 // fleetTimeout bounds an exchange, which runs on the ticking goroutine once
@@ -107,8 +109,21 @@ func (d *Detector) fleetTick(now time.Time, entries []Entry, total uint64) {
 	if d.cfg.fleet == nil {
 		return
 	}
-	win := now.UnixNano() / int64(d.cfg.window)
-	if win == d.fleetWin {
+	if !d.fleetSynced {
+		// Until it knows the fleet's clock, the detector asks for it at
+		// most once a window of its own clock (fleetclock.go).
+		if own := now.UnixNano() / int64(d.cfg.window); own != d.fleetTry {
+			d.fleetTry = own
+			if err := d.syncFleetClock(); err != nil {
+				d.fleetFailed(err)
+			}
+		}
+		if !d.fleetSynced {
+			return
+		}
+	}
+	win := now.Add(d.fleetOffset).UnixNano() / int64(d.cfg.window)
+	if win <= d.fleetWin {
 		return
 	}
 	if d.fleetWin == 0 {
@@ -118,21 +133,29 @@ func (d *Detector) fleetTick(now time.Time, entries []Entry, total uint64) {
 	}
 	d.fleetWin = win
 	view, err := d.exchange(win-1, entries, total)
-	if d.ctx.Err() != nil {
-		return // closing: not a failure of Redis
-	}
-	d.nFleetExchanges.Add(1)
 	if err != nil {
-		d.nFleetErrors.Add(1)
-		d.fleetView = d.fleetView[:0]
-		d.nFleetHot.Store(0)
-		if d.cfg.onError != nil {
-			d.cfg.onError(err)
-		}
+		d.fleetFailed(err)
 		return
 	}
+	d.nFleetExchanges.Add(1)
 	d.fleetView = view
 	d.nFleetHot.Store(int64(len(view)))
+}
+
+// fleetFailed drops the fleet's keys after a failed exchange, counts the
+// failure and reports it, unless the detector is closing (not a failure of
+// Redis).
+func (d *Detector) fleetFailed(err error) {
+	if d.ctx.Err() != nil {
+		return
+	}
+	d.nFleetExchanges.Add(1)
+	d.nFleetErrors.Add(1)
+	d.fleetView = d.fleetView[:0]
+	d.nFleetHot.Store(0)
+	if d.cfg.onError != nil {
+		d.cfg.onError(err)
+	}
 }
 
 // exchange adds this instance's largest counts to window win and reads back
@@ -155,7 +178,12 @@ func (d *Detector) exchange(win int64, entries []Entry, total uint64) ([]Entry, 
 	}
 	var sets [2]*redis.ZSliceCmd
 	var tots [2]*redis.StringCmd
+	var readTime func() (time.Time, error)
+	before := d.cfg.now()
 	_, err := pipe.Run(ctx, d.cfg.fleet.rdb.Pipeline(), func(p redis.Pipeliner) error {
+		if d.serverClock() {
+			readTime = d.queueTime(ctx, p, set)
+		}
 		for _, e := range mine {
 			if e.Count > 0 {
 				p.ZIncrBy(ctx, set, float64(e.Count*s), e.Key)
@@ -170,8 +198,16 @@ func (d *Detector) exchange(win int64, entries []Entry, total uint64) ([]Entry, 
 		tots[0], tots[1] = p.Get(ctx, tot), p.Get(ctx, prevTot)
 		return nil
 	})
+	after := d.cfg.now()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("%w: group %q: %w", ErrFleet, d.cfg.fleet.group, err)
+	}
+	if readTime != nil {
+		server, err := readTime()
+		if err != nil {
+			return nil, fmt.Errorf("%w: group %q: server time: %w", ErrFleet, d.cfg.fleet.group, err)
+		}
+		d.learnOffset(server, before, after)
 	}
 	counts := map[string]uint64{}
 	for i := range sets {

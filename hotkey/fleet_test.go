@@ -38,9 +38,17 @@ const (
 // i-th, or nil for one without the fleet view.
 func newFleetRig(t *testing.T, n int, client func(i int) redis.UniversalClient, opts ...Option) *fleetRig {
 	t.Helper()
+	return newSkewedFleetRig(t, n, client, func(int) time.Duration { return 0 }, opts...)
+}
+
+// newSkewedFleetRig is newFleetRig with the i-th detector's clock skew(i)
+// ahead of the rig's clock, which stands for the Redis server's.
+func newSkewedFleetRig(t *testing.T, n int, client func(i int) redis.UniversalClient, skew func(i int) time.Duration, opts ...Option) *fleetRig {
+	t.Helper()
 	r := &fleetRig{clk: newFakeClock(), bg: keyNames(5000), rng: rand.New(rand.NewPCG(1, 2))}
 	for i := range n {
-		o := append([]Option{WithClock(r.clk.Now), withShards(8), WithWindow(fleetWindow),
+		local := func() time.Time { return r.clk.Now().Add(skew(i)) }
+		o := append([]Option{WithClock(local), withServerClock(r.clk.Now), withShards(8), WithWindow(fleetWindow),
 			WithTick(fleetTick), WithMinCount(fleetMinCount)}, opts...)
 		if rdb := client(i); rdb != nil {
 			o = append(o, WithFleet(rdb, "svc"))

@@ -30,6 +30,7 @@ type config struct {
 	err       error
 	tickSrc   <-chan time.Time  // test hook: replaces the time.Ticker
 	tickStep  func(step string) // test hook: called between the steps of a tick
+	serverNow func() time.Time  // test hook: the fleet's server clock, in place of TIME
 	manualClk bool              // WithClock was given
 	fleet     *fleetConfig      // WithFleet (fleet.go)
 	onError   func(error)       // WithErrorHandler
@@ -147,7 +148,10 @@ func WithSampling(n int) Option {
 
 // WithClock replaces time.Now as the detector's clock, and hands the ticking to
 // the caller: New starts no goroutine, and the caller calls Tick after moving
-// the clock. Tick retires as many ticks as the clock says have passed.
+// the clock. Tick retires as many ticks as the clock says have passed. With
+// WithFleet the given clock also numbers the fleet's windows in place of the
+// Redis server's, so the detectors of one group must be given clocks that
+// agree.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) {
 		if now == nil {
@@ -239,4 +243,11 @@ func withTicks(ch <-chan time.Time) Option {
 // it (idle.go).
 func withTickSteps(fn func(step string)) Option {
 	return func(c *config) { c.tickStep = fn }
+}
+
+// withServerClock makes the fleet read the Redis server's clock from now
+// instead of TIME, with or without WithClock, so tests can give detectors
+// skewed clocks around a server clock that moves with theirs.
+func withServerClock(now func() time.Time) Option {
+	return func(c *config) { c.serverNow = now }
 }

@@ -8,7 +8,8 @@ type Stats struct {
 	Demoted  uint64 // keys that stopped being hot
 	Hot      int    // keys hot at the last tick
 
-	// With WithFleet (fleet.go):
+	// With WithFleet (fleet.go). A failed reading of the server's clock
+	// before a detector's first exchange counts as a failed exchange.
 	FleetExchanges uint64 // exchanges with the group's counts in Redis
 	FleetErrors    uint64 // of those, failed ones (each reported to WithErrorHandler)
 	FleetHot       int    // keys hot across the fleet at the last exchange

@@ -9,7 +9,6 @@ require (
 	github.com/cacheguard/cacheguard v0.0.0-00010101000000-000000000000
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
-	golang.org/x/time v0.16.0
 )
 
 require (

@@ -3,10 +3,10 @@ package ratelimit
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
-	"golang.org/x/time/rate"
 )
 
 // ErrInvalidOption is returned by New, wrapped with the reason, for an option
@@ -49,8 +49,52 @@ func (l Limit) shared() redis_rate.Limit {
 	return redis_rate.Limit{Rate: l.Rate, Period: l.Per, Burst: l.burst()}
 }
 
-// share returns a token bucket holding 1/n of l (at least one token of burst).
-func (l Limit) share(n int) *rate.Limiter {
-	per := float64(l.Rate) / float64(n) / l.Per.Seconds()
-	return rate.NewLimiter(rate.Limit(per), max(1, l.burst()/n))
+// share returns the local bucket of an instance holding 1/n of l (see
+// bucket). Its start is its share of the burst, never more, so that n
+// buckets starting together admit no more than the shared limiter would:
+// b + r·t in the t after they start. A share of the burst under one token
+// starts lower by a random fraction of a token, up to a whole one (still
+// never above the share), so that the fleet's buckets reach their whole
+// tokens at moments spread over the time a bucket takes to gain one, rather
+// than all at once.
+func (l Limit) share(n int, now time.Time) *bucket {
+	start := float64(l.burst()) / float64(n)
+	if start < 1 {
+		start -= rand.Float64()
+	}
+	return &bucket{
+		tokens:   start,
+		start:    start,
+		capacity: max(1, float64(l.burst())/float64(n)),
+		rate:     float64(l.Rate) / float64(n) / l.Per.Seconds(),
+		at:       now,
+	}
+}
+
+// bucket is a token bucket of fractional tokens: it gains rate tokens a
+// second up to capacity, and admits an operation when it holds a whole
+// token. Its capacity is its share of the burst, or one token when the share
+// is less (it could never admit otherwise).
+type bucket struct {
+	tokens, start, capacity, rate float64
+	at                            time.Time // when tokens was last brought up to date
+	outage                        uint64    // the limiter's outage in which it last decided
+}
+
+// fill brings the bucket's tokens up to now.
+func (b *bucket) fill(now time.Time) {
+	if d := now.Sub(b.at); d > 0 {
+		b.tokens = min(b.capacity, b.tokens+d.Seconds()*b.rate)
+		b.at = now
+	}
+}
+
+// allow admits one operation at now, or refuses it.
+func (b *bucket) allow(now time.Time) bool {
+	b.fill(now)
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cacheguard/cacheguard/cache"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/time/rate"
 )
 
 // Limiter is a cache.KeyLimiter shared by every instance through Redis, with
@@ -22,9 +20,11 @@ type Limiter struct {
 	gcra   *redis_rate.Limiter // nil: local budgets only
 	share  int                 // each instance's share of a budget while local: 1/share
 	downTo atomic.Int64        // unix nanos: until then the local buckets decide alone
+	outage atomic.Uint64       // outages so far: a bucket last used in an older one is cut to its start
+	down   atomic.Bool         // the last Redis call failed: an outage is under way
 
 	mu    sync.Mutex
-	local map[localKey]*rate.Limiter
+	local map[localKey]*bucket
 
 	allowed, limited, storeErrors, localDecisions atomic.Uint64
 }
@@ -50,7 +50,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Limiter, error) {
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	l := &Limiter{cfg: cfg, share: 1, local: map[localKey]*rate.Limiter{}}
+	l := &Limiter{cfg: cfg, share: 1, local: map[localKey]*bucket{}}
 	if rdb != nil {
 		l.gcra = redis_rate.NewLimiter(rdb)
 		l.share = cfg.instances
@@ -83,16 +83,22 @@ func (l *Limiter) Allow(ctx context.Context, op cache.LimitOp, key string) (bool
 		return true, nil
 	}
 	var storeErr error
-	if l.gcra != nil && time.Now().UnixNano() >= l.downTo.Load() {
+	if l.gcra != nil && l.cfg.now().UnixNano() >= l.downTo.Load() {
 		ok, err := l.allowShared(ctx, op, key, lim)
 		if err == nil {
+			if l.down.Load() { // the outage is over
+				l.down.Store(false)
+			}
 			return l.count(ok), nil
 		}
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
 		l.storeErrors.Add(1)
-		l.downTo.Store(time.Now().Add(l.cfg.retryAfter).UnixNano())
+		if !l.down.Swap(true) {
+			l.outage.Add(1) // Redis answered before this failure: a new outage
+		}
+		l.downTo.Store(l.cfg.now().Add(l.cfg.retryAfter).UnixNano())
 		storeErr = fmt.Errorf("%w: %s of %q: %w", ErrStore, op, key, err)
 	}
 	if l.gcra != nil {
@@ -111,19 +117,29 @@ func (l *Limiter) allowShared(ctx context.Context, op cache.LimitOp, key string,
 	return res.Allowed > 0, nil
 }
 
+// allowLocal decides by key's local bucket. A bucket last used before the
+// outage under way is cut to at most its start: between outages it fills up
+// to its capacity, which may be a whole token where the share is a tenth,
+// and twenty instances starting an outage with a token each would open the
+// gate the share narrows.
 func (l *Limiter) allowLocal(op cache.LimitOp, key string, lim Limit) bool {
 	k := localKey{op, key}
+	now, outage := l.cfg.now(), l.outage.Load()
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	b := l.local[k]
 	if b == nil {
 		if len(l.local) >= l.cfg.maxKeys {
-			clear(l.local) // bounded memory: dropped buckets start full
+			clear(l.local) // bounded memory: dropped buckets start again
 		}
-		b = lim.share(l.share)
+		b = lim.share(l.share, now)
 		l.local[k] = b
+	} else if b.outage != outage {
+		b.fill(now)
+		b.tokens = min(b.tokens, b.start)
 	}
-	l.mu.Unlock()
-	return b.Allow()
+	b.outage = outage
+	return b.allow(now)
 }
 
 func (l *Limiter) count(ok bool) bool {

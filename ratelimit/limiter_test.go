@@ -176,14 +176,14 @@ func TestLocalShareWhileRedisIsDown(t *testing.T) {
 	}
 	srv.Kill()
 	hammer(t, ps, 1500*time.Millisecond)
-	share := float64(loadRate) / processes
+	share, burst := float64(loadRate)/processes, float64(loadBurst)/processes
 	for i, p := range ps {
 		busiest := p.loads.busiestSecond()
 		st := p.lim.Stats()
-		t.Logf("process %d: %d reads, %d loads, at most %d in one second (share %.1f + %d), %+v",
-			i, p.reads.Load(), p.loads.total(), busiest, share, loadBurst/processes, st)
-		if float64(busiest) > share+loadBurst/processes+2 {
-			t.Errorf("process %d: %d loads within one second, share %.1f + burst %d", i, busiest, share, loadBurst/processes)
+		t.Logf("process %d: %d reads, %d loads, at most %d in one second (share %.1f + %.1f), %+v",
+			i, p.reads.Load(), p.loads.total(), busiest, share, burst, st)
+		if float64(busiest) > share+burst+2 {
+			t.Errorf("process %d: %d loads within one second, share %.1f + burst %.1f", i, busiest, share, burst)
 		}
 		if p.loads.total() == 0 || st.LocalDecisions == 0 || st.StoreErrors == 0 || p.errs.Load() == 0 {
 			t.Errorf("process %d: %d loads, %d reported errors, stats %+v", i, p.loads.total(), p.errs.Load(), st)

@@ -18,11 +18,12 @@ type config struct {
 	retryAfter   time.Duration
 	maxKeys      int
 	err          error
+	now          func() time.Time // test hook: the limiter's clock (time.Now)
 }
 
 func defaultConfig() config {
 	return config{prefix: wire.RateLimitPrefix, instances: 1, timeout: 100 * time.Millisecond,
-		retryAfter: time.Second, maxKeys: 100_000}
+		retryAfter: time.Second, maxKeys: 100_000, now: time.Now}
 }
 
 func (c *config) fail(format string, args ...any) {
@@ -52,8 +53,11 @@ func WithLoads(l Limit) Option {
 }
 
 // WithInstances says how many instances share the budgets, so that each
-// takes 1/n of them while Redis fails (default 1). Without a Redis client it
-// is ignored: each instance has the whole budget.
+// takes 1/n of their rate and burst while Redis fails (default 1: each takes
+// the whole budget, and n instances admit n times it). Set it to the largest
+// number of instances that may run: a share is never learned from Redis or
+// the other instances. Without a Redis client it is ignored: each instance
+// has the whole budget.
 func WithInstances(n int) Option {
 	return func(c *config) {
 		if n < 1 {
@@ -100,7 +104,8 @@ func WithRetryAfter(d time.Duration) Option {
 	}
 }
 
-// WithMaxKeys bounds the number of local buckets (default 100,000).
+// WithMaxKeys bounds the number of local buckets (default 100,000); past
+// the bound they are dropped and start again from their share.
 func WithMaxKeys(n int) Option {
 	return func(c *config) {
 		if n < 1 {
@@ -109,4 +114,10 @@ func WithMaxKeys(n int) Option {
 		}
 		c.maxKeys = n
 	}
+}
+
+// withClock replaces time.Now as the limiter's clock, so tests can run an
+// outage of minutes without sleeping.
+func withClock(now func() time.Time) Option {
+	return func(c *config) { c.now = now }
 }

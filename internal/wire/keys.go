@@ -281,8 +281,8 @@ func ParseBloomConfig(s string) (m, k uint64, ready, ok bool) {
 }
 
 // Fleet hot keys. The detectors of one group add their counts of a window
-// (numbered from the Unix epoch) to one sorted set and its total, under the
-// group as hash tag: one Cluster slot per group.
+// (numbered from the Unix epoch by the Redis server's clock) to one sorted
+// set and its total, under the group as hash tag: one Cluster slot per group.
 const fleetPrefix = "cacheguard:hotkey:"
 
 // FleetKeys returns the sorted set and the total of group's window.

@@ -14,7 +14,9 @@ import (
 // The rule for what the func returns:
 //
 //   - d > 0 (at most the century every TTL option is bounded by): the
-//     value is cached for d, jittered.
+//     value is cached for d, jittered, in whole milliseconds and for at
+//     least 1 ms (the floor of every expiry written to Redis: a d or a
+//     jittered TTL under it is rounded up to it, jitter or not).
 //   - 0: the value is not cached. Get and GetMany return it (the fill's
 //     lease is released, the local tier does not keep it); Set and
 //     SetVersioned remove the key's entry instead of writing it (a

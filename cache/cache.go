@@ -262,7 +262,7 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	_, err = boundedWrite(c, ctx, []string{key}, func(ctx context.Context) (struct{}, error) {
 		// Through the queue of the key's node: a burst of Sets shares
 		// round trips (readbatch.go).
-		_, err := c.runScripts(ctx, []scriptCall{{setKeepingVersionScript, []string{c.rkey(key)}, []any{env, ttl.Milliseconds()}}})
+		_, err := c.runScripts(ctx, []scriptCall{{setKeepingVersionScript, []string{c.rkey(key)}, []any{env, px(ttl)}}})
 		return struct{}{}, err
 	}, nil)
 	err = callerErr(ctx, err)

@@ -34,7 +34,8 @@ func (c *Cache[V]) uncacheable(key string, err error) {
 }
 
 // entry builds the envelope for payload (or for an absence, null) with its
-// jittered TTL: the value TTL, or the null TTL for an absence.
+// jittered TTL: the value TTL, or the null TTL for an absence, floored as
+// every expiry written to Redis is (redisTTL).
 func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload []byte) ([]byte, time.Duration) {
 	return c.taggedEntry(null, version, delta, payload, c.cfg.ttl, nil, time.Time{})
 }
@@ -52,6 +53,7 @@ func (c *Cache[V]) taggedEntry(null bool, version uint64, delta time.Duration, p
 	if null {
 		ttl, flags = jittered(c.cfg.nullTTL, c.cfg.jitter), wire.FlagNull
 	}
+	ttl = redisTTL(ttl) // the envelope's expiry is the one Redis keeps
 	payload, flags = c.compress(payload, flags)
 	if len(tags) == 0 {
 		c.observedSize("write", wire.HeaderSize+len(payload))

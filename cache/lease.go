@@ -138,7 +138,7 @@ func newLease(key string) (lease, error) {
 
 // acquireCmd is l's attempt, SET key placeholder NX GET PX ttl, not sent yet.
 func (l lease) acquireCmd(ctx context.Context, ttl time.Duration) *redis.StatusCmd {
-	return redis.NewStatusCmd(ctx, "set", l.key, l.ph, "px", max(ttl.Milliseconds(), 1), "nx", "get")
+	return redis.NewStatusCmd(ctx, "set", l.key, l.ph, "px", px(ttl), "nx", "get")
 }
 
 // acquire sends the attempts of leases, putting each reply in acq; it
@@ -162,13 +162,13 @@ func (c *Cache[V]) acquire(ctx context.Context, leases []lease, acq []*redis.Sta
 
 // takeOver replaces foreign bytes under the key with our placeholder.
 func (l lease) takeOver(ctx context.Context, rdb redis.UniversalClient, foreign []byte, ttl time.Duration) (bool, error) {
-	n, err := swapScript.Run(ctx, rdb, []string{l.key}, foreign, l.ph, ttl.Milliseconds()).Int()
+	n, err := swapScript.Run(ctx, rdb, []string{l.key}, foreign, l.ph, px(ttl)).Int()
 	return n == 1, err
 }
 
 // takeOverType takes a key holding another Redis type.
 func (l lease) takeOverType(ctx context.Context, rdb redis.UniversalClient, ttl time.Duration) (bool, error) {
-	n, err := typeTakeOverScript.Run(ctx, rdb, []string{l.key}, l.ph, ttl.Milliseconds()).Int()
+	n, err := typeTakeOverScript.Run(ctx, rdb, []string{l.key}, l.ph, px(ttl)).Int()
 	return n == 1, err
 }
 
@@ -231,7 +231,7 @@ func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan st
 		}
 		calls := make([]scriptCall, len(leases))
 		for i, l := range leases {
-			calls[i] = scriptCall{extendScript, []string{l.key}, []any{l.ph, c.cfg.lease.Milliseconds()}}
+			calls[i] = scriptCall{extendScript, []string{l.key}, []any{l.ph, px(c.cfg.lease)}}
 		}
 		cmds, err := call.Do(bound, ctx, period, func(ctx context.Context) ([]*redis.Cmd, error) {
 			return runScripts(ctx, c.rdb, calls)

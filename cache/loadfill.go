@@ -99,7 +99,7 @@ func (c *Cache[V]) healMany(ctx context.Context, pending []string, leases []leas
 	calls := make([]scriptCall, len(idx))
 	for j, i := range idx {
 		prev, _ := acq[i].Bytes()
-		calls[j] = scriptCall{healScript, []string{leases[i].key}, []any{prev, leases[i].ph, c.cfg.lease.Milliseconds()}}
+		calls[j] = scriptCall{healScript, []string{leases[i].key}, []any{prev, leases[i].ph, px(c.cfg.lease)}}
 	}
 	cmds, err := c.runScripts(ctx, calls)
 	healed := map[string]lease{}

@@ -103,7 +103,7 @@ func WithLocalStore[V any](s LocalStore[V]) Option {
 // invalidation message is lost.
 func WithLocalTTL(ttl time.Duration) Option {
 	return func(c *config) {
-		c.checkTTL("local TTL", ttl)
+		c.checkTTL("local TTL", ttl, 0) // kept in memory: any positive TTL
 		c.local.ttl = ttl
 	}
 }

@@ -91,7 +91,7 @@ type notifyTarget struct {
 }
 
 func (l lease) fillArgs(value []byte, ttl time.Duration) []any {
-	return []any{l.ph, value, ttl.Milliseconds(), l.notify.cmd, l.notify.channel}
+	return []any{l.ph, value, px(ttl), l.notify.cmd, l.notify.channel}
 }
 
 func (l lease) releaseArgs() []any { return []any{l.ph, l.notify.cmd, l.notify.channel} }

@@ -71,11 +71,15 @@ func defaultConfig() config {
 // milliseconds of an envelope's expiry. A century is "forever" for a cache.
 const maxTTL = 100 * 365 * 24 * time.Hour
 
-// checkTTL rejects a TTL-like option that is not positive or too long.
-func (c *config) checkTTL(what string, d time.Duration) {
+// checkTTL rejects a TTL-like option that is not positive, under least or
+// too long. A TTL written to Redis must be at least minTTL (jitter.go); one
+// kept in memory only, just positive.
+func (c *config) checkTTL(what string, d, least time.Duration) {
 	switch {
 	case d <= 0:
 		c.invalid("%s %v must be positive", what, d)
+	case d < least:
+		c.invalid("%s %v is under %v, the shortest expiry Redis keeps", what, d, least)
 	case d > maxTTL:
 		c.invalid("%s %v is longer than %v: it would overflow once jittered", what, d, maxTTL)
 	}
@@ -90,10 +94,12 @@ func (c *config) invalid(format string, args ...any) {
 func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
 // WithTTL sets how long a value stays cached (default 10 minutes), before
-// jitter.
+// jitter. It must be at least 1 ms: Redis keeps expiries in whole
+// milliseconds, and every TTL written to it, jittered or chosen by
+// WithTTLFunc, is cut to whole milliseconds and raised to 1 ms if shorter.
 func WithTTL(ttl time.Duration) Option {
 	return func(c *config) {
-		c.checkTTL("TTL", ttl)
+		c.checkTTL("TTL", ttl, minTTL)
 		c.ttl = ttl
 	}
 }
@@ -112,10 +118,10 @@ func WithJitter(f float64) Option {
 
 // WithNullTTL sets how long an absence (the loader returned ErrNotFound) is
 // cached, jittered like values (default 1 minute, or the TTL if shorter). It
-// must not exceed the TTL.
+// must be at least 1 ms (as WithTTL) and must not exceed the TTL.
 func WithNullTTL(ttl time.Duration) Option {
 	return func(c *config) {
-		c.checkTTL("null TTL", ttl)
+		c.checkTTL("null TTL", ttl, minTTL)
 		c.nullTTL, c.nullTTLSet = ttl, true
 	}
 }

@@ -42,11 +42,16 @@ return 0
 `)
 
 // refreshFillScript replaces the entry with ARGV[2] (PX ARGV[3]) if its header
-// is still ARGV[1].
+// is still ARGV[1]; an empty ARGV[2] (a value not to be cached, over an
+// entry without a version) removes the entry instead.
 var refreshFillScript = redis.NewScript(wire.Lua + `
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, HEADER_SIZE) == ARGV[1] then
-	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+	if ARGV[2] == '' then
+		redis.call('UNLINK', KEYS[1])
+	else
+		redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+	end
 	return 1
 end
 return 0
@@ -126,7 +131,8 @@ func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envel
 	return done
 }
 
-// refreshed is the outcome of a refresh: the value it installed, if landed.
+// refreshed is the outcome of a refresh: the value it installed, if landed
+// (or, for a value not to be cached, the value whose entry it removed).
 type refreshed[V any] struct {
 	r      result[V]
 	landed bool
@@ -159,7 +165,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	null := errors.Is(err, ErrNotFound)
 	var payload []byte
 	var tags []string
-	base := c.cfg.ttl
+	base, cacheable := c.cfg.ttl, true
 	switch {
 	case null:
 	case err != nil:
@@ -169,9 +175,8 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 		c.report(logRefreshFailed, key, err)
 		return out
 	default:
-		var ok bool
-		if base, ok = c.valueTTL(key, v); !ok {
-			return out // the entry is left to expire (ttlfunc.go)
+		if base, cacheable = c.valueTTL(key, v); !cacheable {
+			break // the entry goes (ttlfunc.go)
 		}
 		if payload, tags, err = c.encodeTagged(key, v); err != nil {
 			c.uncacheable(key, err)
@@ -180,8 +185,16 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	}
 	// Keep the replaced entry's version, so that a versioned write older
 	// than it is still refused after the refresh.
-	env, ttl := c.taggedEntry(null, binary.BigEndian.Uint64(header[4:12]), delta, payload, base, tags, created)
-	n, err := refreshFillScript.Run(ctx, c.rdb, []string{rkey}, marked, env, ttl.Milliseconds()).Int()
+	version := binary.BigEndian.Uint64(header[4:12])
+	var env []byte
+	var ttl time.Duration
+	switch {
+	case cacheable:
+		env, ttl = c.taggedEntry(null, version, delta, payload, base, tags, created)
+	case version != 0: // a version tombstone, as SetVersioned leaves
+		env, ttl = wire.AppendTombstone(nil, version), c.cfg.nullTTL
+	} // else env stays empty: the entry is removed, as Set does
+	n, err := refreshFillScript.Run(ctx, c.rdb, []string{rkey}, marked, env, px(ttl)).Int()
 	if err != nil {
 		c.report(logRefreshFailed, key, c.redisError(key, "refresh fill", err))
 		return out
@@ -191,6 +204,9 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	}
 	if c.hooks != nil && c.hooks.onFill != nil {
 		c.hooks.onFill(key, n == 1)
+	}
+	if !cacheable { // served, not cached: kept out of the local tier too
+		return refreshed[V]{r: result[V]{v: v, noLocal: true}, landed: n == 1}
 	}
 	return refreshed[V]{r: result[V]{v: v, null: null, size: len(env)}, landed: n == 1}
 }

@@ -13,7 +13,9 @@ import (
 //   - an entry read from Redis that is due for a reload (stale after
 //     MarkStale, or picked for an early refresh) is reloaded by the Get
 //     that found it, which waits up to d for the refresh to land and
-//     returns the refreshed value, or the entry it read;
+//     returns the refreshed value, or the entry it read; a reloaded value
+//     not to be cached (WithTTLFunc answered 0) removes the entry instead
+//     of replacing it and is returned all the same (ttlfunc.go);
 //   - a Get whose local tier holds an expired entry still within its stale
 //     bound (WithLocalStale), and whose read goes on to a fill, waits up to
 //     d for the fill and returns the expired entry past it.
@@ -41,7 +43,8 @@ func WithSoftLoadTimeout(d time.Duration) Option {
 
 // refreshSoft runs, under WithSoftLoadTimeout, the refresh a hit res calls
 // for and waits for it up to the soft timeout: it returns the refreshed
-// value if it landed in time, else res. ran is false without the option (the
+// value if it landed in time (a value not to be cached, once its refresh
+// removed the entry), else res. ran is false without the option (the
 // caller starts the refresh after answering, refreshAfterHit).
 func (c *Cache[V]) refreshSoft(ctx context.Context, key, rkey string, res flightResult[V], env envelope, load Loader[V]) (out flightResult[V], ran bool) {
 	if c.cfg.softLoadTimeout <= 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,4 +224,49 @@ func TestSoftLoadTimeoutBadInput(t *testing.T) {
 			t.Errorf("%d options: err %v, want ErrInvalidOption", len(opts), err)
 		}
 	}
+}
+
+// A reload that the TTL func maps to 0 is not to be cached: the Get that
+// waited for it under the soft timeout returns it, and the stale entry goes
+// (a versioned one leaves its version behind), so the next Get loads again
+// instead of being served the stale value for the whole stale bound.
+func TestSoftTimeoutReloadNotToBeCached(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		// A soft timeout never reached: the reload ends at once.
+		c := newCache[string](t, rdb, runPrefix(t), WithTTLFunc(ttlByValue),
+			WithSoftLoadTimeout(time.Minute), WithLoadTimeout(2*time.Minute))
+		var loads atomic.Int64
+		zero := func(context.Context, string) (string, error) { loads.Add(1); return "zero", nil }
+		if err := c.Set(ctx, "k", "hour"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := c.SetVersioned(ctx, "ver", "hour", 7); err != nil || !ok {
+			t.Fatalf("SetVersioned = %v, %v", ok, err)
+		}
+		if err := c.MarkStale(ctx, time.Minute, "k", "ver"); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"k", "ver"} {
+			if v, err := c.Get(ctx, k, zero); err != nil || v != "zero" {
+				t.Fatalf("%s: the Get that waited for the reload = %q, %v; want the reloaded value", k, v, err)
+			}
+			if v, err := c.Get(ctx, k, zero); err != nil || v != "zero" {
+				t.Fatalf("%s: the next Get = %q, %v; want a reload", k, v, err)
+			}
+		}
+		if n := loads.Load(); n != 4 {
+			t.Fatalf("%d loads, want 4 (nothing cached)", n)
+		}
+		if n := c.Stats().SoftTimeouts; n != 0 {
+			t.Fatalf("SoftTimeouts = %d", n)
+		}
+		// The versioned entry's version stays: an older write is refused.
+		if ok, _ := c.SetVersioned(ctx, "ver", "hour", 6); ok {
+			t.Fatal("an older version landed after the reload removed the entry")
+		}
+		if ok, err := c.SetVersioned(ctx, "ver", "hour", 8); err != nil || !ok {
+			t.Fatalf("a newer version: %v, %v", ok, err)
+		}
+	})
 }

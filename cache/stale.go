@@ -75,8 +75,8 @@ func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys .
 	if c.isClosed() {
 		return ErrClosed
 	}
-	if maxStale < time.Millisecond {
-		return fmt.Errorf("%w: maxStale %v must be at least 1ms", ErrInvalidOption, maxStale)
+	if maxStale < minTTL {
+		return fmt.Errorf("%w: maxStale %v must be at least %v", ErrInvalidOption, maxStale, minTTL)
 	}
-	return c.writeEach(ctx, "mark stale", markStaleScript, keys, maxStale.Milliseconds())
+	return c.writeEach(ctx, "mark stale", markStaleScript, keys, px(maxStale))
 }

@@ -71,7 +71,7 @@ func (c *Cache[V]) InvalidateTags(ctx context.Context, tags ...string) error {
 	// other instances learn it when the times they keep expire (the local
 	// TTL).
 	_, err = boundedWrite(c, ctx, nil, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, invalidateTagsScript.Run(ctx, c.rdb, keys, wire.FormatTagTime(now), hold.Milliseconds()).Err()
+		return struct{}{}, invalidateTagsScript.Run(ctx, c.rdb, keys, wire.FormatTagTime(now), px(hold)).Err()
 	}, func(struct{}) bool { return false })
 	err = callerErr(ctx, err)
 	done(err)

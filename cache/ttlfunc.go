@@ -14,13 +14,17 @@ import (
 // The rule for what the func returns:
 //
 //   - d > 0 (at most the century every TTL option is bounded by): the
-//     value is cached for d, jittered.
+//     value is cached for d, jittered, in whole milliseconds and for at
+//     least 1 ms (the floor of every expiry written to Redis: a d or a
+//     jittered TTL under it is rounded up to it, jitter or not).
 //   - 0: the value is not cached. Get and GetMany return it (the fill's
 //     lease is released, the local tier does not keep it); Set and
 //     SetVersioned remove the key's entry instead of writing it (a
 //     versioned write leaves a version tombstone, so older versions are
-//     still refused for the null TTL); a refresh leaves the entry it would
-//     have replaced to expire.
+//     still refused for the null TTL); a refresh (early, or of an entry
+//     marked stale) removes the entry it would have replaced in the same
+//     way, so the next Get loads again, and the Get that waits for the
+//     refresh (WithSoftLoadTimeout) returns the value.
 //   - negative, longer than the century, or a panic of the func: as 0, and
 //     reported to the error handler with an error wrapping
 //     ErrInvalidOption. Stats counts both (TTLZero, TTLInvalid).

@@ -47,14 +47,14 @@ func (c *Cache[V]) SetVersioned(ctx context.Context, key string, v V, version ui
 	}
 	base, cacheable := c.valueTTL(key, v)
 	if !cacheable { // a version tombstone: readers miss, older versions are refused (ttlfunc.go)
-		return c.runVersioned(ctx, key, version, wire.AppendTombstone(nil, version), c.cfg.nullTTL.Milliseconds())
+		return c.runVersioned(ctx, key, version, wire.AppendTombstone(nil, version), px(c.cfg.nullTTL))
 	}
 	payload, tags, err := c.encodeTagged(key, v)
 	if err != nil {
 		return false, err
 	}
 	env, ttl := c.taggedEntry(false, version, 0, payload, base, tags, c.now())
-	return c.runVersioned(ctx, key, version, env, ttl.Milliseconds())
+	return c.runVersioned(ctx, key, version, env, px(ttl))
 }
 
 // DeleteVersioned replaces the entry with a tombstone carrying version, unless
@@ -66,7 +66,7 @@ func (c *Cache[V]) DeleteVersioned(ctx context.Context, key string, version uint
 		return false, err
 	}
 	env, ttl := c.entry(true, version, 0, nil)
-	return c.runVersioned(ctx, key, version, env, ttl.Milliseconds())
+	return c.runVersioned(ctx, key, version, env, px(ttl))
 }
 
 func (c *Cache[V]) runVersioned(ctx context.Context, key string, version uint64, env []byte, ttlMS int64) (bool, error) {
@@ -117,8 +117,8 @@ func (c *Cache[V]) DeleteKeepingVersion(ctx context.Context, hold time.Duration,
 	if c.isClosed() {
 		return ErrClosed
 	}
-	if hold < time.Millisecond {
-		return fmt.Errorf("%w: tombstone hold %v must be at least 1ms", ErrInvalidOption, hold)
+	if hold < minTTL {
+		return fmt.Errorf("%w: tombstone hold %v must be at least %v", ErrInvalidOption, hold, minTTL)
 	}
-	return c.writeEach(ctx, "delete keeping version", deleteKeepingVersionScript, keys, hold.Milliseconds())
+	return c.writeEach(ctx, "delete keeping version", deleteKeepingVersionScript, keys, px(hold))
 }

@@ -166,7 +166,8 @@ func (hd *Handle) Deadline() time.Time {
 }
 
 // Validity returns how much of the lease is left by the local clock (zero
-// once it ran out). For a Redlock it is the validity time of the algorithm.
+// once it ran out). For a Redlock it is the validity time of the algorithm;
+// for a MultiLock, the shortest of its locks'.
 func (hd *Handle) Validity() time.Duration {
 	return max(time.Until(hd.Deadline()), 0)
 }

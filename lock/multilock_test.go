@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,6 +55,16 @@ func clientRig(rdb redis.UniversalClient) newRig {
 		names := ml.Names()
 		if want := []string{base + ":a", base + ":b", base + ":c"}; !slices.Equal(names, want) {
 			t.Fatalf("names %q, want %q", names, want)
+		}
+		if cl, ok := rdb.(*redis.ClusterClient); ok {
+			// Each lock in a slot of its own.
+			slots := map[int64]bool{}
+			for _, p := range ml.b.parts {
+				slots[cl.ClusterKeySlot(testCtx(t), p.id()).Val()] = true
+			}
+			if len(slots) != len(names) {
+				t.Fatalf("%d locks in %d slots", len(names), len(slots))
+			}
 		}
 		return &multiRig{
 			ml: ml, e: c.engine,
@@ -304,7 +315,8 @@ func testMultiLost(t *testing.T, rig newRig) {
 		t.Fatal(err)
 	}
 	waitDone(t, hctx, 10*time.Second, "a lost lock")
-	if cause := context.Cause(hctx); !errors.Is(cause, ErrLost) {
+	// Found by the renewal, not left to expire.
+	if cause := context.Cause(hctx); !errors.Is(cause, ErrLost) || !strings.Contains(cause.Error(), "key is gone") {
 		t.Fatalf("cause %v", cause)
 	}
 	if err := hd.Unlock(ctx); !errors.Is(err, ErrNotHeld) {

@@ -136,16 +136,17 @@
 // Read-write locks are writer-preferring: see RWMutex.
 //
 // MultiLock holds several locks as one, all or none: Client.MultiLock over
-// several names on one Redis (each its own key, in its own cluster slot),
-// NewMultiLock over Mutexes of several Clients (independent masters). The
-// locks are taken one by one in a canonical order (sorted, duplicates
-// dropped), and when one is refused, the context ends or the client is
-// closed, those already taken are released before the call waits (on the
-// backoff: a MultiLock has no release notifications) or returns. One hold, renewed by the watchdog, covers them all: its deadline
-// is the earliest of theirs, its Context ends with ErrLost when any of them
-// is lost, and Unlock releases every one and reports each that was not
-// released. It has no single fencing token (Token is 0): Handle.Tokens
-// gives one per lock.
+// several names on one Redis (each lock its own key, on a cluster in the
+// slot of its name), NewMultiLock over Mutexes of several Clients
+// (independent masters). The locks are taken one by one in a canonical
+// order (sorted, duplicates dropped), and when one is refused, the context
+// ends or the client is closed, those already taken are released before
+// the call waits (on the backoff: a MultiLock has no release
+// notifications) or returns. One hold, renewed by the watchdog, covers them
+// all: its deadline is the earliest of theirs, its Context ends with
+// ErrLost when any of them is lost, and Unlock releases every one and
+// reports each that was not released. It has no single fencing token
+// (Token is 0): Handle.Tokens gives one per lock.
 //
 // # Redlock: when it is and is not safe
 //

@@ -13,8 +13,8 @@ import (
 )
 
 // MultiLock holds several locks as one, all or none: the locks of several
-// names on one Redis (Client.MultiLock; on a cluster each lock lives in its
-// own slot), or Mutexes of several Clients on independent masters
+// names on one Redis (Client.MultiLock; on a cluster each lock lives in the
+// slot of its name), or Mutexes of several Clients on independent masters
 // (NewMultiLock). Lock and TryLock return one Handle for all of them.
 //
 // The locks are taken one after the other in a canonical order (sorted by

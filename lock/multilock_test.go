@@ -137,6 +137,7 @@ func TestMultiLockIndependentNodes(t *testing.T) {
 func multiLockTests(t *testing.T, rig newRig) {
 	t.Run("all or none", func(t *testing.T) { testMultiAllOrNone(t, rig) })
 	t.Run("overlapping sets", func(t *testing.T) { testMultiOverlap(t, rig) })
+	t.Run("reentrant", func(t *testing.T) { testMultiReentrant(t, rig) })
 	t.Run("watchdog", func(t *testing.T) { testMultiWatchdog(t, rig) })
 	t.Run("a lock lost", func(t *testing.T) { testMultiLost(t, rig) })
 	t.Run("cancelled at each step", func(t *testing.T) { testMultiCancelled(t, rig) })
@@ -256,6 +257,62 @@ func testMultiOverlap(t *testing.T, rig newRig) {
 	wg.Wait()
 	if held := r.heldParts(ctx); len(held) != 0 {
 		t.Fatalf("locks %v still held", held)
+	}
+}
+
+// testMultiReentrant: an owner that holds the MultiLock takes it again
+// (one hold more on every lock, the same tokens), and only its last Unlock
+// releases the locks.
+func testMultiReentrant(t *testing.T, rig newRig) {
+	ctx := testCtx(t)
+	r := rig(t)
+	h1, err := r.ml.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := r.ml.TryLock(h1.Context())
+	if err != nil {
+		t.Fatalf("reentrant TryLock: %v", err)
+	}
+	if !slices.Equal(h1.Tokens(), h2.Tokens()) {
+		t.Fatalf("tokens %v then %v", h1.Tokens(), h2.Tokens())
+	}
+	if err := h1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if held := r.heldParts(ctx); len(held) != 3 || h2.Err() != nil {
+		t.Fatalf("after the first Unlock, locks %v held, Err %v", held, h2.Err())
+	}
+	if err := h2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if held := r.heldParts(ctx); len(held) != 0 {
+		t.Fatalf("after the last Unlock, locks %v held", held)
+	}
+}
+
+// TestMultiLockRefused: what cannot make a MultiLock is refused, not
+// panicked on, and touches no Redis.
+func TestMultiLockRefused(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	c := newClient(t, rdb)
+	ctx := testCtx(t)
+	for _, ml := range []*MultiLock{c.MultiLock(nil), c.MultiLock([]string{"a", "b{"})} {
+		if _, err := ml.TryLock(ctx); err == nil || errors.Is(err, ErrNotObtained) {
+			t.Fatalf("TryLock of %q: %v", ml.Names(), err)
+		}
+	}
+	r, err := NewRedlock([]redis.UniversalClient{rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, parts := range [][]*Mutex{nil, {c.Mutex("a"), nil}, {c.Mutex("a"), r.Mutex("b")}, {c.Mutex("{")}} {
+		if ml, err := NewMultiLock(parts); err == nil {
+			ml.Close()
+			t.Fatalf("NewMultiLock(%v) made a MultiLock", parts)
+		}
 	}
 }
 

@@ -41,9 +41,10 @@ type backend interface {
 
 // acquired is the outcome of one acquisition attempt.
 type acquired struct {
-	holds int64         // hold count after the attempt; 0 when refused
-	token int64         // fencing token of the hold
-	wait  time.Duration // when refused: remaining lease of the holder, <0 unknown
+	holds  int64         // hold count after the attempt; 0 when refused
+	token  int64         // fencing token of the hold
+	tokens []int64       // a MultiLock's: the token of each lock (token is 0)
+	wait   time.Duration // when refused: remaining lease of the holder, <0 unknown
 	// validUntil is how long the holder may trust the lock: the time the
 	// attempt started plus the lease minus the drift allowance.
 	validUntil time.Time

@@ -1,7 +1,8 @@
 // Package lock provides distributed locks on Redis: a reentrant mutex with
 // fencing tokens, a writer-preferring read-write lock, a semaphore with
-// expiring permits, and Redlock over independent masters, plus the checks a
-// protected resource makes on fencing tokens (ExecFenced, SetFenced).
+// expiring permits, Redlock over independent masters and MultiLock (several
+// locks held as one, all or none), plus the checks a protected resource
+// makes on fencing tokens (ExecFenced, SetFenced).
 //
 // # Model
 //
@@ -49,8 +50,8 @@
 // watchdog renews it every lease/3 while it is held, so work may take as long
 // as it needs, and a holder that crashes frees the lock within one lease.
 // WithLease gives a fixed lease instead (no renewal; Extend moves it). One
-// goroutine per client schedules all renewals and exists only while the
-// client holds something.
+// goroutine per client (Client, Redlock, or MultiLock made by NewMultiLock)
+// schedules all renewals and exists only while the client holds something.
 //
 // Local validity. Every reply that grants or renews a lock carries the lease
 // the key has in Redis at that moment, and the holder trusts the lock until
@@ -133,6 +134,19 @@
 // are woken by the same release notifications.
 //
 // Read-write locks are writer-preferring: see RWMutex.
+//
+// MultiLock holds several locks as one, all or none: Client.MultiLock over
+// several names on one Redis (each lock its own key, on a cluster in the
+// slot of its name), NewMultiLock over Mutexes of several Clients
+// (independent masters). The locks are taken one by one in a canonical
+// order (sorted, duplicates dropped), and when one is refused, the context
+// ends or the client is closed, those already taken are released before
+// the call waits (on the backoff: a MultiLock has no release
+// notifications) or returns. One hold, renewed by the watchdog, covers them
+// all: its deadline is the earliest of theirs, its Context ends with
+// ErrLost when any of them is lost, and Unlock releases every one and
+// reports each that was not released. It has no single fencing token
+// (Token is 0): Handle.Tokens gives one per lock.
 //
 // # Redlock: when it is and is not safe
 //

@@ -36,6 +36,9 @@ type engine struct {
 	// block: its release subscription (if any) is confirmed and its last
 	// attempt failed.
 	hookWaiting func(lockName string)
+	// hookMultiPart, when set by tests, is called before a MultiLock
+	// attempt takes its i-th lock.
+	hookMultiPart func(i int)
 }
 
 func newEngine(logger *slog.Logger, ntf *notifier, renew func(context.Context, []renewReq) []renewal) *engine {

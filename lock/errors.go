@@ -25,7 +25,8 @@ var (
 	// ErrReleased is the cause of a handle's context after a normal Unlock.
 	ErrReleased = errors.New("cacheguard: lock: released")
 
-	// ErrClosed is returned by calls on a closed Client or Redlock.
+	// ErrClosed is returned by calls on a closed Client, Redlock or
+	// MultiLock.
 	ErrClosed = errors.New("cacheguard: lock: client closed")
 
 	// ErrInvalidName is returned for a lock name that cannot make a Redis

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,7 @@ type hold struct {
 	b      backend
 	owner  string
 	token  int64
+	tokens []int64 // a MultiLock's: one token per lock (token is 0)
 	key    holdKey
 	parent context.Context // values for the hold's context
 
@@ -102,8 +104,20 @@ func (hd *Handle) Owner() string { return hd.h.owner }
 // ExecFenced and SetFenced). Reentrant handles share their hold's token; a
 // read lock reports the token of the last writer while it is remembered
 // (0 once no writer held the lock for a lease). A Mutex made WithoutFencing
-// has no token: 0, which the fencing helpers refuse.
+// has no token: 0, which the fencing helpers refuse. Nor has a MultiLock:
+// see Tokens.
 func (hd *Handle) Token() int64 { return hd.h.token }
+
+// Tokens returns the fencing token of each lock of a MultiLock handle, in
+// the order of MultiLock.Names (0 for a lock made WithoutFencing); a
+// resource guarded by several of the locks checks the token of each. For
+// any other handle it returns Token alone.
+func (hd *Handle) Tokens() []int64 {
+	if hd.h.tokens == nil {
+		return []int64{hd.h.token}
+	}
+	return slices.Clone(hd.h.tokens)
+}
 
 // Context returns a context that carries the owner id and the values of the
 // context the lock was taken with, and is cancelled when the handle no longer
@@ -152,7 +166,8 @@ func (hd *Handle) Deadline() time.Time {
 }
 
 // Validity returns how much of the lease is left by the local clock (zero
-// once it ran out). For a Redlock it is the validity time of the algorithm.
+// once it ran out). For a Redlock it is the validity time of the algorithm;
+// for a MultiLock, the shortest of its locks'.
 func (hd *Handle) Validity() time.Duration {
 	return max(time.Until(hd.Deadline()), 0)
 }

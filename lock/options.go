@@ -34,8 +34,8 @@ const (
 	driftFloor = 2 * time.Millisecond
 )
 
-// Option configures a Client, a Redlock, or one Mutex, RWMutex or
-// Semaphore. Options given to a lock override those of its client; options
+// Option configures a Client, a Redlock, or one Mutex, RWMutex, Semaphore
+// or MultiLock. Options given to a lock override those of its client; options
 // that do not apply to a kind of lock are ignored by it.
 type Option func(*config)
 

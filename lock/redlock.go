@@ -48,7 +48,7 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error)
 		return nil, cfg.err
 	}
 	r := &Redlock{nodes: slices.Clone(nodes), quorum: len(nodes)/2 + 1, cfg: cfg}
-	r.engine = newEngine(cfg.logger, nil, r.renewBatch)
+	r.engine = newEngine(cfg.logger, nil, renewEach)
 	r.cfg.calls = r.engine.bound(nodes...)
 	if r.cfg.opTimeout > 0 {
 		r.cfg.calls = r.cfg.calls.Strict()
@@ -82,7 +82,9 @@ func (r *Redlock) Mutex(name string, opts ...Option) *Mutex {
 	return m
 }
 
-func (r *Redlock) renewBatch(ctx context.Context, batch []renewReq) []renewal {
+// renewEach renews a batch one hold at a time: the renewals of a Redlock or
+// a MultiLock each reach several Redis deployments.
+func renewEach(ctx context.Context, batch []renewReq) []renewal {
 	out := make([]renewal, len(batch))
 	for i, req := range batch {
 		out[i].validUntil, out[i].err = req.h.b.renew(ctx, req.h.owner, req.lease)
@@ -107,13 +109,24 @@ func (b *redlockBackend) waitList() string { return "" }
 
 // each runs f on every node in parallel with the node timeout.
 func (b *redlockBackend) each(ctx context.Context, f func(ctx context.Context, i int, n *holdBackend)) {
+	eachPart(ctx, b.nodes, b.cfg.nodeTimeout, f)
+}
+
+// eachPart runs f on every part in parallel, each call bounded by timeout
+// if it is positive (else by the part's own call bounds), and returns when
+// all are done.
+func eachPart(ctx context.Context, parts []*holdBackend, timeout time.Duration, f func(ctx context.Context, i int, n *holdBackend)) {
 	var wg sync.WaitGroup
-	for i, n := range b.nodes {
+	for i, n := range parts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nctx, cancel := context.WithTimeout(ctx, b.cfg.nodeTimeout)
-			defer cancel()
+			nctx := ctx
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				nctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
 			f(nctx, i, n)
 		}()
 	}
@@ -215,10 +228,19 @@ return 1
 `)
 
 func (b *redlockBackend) undo(ctx context.Context, owner string, res []acquired, errs []error) {
-	b.each(context.WithoutCancel(ctx), func(ctx context.Context, i int, n *holdBackend) {
-		// An abandoned call gives its own hold back when it comes.
+	giveBackParts(ctx, owner, b.nodes, b.cfg.nodeTimeout, res, errs)
+}
+
+// giveBackParts releases, in parallel and whether or not ctx has ended,
+// the holds that an acquisition over parts obtained (res[i].holds > 0) and
+// those it may have obtained where the reply was lost (errs[i] ambiguous).
+// An abandoned call gives its own hold back when it comes.
+func giveBackParts(ctx context.Context, owner string, parts []*holdBackend, timeout time.Duration, res []acquired, errs []error) {
+	eachPart(context.WithoutCancel(ctx), parts, timeout, func(ctx context.Context, i int, n *holdBackend) {
 		if res[i].holds > 0 || (errs[i] != nil && ambiguous(errs[i]) && !errors.Is(errs[i], call.ErrAbandoned)) {
-			_ = n.release(ctx, owner, res[i].token, false)
+			if err := n.release(ctx, owner, res[i].token, false); err != nil && !errors.Is(err, ErrNotHeld) {
+				n.cfg.logger.Warn("cacheguard: lock: giving back a partial acquisition", "lock", n.lname, "err", err)
+			}
 		}
 	})
 }

@@ -43,6 +43,7 @@ func TestTopologies(t *testing.T) {
 			t.Run("semaphore", func(t *testing.T) { semaphoreTests(t, rdb) })
 			t.Run("one subscriber per node", func(t *testing.T) { testOneSubscriberPerNode(t, rdb) })
 			t.Run("unlock with a cancelled context", func(t *testing.T) { testUnlockCancelled(t, rdb) })
+			t.Run("multilock", func(t *testing.T) { multiLockTests(t, clientRig(rdb)) })
 		})
 	}
 }

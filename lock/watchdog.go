@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -80,14 +81,14 @@ func (wd *watchdog) attach(b backend, owner string, a acquired, lease time.Durat
 	}
 	k := holdKey{b.id(), owner}
 	h := wd.holds[k]
-	if h != nil && a.token > h.token {
+	if h != nil && (a.token > h.token || !slices.Equal(a.tokens, h.tokens)) {
 		// The owner's earlier hold lapsed and this acquisition started a new
 		// one (a new fencing token): whoever still uses the old one must stop.
 		wd.endLocked(h, lostf("%q: the lease ran out and the lock was taken again", b.name()))
 		h = nil
 	}
 	if h == nil {
-		h = &hold{b: b, owner: owner, token: a.token, key: k, parent: parent, idx: -1}
+		h = &hold{b: b, owner: owner, token: a.token, tokens: a.tokens, key: k, parent: parent, idx: -1}
 		wd.holds[k] = h
 	}
 	h.refs++

@@ -89,7 +89,7 @@ func (s *Sentinel) WaitReady() {
 // standing and two other Sentinels.
 func (s *Sentinel) waitDiscovered(ctx context.Context, sn *Server) error {
 	addr := sn.Addr
-	c := redis.NewSentinelClient(sn.options())
+	c := redis.NewSentinelClient(sn.Options())
 	defer c.Close()
 	for {
 		replicas, err1 := c.Replicas(ctx, s.Name).Result()
@@ -128,7 +128,7 @@ func (s *Sentinel) Client() *redis.Client {
 // newClient returns a failover client closed when t ends.
 func (s *Sentinel) newClient(t testing.TB) *redis.Client {
 	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs(),
-		TLSConfig: s.Sentinels[0].options().TLSConfig})
+		TLSConfig: s.Sentinels[0].Options().TLSConfig})
 	failoverSpecs.Store(c, s.spec())
 	t.Cleanup(func() {
 		failoverSpecs.Delete(c)
@@ -141,7 +141,7 @@ func (s *Sentinel) newClient(t testing.TB) *redis.Client {
 func (s *Sentinel) MasterAddr(ctx context.Context) (string, error) {
 	var lastErr error
 	for _, sn := range s.Sentinels {
-		c := redis.NewSentinelClient(sn.options())
+		c := redis.NewSentinelClient(sn.Options())
 		hp, err := c.GetMasterAddrByName(ctx, s.Name).Result()
 		c.Close()
 		if err == nil && len(hp) == 2 {
@@ -180,7 +180,7 @@ func (s *Sentinel) Failover() *Server {
 	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
 	defer cancel()
 	old := s.CurrentMaster()
-	c := redis.NewSentinelClient(s.Sentinels[0].options())
+	c := redis.NewSentinelClient(s.Sentinels[0].Options())
 	defer c.Close()
 	for {
 		// Refused while a previous failover's timeout runs or the replica
@@ -234,7 +234,7 @@ func (s *Sentinel) waitNewMaster(ctx context.Context, old *Server) *Server {
 func (s *Sentinel) agreedMaster(ctx context.Context) (string, bool) {
 	first := ""
 	for i, sn := range s.Sentinels {
-		c := redis.NewSentinelClient(sn.options())
+		c := redis.NewSentinelClient(sn.Options())
 		hp, err := c.GetMasterAddrByName(ctx, s.Name).Result()
 		c.Close()
 		if err != nil || len(hp) != 2 {

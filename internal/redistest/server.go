@@ -190,7 +190,7 @@ func (s *Server) start() error {
 	s.cmd = cmd
 	s.mu.Unlock()
 
-	o := s.options()
+	o := s.Options()
 	o.MaxRetries, o.DialTimeout = -1, time.Second
 	c := redis.NewClient(o)
 	defer c.Close()
@@ -218,7 +218,7 @@ func (s *Server) start() error {
 
 // Client returns a new client for this server, closed when the test ends.
 func (s *Server) Client() *redis.Client {
-	opts := s.options()
+	opts := s.Options()
 	if s.Mini != nil {
 		// miniredis runs every script in a fresh Lua VM inside the test
 		// process; under -race on a busy machine a pipeline of scripts can
@@ -230,9 +230,9 @@ func (s *Server) Client() *redis.Client {
 	return c
 }
 
-// options are the options of a client of this server (TLS for a server
-// started with StartTLS).
-func (s *Server) options() *redis.Options {
+// Options are the options of a client of this server (TLS for a server
+// started with StartTLS), for a client the test closes itself.
+func (s *Server) Options() *redis.Options {
 	o := &redis.Options{Addr: s.Addr}
 	if s.tls {
 		o.TLSConfig = ClientTLS(s.t)

@@ -20,7 +20,7 @@ func (rc *ReplicatedCluster) WaitViewsAgree(i int) {
 	promoted, demoted := rc.Replicas[i].Addr, rc.Masters[i].Addr
 	for _, n := range append(append([]*Server{}, rc.Masters...), rc.Replicas...) {
 		addr := n.Addr
-		c := redis.NewClient(n.options())
+		c := redis.NewClient(n.Options())
 		for {
 			nodes, err := c.ClusterNodes(ctx).Result()
 			if err == nil && nodeFlagged(nodes, promoted, "master") && nodeFlagged(nodes, demoted, "slave") {

@@ -42,8 +42,9 @@ func TestTLS(t *testing.T) {
 		// b's client makes its TLS connections in a Dialer of its own (no
 		// TLSConfig): every connection the library dials for it must go
 		// through that Dialer.
-		d := &tls.Dialer{Config: redistest.ClientTLS(t)}
-		rdbB := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs(), Dialer: d.DialContext})
+		o := s.Options()
+		o.Dialer, o.TLSConfig = (&tls.Dialer{Config: o.TLSConfig}).DialContext, nil
+		rdbB := redis.NewFailoverClient(o)
 		t.Cleanup(func() { rdbB.Close() })
 		p := newTLSPair(t, rdb, rdbB, "{t}")
 		p.check(t)

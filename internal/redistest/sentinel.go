@@ -127,14 +127,20 @@ func (s *Sentinel) Client() *redis.Client {
 
 // newClient returns a failover client closed when t ends.
 func (s *Sentinel) newClient(t testing.TB) *redis.Client {
-	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs(),
-		TLSConfig: s.Sentinels[0].Options().TLSConfig})
+	c := redis.NewFailoverClient(s.Options())
 	failoverSpecs.Store(c, s.spec())
 	t.Cleanup(func() {
 		failoverSpecs.Delete(c)
 		c.Close()
 	})
 	return c
+}
+
+// Options are the options of a failover client for the master (TLS for a
+// topology started with StartSentinelTLS).
+func (s *Sentinel) Options() *redis.FailoverOptions {
+	return &redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs(),
+		TLSConfig: s.Sentinels[0].Options().TLSConfig}
 }
 
 // MasterAddr asks the first answering Sentinel for the master's address.

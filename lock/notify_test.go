@@ -22,7 +22,7 @@ func testSubscriptionLifecycle(t *testing.T, rdb redis.UniversalClient) {
 	c.ntf.linger = 0 // set before any reader starts
 	hook := hookWaiting(c.engine)
 	for round := 0; round < 2; round++ {
-		wokenByRelease(t, ctx, holder, c, hook, fmt.Sprintf("round %d", round))
+		wokenByRelease(t, ctx, holder, c, hook, "sub", fmt.Sprintf("round %d", round))
 		// The waiter has left: sweeping drops the idle channel.
 		c.ntf.sweep()
 		c.ntf.mu.Lock()
@@ -37,25 +37,25 @@ func testSubscriptionLifecycle(t *testing.T, rdb redis.UniversalClient) {
 	}
 }
 
-// wokenByRelease: holder takes the lock "sub", a Lock of c blocks on it
+// wokenByRelease: holder takes the Mutex name, a Lock of c blocks on it
 // (hook sees it wait, subscribed), and holder's Unlock wakes it: c must
 // not back off for long (an hour in the tests), so only the release
 // notification reaches it in time.
-func wokenByRelease(t *testing.T, ctx context.Context, holder, c *Client, hook *waitingHook, what string) {
+func wokenByRelease(t *testing.T, ctx context.Context, holder, c *Client, hook *waitingHook, name, what string) {
 	t.Helper()
-	h, err := holder.Mutex("sub").Lock(ctx)
+	h, err := holder.Mutex(name).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		h2, err := c.Mutex("sub").Lock(ctx)
+		h2, err := c.Mutex(name).Lock(ctx)
 		if err == nil {
 			err = h2.Unlock(ctx)
 		}
 		got <- err
 	}()
-	hook.next(t, "sub")
+	hook.next(t, name)
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

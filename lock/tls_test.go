@@ -18,7 +18,7 @@ func TestTLS(t *testing.T) {
 	woken := func(t *testing.T, rdb redis.UniversalClient) {
 		holder := newClient(t, rdb, WithLease(time.Hour))
 		c := newClient(t, rdb, WithBackoff(time.Hour, time.Hour))
-		wokenByRelease(t, testCtx(t), holder, c, hookWaiting(c.engine), "over TLS")
+		wokenByRelease(t, testCtx(t), holder, c, hookWaiting(c.engine), "sub", "over TLS")
 	}
 	t.Run("single", func(t *testing.T) { woken(t, redistest.StartTLS(t).Client()) })
 	t.Run("cluster", func(t *testing.T) {

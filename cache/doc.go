@@ -202,4 +202,12 @@
 // by every Cache and lock Client built on that client: invalidations, fill
 // notifications and lock release notifications, one health check and one
 // resubscription policy for all (see internal/pubsub).
+//
+// Over TLS everything above holds as without it, on every topology: the
+// connections the package makes itself (the subscriber's, tracking's, the
+// ROLE check's) take the client's options, its TLSConfig, credentials and
+// Dialer, and under Sentinel go through the failover client's dialer, which
+// asks the Sentinels with the client's TLS settings and Sentinel
+// credentials (TestTLS: servers that accept TLS only, a single node, a
+// cluster and Sentinel, across failovers).
 package cache

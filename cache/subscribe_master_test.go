@@ -11,23 +11,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// shardSubscribers returns how many clients of the node at addr are
-// subscribed to the shard channel ch.
-func shardSubscribers(t *testing.T, addr, ch string) int64 {
+// subscribers returns how many clients of node are subscribed to ch, as a
+// channel or a shard channel.
+func subscribers(t *testing.T, node *redistest.Server, ch string) int64 {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	c := redis.NewClient(node.Options())
 	defer c.Close()
-	n, err := c.PubSubShardNumSub(context.Background(), ch).Result()
+	ctx := context.Background()
+	n, err := c.PubSubShardNumSub(ctx, ch).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n[ch]
+	m, err := c.PubSubNumSub(ctx, ch).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n[ch] + m[ch]
 }
 
 // channelNodes starts a cluster with replicas and returns it with the
-// invalidation channel of the calling test, the index of its owner and the
-// addresses of that master and its replica.
-func channelNodes(t *testing.T) (rc *redistest.ReplicatedCluster, channel string, owner int, master, replica string) {
+// invalidation channel of the calling test, the index of its owner, that
+// master and its replica.
+func channelNodes(t *testing.T) (rc *redistest.ReplicatedCluster, channel string, owner int, master, replica *redistest.Server) {
 	t.Helper()
 	rc, _ = redistest.StartClusterWithReplicas(t)
 	channel = "cacheguard:invalidate:" + prefixFor(t)
@@ -36,7 +41,7 @@ func channelNodes(t *testing.T) (rc *redistest.ReplicatedCluster, channel string
 		t.Fatal(err)
 	}
 	owner, _ = slotOwner(t, rc.Masters, slot)
-	return rc, channel, owner, rc.Masters[owner].Addr, rc.Replicas[owner].Addr
+	return rc, channel, owner, rc.Masters[owner], rc.Replicas[owner]
 }
 
 // awaitSubscribed waits until c's local tier is up.
@@ -75,7 +80,7 @@ func TestSubscriberTrustsOnlyTheChannelMaster(t *testing.T) {
 		for i, s := range truth {
 			m[i] = s
 			if int64(s.Start) <= slot && slot <= int64(s.End) {
-				m[i].Nodes = []redis.ClusterNode{{Addr: replica}, {Addr: master}}
+				m[i].Nodes = []redis.ClusterNode{{Addr: replica.Addr}, {Addr: master.Addr}}
 			}
 		}
 		return m, nil
@@ -86,11 +91,11 @@ func TestSubscriberTrustsOnlyTheChannelMaster(t *testing.T) {
 	c := newCache[string](t, rdb, WithLocal(1<<20), WithLocalAdmitAll(), testHealth,
 		withHooks(&hooks{onNotMaster: func() { refused.Add(1); stale.Store(false) }}))
 	awaitSubscribed(t, c)
-	if n := shardSubscribers(t, replica, channel); n != 0 {
-		t.Errorf("the tier came up with %d subscription(s) on the replica %s", n, replica)
+	if n := subscribers(t, replica, channel); n != 0 {
+		t.Errorf("the tier came up with %d subscription(s) on the replica %s", n, replica.Addr)
 	}
-	if n := shardSubscribers(t, master, channel); n != 1 {
-		t.Errorf("%d subscriptions on the channel's master %s, want 1", n, master)
+	if n := subscribers(t, master, channel); n != 1 {
+		t.Errorf("%d subscriptions on the channel's master %s, want 1", n, master.Addr)
 	}
 	if refused.Load() == 0 {
 		t.Error("the subscription on the replica was never refused")
@@ -104,16 +109,16 @@ func TestSubscriberFollowsAFailover(t *testing.T) {
 	rc, channel, owner, master, replica := channelNodes(t)
 	c := newCache[string](t, rc.Client(), WithLocal(1<<20), WithLocalAdmitAll(), testHealth)
 	awaitSubscribed(t, c)
-	if n := shardSubscribers(t, master, channel); n != 1 {
-		t.Fatalf("%d subscriptions on the channel's master %s, want 1", n, master)
+	if n := subscribers(t, master, channel); n != 1 {
+		t.Fatalf("%d subscriptions on the channel's master %s, want 1", n, master.Addr)
 	}
 	rc.Failover(owner)
 	rc.WaitDemotedListed(owner)
 	deadline := time.Now().Add(10 * time.Second)
-	for shardSubscribers(t, replica, channel) != 1 || shardSubscribers(t, master, channel) != 0 {
+	for subscribers(t, replica, channel) != 1 || subscribers(t, master, channel) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("10 s after the failover: %d subscriptions on the promoted master, %d on the demoted one",
-				shardSubscribers(t, replica, channel), shardSubscribers(t, master, channel))
+				subscribers(t, replica, channel), subscribers(t, master, channel))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

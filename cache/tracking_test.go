@@ -244,12 +244,10 @@ func TestTrackingFlushClearsTier(t *testing.T) {
 	}
 }
 
-// trackingClients returns the IDs of the connections of the node at addr
-// that track with a redirect to themselves (the Hub's armed subscribers).
-func trackingClients(t *testing.T, addr string) []string {
+// trackingClients returns the IDs of the connections of the node c talks
+// to that track with a redirect to themselves (the Hub's armed subscribers).
+func trackingClients(t *testing.T, c *redis.Client) []string {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
 	list, err := c.ClientList(context.Background()).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +306,9 @@ func TestTrackingConnectionKilledClearsTier(t *testing.T) {
 		key, fence := "{t}k", "{t}fence"
 		b.hold(t, rdb, key, fence, "v1")
 		addr := keyAddr(t, rdb, b.cfg.prefix+key)
-		ids := trackingClients(t, addr)
+		node := redis.NewClient(&redis.Options{Addr: addr})
+		defer node.Close()
+		ids := trackingClients(t, node)
 		if len(ids) == 0 {
 			t.Fatalf("no tracking connection on %s", addr)
 		}
@@ -325,10 +325,8 @@ func TestTrackingConnectionKilledClearsTier(t *testing.T) {
 		// invalidation channel, later, clears the tier too.
 		b.up = func() { heldAtUp = b.inLocal(key) }
 		b.mu.Unlock()
-		kill := redis.NewClient(&redis.Options{Addr: addr})
-		defer kill.Close()
 		for _, id := range ids {
-			if err := kill.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+			if err := node.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -389,7 +387,7 @@ func (tc *tracked) awaitFresh(t *testing.T, key, want string, written time.Time)
 // held key: a plain client's write made at once is not served past the
 // bound, and once tracking is armed on promoted, a write there arrives as an
 // invalidation and is not served either.
-func (tc *tracked) afterFailover(t *testing.T, plain redis.UniversalClient, key, fence, promoted string) {
+func (tc *tracked) afterFailover(t *testing.T, plain redis.UniversalClient, key, fence string, promoted *redistest.Server) {
 	t.Helper()
 	ctx := context.Background()
 	tc.rows.Store(key, "v2")
@@ -399,9 +397,10 @@ func (tc *tracked) afterFailover(t *testing.T, plain redis.UniversalClient, key,
 	}
 	tc.awaitFresh(t, key, "v2", written)
 
-	for deadline := time.Now().Add(trackWait); len(trackingClients(t, promoted)) == 0; {
+	node := promoted.Client()
+	for deadline := time.Now().Add(trackWait); len(trackingClients(t, node)) == 0; {
 		if time.Now().After(deadline) {
-			t.Fatalf("no tracking connection on the promoted master %s", promoted)
+			t.Fatalf("no tracking connection on the promoted master %s", promoted.Addr)
 		}
 		tc.awaitUp(t)
 	}
@@ -422,7 +421,7 @@ func TestTrackingBoundAcrossClusterFailover(t *testing.T) {
 	owner, _ := slotOwner(t, rc.Masters, slot)
 	b.hold(t, rdb, key, fence, "v1")
 	rc.Failover(owner)
-	b.afterFailover(t, rdb, key, fence, rc.Replicas[owner].Addr)
+	b.afterFailover(t, rdb, key, fence, rc.Replicas[owner])
 }
 
 // A planned Sentinel failover (SENTINEL FAILOVER), after which the demoted
@@ -432,7 +431,7 @@ func TestTrackingBoundAcrossSentinelFailover(t *testing.T) {
 	b := newTracked(t, rdb, WithInvalidationHealthCheck(trackHealth, trackHealth))
 	b.hold(t, rdb, "k", "fence", "v1")
 	promoted := s.Failover()
-	b.afterFailover(t, rdb, "k", "fence", promoted.Addr)
+	b.afterFailover(t, rdb, "k", "fence", promoted)
 }
 
 // A cache without WithTracking arms nothing: no connection of the server
@@ -440,7 +439,7 @@ func TestTrackingBoundAcrossSentinelFailover(t *testing.T) {
 func TestNoTrackingWithoutOption(t *testing.T) {
 	srv, rdb := redistest.RealSingle(t)
 	c := localCache(t, rdb)
-	if ids := trackingClients(t, srv.Addr); len(ids) != 0 {
+	if ids := trackingClients(t, srv.Client()); len(ids) != 0 {
 		t.Fatalf("tracking connections %v without WithTracking", ids)
 	}
 	if n := c.hub.Conns(); n != 1 {

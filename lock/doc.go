@@ -28,6 +28,11 @@
 // renewal (the handle's Context ends with ErrLost), and fencing tokens,
 // checked by the resource, keep such a holder out.
 //
+// Over TLS locks work on every topology as without it: the subscriber's
+// connections take the client's TLSConfig, credentials and Dialer (the
+// tests wake a waiter by the release notification on servers that accept
+// TLS only: a single node, a cluster and Sentinel).
+//
 //	c, err := lock.New(rdb)                 // rdb: any redis.UniversalClient
 //	defer c.Close()
 //	h, err := c.Mutex("orders:42").Lock(ctx)

@@ -22,28 +22,7 @@ func testSubscriptionLifecycle(t *testing.T, rdb redis.UniversalClient) {
 	c.ntf.linger = 0 // set before any reader starts
 	hook := hookWaiting(c.engine)
 	for round := 0; round < 2; round++ {
-		h, err := holder.Mutex("sub").Lock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make(chan error, 1)
-		go func() {
-			h2, err := c.Mutex("sub").Lock(ctx)
-			if err == nil {
-				err = h2.Unlock(ctx)
-			}
-			got <- err
-		}()
-		hook.next(t, "sub")
-		h.Unlock(ctx)
-		select {
-		case err := <-got:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("round %d: waiter not woken", round)
-		}
+		wokenByRelease(t, ctx, holder, c, hook, "sub", fmt.Sprintf("round %d", round))
 		// The waiter has left: sweeping drops the idle channel.
 		c.ntf.sweep()
 		c.ntf.mu.Lock()
@@ -55,6 +34,38 @@ func testSubscriptionLifecycle(t *testing.T, rdb redis.UniversalClient) {
 		if nconns := c.ntf.hub.Conns(); nconns != 0 {
 			t.Fatalf("round %d: %d subscriber connections left", round, nconns)
 		}
+	}
+}
+
+// wokenByRelease: holder takes the Mutex name, a Lock of c blocks on it
+// (hook sees it wait, subscribed), and holder's Unlock wakes it: c must
+// not back off for long (an hour in the tests), so only the release
+// notification reaches it in time.
+func wokenByRelease(t *testing.T, ctx context.Context, holder, c *Client, hook *waitingHook, name, what string) {
+	t.Helper()
+	h, err := holder.Mutex(name).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		h2, err := c.Mutex(name).Lock(ctx)
+		if err == nil {
+			err = h2.Unlock(ctx)
+		}
+		got <- err
+	}()
+	hook.next(t, name)
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: waiter not woken", what)
 	}
 }
 

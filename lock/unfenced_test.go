@@ -176,34 +176,9 @@ func testUnfencedCommands(t *testing.T, rdb redis.UniversalClient) {
 }
 
 func testUnfencedWoken(t *testing.T, rdb redis.UniversalClient) {
-	ctx := testCtx(t)
-	holder := newClient(t, rdb, WithoutFencing())
+	holder := newClient(t, rdb, WithoutFencing(), WithLease(time.Hour))
 	waiterC := newClient(t, rdb, WithoutFencing(), WithBackoff(time.Hour, time.Hour))
-	hook := hookWaiting(waiterC.engine)
-	h, err := holder.Mutex("uf-wake", WithLease(time.Hour)).Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan error, 1)
-	go func() {
-		h2, err := waiterC.Mutex("uf-wake").Lock(ctx)
-		if err == nil {
-			err = h2.Unlock(ctx)
-		}
-		got <- err
-	}()
-	hook.next(t, "uf-wake")
-	if err := h.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiter not woken by the release")
-	}
+	wokenByRelease(t, testCtx(t), holder, waiterC, hookWaiting(waiterC.engine), "uf-wake", "unfenced")
 }
 
 func testUnfencedRenewLost(t *testing.T, rdb redis.UniversalClient) {

@@ -44,6 +44,13 @@
 // to itself and subscribed to __redis__:invalidate; a Tracker is up while
 // every master's is. A Hub without Trackers sends none of it.
 //
+// Every connection is made the way the go-redis client makes its own: with
+// its options (TLS settings, username and password, Dialer) and, under
+// Sentinel, through the failover client's dialer, which asks the Sentinels
+// with the client's TLS settings, Sentinel credentials and Dialer; the ROLE
+// check's connection too, which refuses to open on any node but the one
+// subscribed on.
+//
 // Pub/sub delivers at most once: users keep a fallback (polling, a bounded
 // trust) for messages lost while no session is up.
 package pubsub

@@ -2,6 +2,7 @@ package pubsub
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 
@@ -109,6 +110,9 @@ func (r *router) close() {
 // failoverNode subscribes through a copy of a failover client's options whose
 // dialer (go-redis's, which asks the Sentinels for the master) records the
 // address of the connection it made: the node the subscription sits on.
+// Every connection it makes goes through that dialer, which applies the
+// client's own Dialer, TLS settings and Sentinel credentials (a failover
+// client's options do not hold its Dialer apart from go-redis's).
 type failoverNode struct {
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	opts   *redis.Options // the user's client's, for the ROLE client
@@ -120,9 +124,9 @@ type failoverNode struct {
 
 func newFailoverNode(c *redis.Client) *failoverNode {
 	o := copyOptions(c.Options())
-	direct := o // the ROLE client dials the recorded address itself
-	direct.Dialer = nil
+	direct := o // the ROLE client dials the recorded address only
 	f := &failoverNode{dial: o.Dialer, opts: &direct}
+	direct.Dialer = f.dialNode
 	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		cn, err := f.dial(ctx, network, addr)
 		if err == nil {
@@ -140,6 +144,21 @@ func (f *failoverNode) dialedAddr() (string, *redis.Options) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.dialed, f.opts
+}
+
+// dialNode dials the master the Sentinels name and refuses a connection to
+// any node but addr: the ROLE client asks the node the subscription sits
+// on, through the client's own dialer.
+func (f *failoverNode) dialNode(ctx context.Context, network, addr string) (net.Conn, error) {
+	cn, err := f.dial(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	if got := cn.RemoteAddr().String(); got != addr {
+		cn.Close()
+		return nil, fmt.Errorf("%w (subscribed on %s, the sentinels name %s)", ErrNotMaster, addr, got)
+	}
+	return cn, nil
 }
 
 // current dials the master the Sentinels name now and returns its address.

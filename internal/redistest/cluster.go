@@ -23,9 +23,25 @@ type Cluster struct {
 func StartCluster(t testing.TB) (*Cluster, redis.UniversalClient) {
 	t.Helper()
 	NeedServer(t)
+	return startCluster(t, Start)
+}
+
+// StartClusterTLS is StartCluster with TLS only (StartTLS), on the client
+// side too.
+func StartClusterTLS(t testing.TB) (*Cluster, redis.UniversalClient) {
+	t.Helper()
+	NeedTLS(t)
+	return startCluster(t, StartTLS)
+}
+
+// starter starts one server: Start or StartTLS.
+type starter func(t testing.TB, extra ...string) *Server
+
+func startCluster(t testing.TB, start starter) (*Cluster, redis.UniversalClient) {
+	t.Helper()
 	cl := &Cluster{t: t}
 	for i := 0; i < 3; i++ {
-		cl.Masters = append(cl.Masters, Start(t,
+		cl.Masters = append(cl.Masters, start(t,
 			"cluster-enabled", "yes",
 			"cluster-config-file", "nodes.conf",
 			"cluster-node-timeout", "2000",
@@ -45,7 +61,7 @@ func (cl *Cluster) form(ctx context.Context) error {
 	per := slots / len(cl.Masters)
 	first := cl.Masters[0]
 	for i, m := range cl.Masters {
-		c := redis.NewClient(&redis.Options{Addr: m.Addr})
+		c := redis.NewClient(m.Options())
 		lo, hi := i*per, (i+1)*per-1
 		if i == len(cl.Masters)-1 {
 			hi = slots - 1
@@ -61,15 +77,16 @@ func (cl *Cluster) form(ctx context.Context) error {
 		}
 	}
 	for _, m := range cl.Masters {
-		if err := waitClusterOK(ctx, m.Addr, len(cl.Masters)); err != nil {
+		if err := waitClusterOK(ctx, m, len(cl.Masters)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func waitClusterOK(ctx context.Context, addr string, nodes int) error {
-	c := redis.NewClient(&redis.Options{Addr: addr})
+func waitClusterOK(ctx context.Context, s *Server, nodes int) error {
+	addr := s.Addr
+	c := redis.NewClient(s.Options())
 	defer c.Close()
 	for {
 		info, err := c.ClusterInfo(ctx).Result()
@@ -101,7 +118,7 @@ func (cl *Cluster) Addrs() []string {
 
 // Client returns a new cluster client, closed when the test ends.
 func (cl *Cluster) Client() *redis.ClusterClient {
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), TLSConfig: cl.Masters[0].Options().TLSConfig})
 	cl.t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -137,4 +154,14 @@ func Topologies() []Topology {
 // that add it to Topologies where their feature applies.
 func SentinelTopology() Topology {
 	return Topology{Name: "sentinel", New: func(t testing.TB) redis.UniversalClient { _, c := StartSentinel(t); return c }}
+}
+
+// TLSTopologies are the single-node, cluster and Sentinel layouts with TLS
+// only (StartTLS, StartClusterTLS, StartSentinelTLS), each started afresh.
+func TLSTopologies() []Topology {
+	return []Topology{
+		{Name: "single", New: func(t testing.TB) redis.UniversalClient { return StartTLS(t).Client() }},
+		{Name: "cluster", New: func(t testing.TB) redis.UniversalClient { _, c := StartClusterTLS(t); return c }},
+		{Name: "sentinel", New: func(t testing.TB) redis.UniversalClient { _, c := StartSentinelTLS(t); return c }},
+	}
 }

@@ -16,6 +16,17 @@
 //
 //	var onTopologies, prefixFor = redistest.OnTopologies, redistest.Prefix
 //
+// Every layout also starts with TLS only (StartTLS, StartClusterTLS,
+// StartClusterWithReplicasTLS, StartSentinelTLS, TLSTopologies): the
+// servers listen on tls-port alone (port 0), replicate, gossip on the
+// cluster bus and talk to the Sentinels over TLS, and require a client
+// certificate; the certificate authority and the certificate every server
+// and client presents (for 127.0.0.1, ::1 and localhost) are made in Go
+// once per test binary, and ClientTLS is the clients' configuration. The
+// layouts' own clients and their failover helpers use it. A redis-server
+// built without TLS skips these tests (NeedTLS), or fails them under
+// CACHEGUARD_REQUIRE_REDIS=1.
+//
 // Readiness is polled (PING, CLUSTER INFO) with a deadline; that is waiting for
 // a process to come up, not synchronising the code under test.
 package redistest

@@ -12,8 +12,14 @@ import (
 // reports its link to the primary up.
 func Replicated(t testing.TB) (primary, replica *Server) {
 	t.Helper()
-	primary = Start(t)
-	replica = Start(t)
+	NeedServer(t)
+	return replicated(t, Start)
+}
+
+func replicated(t testing.TB, start starter) (primary, replica *Server) {
+	t.Helper()
+	primary = start(t)
+	replica = start(t)
 	host, port := splitAddr(primary.Addr)
 	c := replica.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)

@@ -32,6 +32,19 @@ const replicatedNodeTimeout = "1000"
 func StartClusterWithReplicas(t testing.TB, extra ...string) (*ReplicatedCluster, redis.UniversalClient) {
 	t.Helper()
 	NeedServer(t)
+	return startClusterWithReplicas(t, Start, extra)
+}
+
+// StartClusterWithReplicasTLS is StartClusterWithReplicas with TLS only
+// (StartTLS), on the client side too.
+func StartClusterWithReplicasTLS(t testing.TB, extra ...string) (*ReplicatedCluster, redis.UniversalClient) {
+	t.Helper()
+	NeedTLS(t)
+	return startClusterWithReplicas(t, StartTLS, extra)
+}
+
+func startClusterWithReplicas(t testing.TB, start starter, extra []string) (*ReplicatedCluster, redis.UniversalClient) {
+	t.Helper()
 	conf := []string{
 		"cluster-enabled", "yes",
 		"cluster-config-file", "nodes.conf",
@@ -43,10 +56,10 @@ func StartClusterWithReplicas(t testing.TB, extra ...string) (*ReplicatedCluster
 	conf = append(conf, extra...)
 	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}}
 	for i := 0; i < 3; i++ {
-		rc.Masters = append(rc.Masters, Start(t, conf...))
+		rc.Masters = append(rc.Masters, start(t, conf...))
 	}
 	for i := 0; i < 3; i++ {
-		rc.Replicas = append(rc.Replicas, Start(t, conf...))
+		rc.Replicas = append(rc.Replicas, start(t, conf...))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -62,7 +75,7 @@ func StartClusterWithReplicas(t testing.TB, extra ...string) (*ReplicatedCluster
 func (rc *ReplicatedCluster) attachReplicas(ctx context.Context) error {
 	host, port := splitAddr(rc.Masters[0].Addr)
 	for _, r := range rc.Replicas {
-		c := redis.NewClient(&redis.Options{Addr: r.Addr})
+		c := redis.NewClient(r.Options())
 		err := c.Do(ctx, "CLUSTER", "MEET", host, port).Err()
 		c.Close()
 		if err != nil {
@@ -70,11 +83,11 @@ func (rc *ReplicatedCluster) attachReplicas(ctx context.Context) error {
 		}
 	}
 	for i, r := range rc.Replicas {
-		id, err := nodeID(ctx, rc.Masters[i].Addr)
+		id, err := nodeID(ctx, rc.Masters[i])
 		if err != nil {
 			return err
 		}
-		c := redis.NewClient(&redis.Options{Addr: r.Addr})
+		c := redis.NewClient(r.Options())
 		// REPLICATE needs the master in the node table, which gossip fills.
 		for err == nil {
 			nodes, nerr := c.ClusterNodes(ctx).Result()
@@ -92,12 +105,12 @@ func (rc *ReplicatedCluster) attachReplicas(ctx context.Context) error {
 		}
 	}
 	for _, s := range append(append([]*Server{}, rc.Masters...), rc.Replicas...) {
-		if err := waitClusterOK(ctx, s.Addr, 6); err != nil {
+		if err := waitClusterOK(ctx, s, 6); err != nil {
 			return err
 		}
 	}
 	for _, r := range rc.Replicas {
-		if err := waitInfo(ctx, r.Addr, "master_link_status:up"); err != nil {
+		if err := waitInfo(ctx, r, "master_link_status:up"); err != nil {
 			return err
 		}
 	}
@@ -116,7 +129,7 @@ func (rc *ReplicatedCluster) Addrs() []string {
 // Client returns a new cluster client seeded with every node, closed when
 // the test ends.
 func (rc *ReplicatedCluster) Client() *redis.ClusterClient {
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs()})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), TLSConfig: rc.Masters[0].Options().TLSConfig})
 	rc.t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -128,10 +141,10 @@ func (rc *ReplicatedCluster) KillMaster(i int) {
 	rc.Masters[i].Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := waitInfo(ctx, rc.Replicas[i].Addr, "role:master"); err != nil {
+	if err := waitInfo(ctx, rc.Replicas[i], "role:master"); err != nil {
 		rc.t.Fatalf("redistest: replica of killed master %d not promoted: %v", i, err)
 	}
-	if err := waitClusterState(ctx, rc.Replicas[i].Addr); err != nil {
+	if err := waitClusterState(ctx, rc.Replicas[i]); err != nil {
 		rc.t.Fatalf("redistest: after failover: %v", err)
 	}
 }
@@ -146,7 +159,7 @@ func (rc *ReplicatedCluster) KillMasterInSync(i int) {
 	rc.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m := redis.NewClient(&redis.Options{Addr: rc.Masters[i].Addr})
+	m := redis.NewClient(rc.Masters[i].Options())
 	defer m.Close()
 	if err := m.Do(ctx, "CLIENT", "PAUSE", 30000, "WRITE").Err(); err != nil {
 		rc.t.Fatalf("redistest: CLIENT PAUSE on master %d: %v", i, err)
@@ -155,7 +168,7 @@ func (rc *ReplicatedCluster) KillMasterInSync(i int) {
 	if err != nil {
 		rc.t.Fatalf("redistest: master %d: %v", i, err)
 	}
-	r := redis.NewClient(&redis.Options{Addr: rc.Replicas[i].Addr})
+	r := redis.NewClient(rc.Replicas[i].Options())
 	defer r.Close()
 	for {
 		got, err := replOffset(ctx, r, "slave_repl_offset")
@@ -194,7 +207,7 @@ func (rc *ReplicatedCluster) RejoinAsReplica(i int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, want := range []string{"role:slave", "master_link_status:up"} {
-		if err := waitInfo(ctx, rc.Masters[i].Addr, want); err != nil {
+		if err := waitInfo(ctx, rc.Masters[i], want); err != nil {
 			rc.t.Fatalf("redistest: restarted master %d not a replica in sync: %v", i, err)
 		}
 	}
@@ -207,7 +220,7 @@ func (rc *ReplicatedCluster) Failover(i int) {
 	rc.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := redis.NewClient(&redis.Options{Addr: rc.Replicas[i].Addr})
+	c := redis.NewClient(rc.Replicas[i].Options())
 	defer c.Close()
 	// A manual failover that does not complete within Redis's own limit
 	// (5 s: the replica could not catch up with its paused master, as on a
@@ -218,7 +231,7 @@ func (rc *ReplicatedCluster) Failover(i int) {
 			rc.t.Fatalf("redistest: CLUSTER FAILOVER: %v", err)
 		}
 		attempt, cancel := context.WithTimeout(ctx, manualFailoverLimit)
-		err := waitInfo(attempt, rc.Replicas[i].Addr, "role:master")
+		err := waitInfo(attempt, rc.Replicas[i], "role:master")
 		cancel()
 		if err == nil {
 			return
@@ -237,15 +250,15 @@ func (rc *ReplicatedCluster) WaitDemotedListed(i int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	promoted, demoted := rc.Replicas[i].Addr, rc.Masters[i].Addr
-	pid, err := nodeID(ctx, promoted)
+	pid, err := nodeID(ctx, rc.Replicas[i])
 	if err != nil {
 		rc.t.Fatalf("redistest: %v", err)
 	}
-	did, err := nodeID(ctx, demoted)
+	did, err := nodeID(ctx, rc.Masters[i])
 	if err != nil {
 		rc.t.Fatalf("redistest: %v", err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: promoted})
+	c := redis.NewClient(rc.Replicas[i].Options())
 	defer c.Close()
 	for {
 		nodes, err := c.Do(ctx, "CLUSTER", "REPLICAS", pid).StringSlice()
@@ -264,15 +277,16 @@ func (rc *ReplicatedCluster) WaitDemotedListed(i int) {
 // failover (CLUSTER_MF_TIMEOUT, 5 s) before abandoning it.
 const manualFailoverLimit = 6 * time.Second
 
-func nodeID(ctx context.Context, addr string) (string, error) {
-	c := redis.NewClient(&redis.Options{Addr: addr})
+func nodeID(ctx context.Context, s *Server) (string, error) {
+	c := redis.NewClient(s.Options())
 	defer c.Close()
 	return c.Do(ctx, "CLUSTER", "MYID").Text()
 }
 
-// waitInfo polls INFO on addr until it contains want.
-func waitInfo(ctx context.Context, addr, want string) error {
-	c := redis.NewClient(&redis.Options{Addr: addr})
+// waitInfo polls INFO on s until it contains want.
+func waitInfo(ctx context.Context, s *Server, want string) error {
+	addr := s.Addr
+	c := redis.NewClient(s.Options())
 	defer c.Close()
 	for {
 		info, err := c.Info(ctx, "replication").Result()
@@ -285,10 +299,11 @@ func waitInfo(ctx context.Context, addr, want string) error {
 	}
 }
 
-// waitClusterState polls until addr reports cluster_state:ok, whatever the
+// waitClusterState polls until s reports cluster_state:ok, whatever the
 // number of nodes it knows (a killed one stays in the table).
-func waitClusterState(ctx context.Context, addr string) error {
-	c := redis.NewClient(&redis.Options{Addr: addr})
+func waitClusterState(ctx context.Context, s *Server) error {
+	addr := s.Addr
+	c := redis.NewClient(s.Options())
 	defer c.Close()
 	for {
 		info, err := c.ClusterInfo(ctx).Result()

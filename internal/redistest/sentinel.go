@@ -39,8 +39,25 @@ const (
 func StartSentinel(t testing.TB) (*Sentinel, redis.UniversalClient) {
 	t.Helper()
 	NeedServer(t)
+	return startSentinel(t, false)
+}
+
+// StartSentinelTLS is StartSentinel with TLS only (StartTLS) on the data
+// nodes and the Sentinels, and on the client side too.
+func StartSentinelTLS(t testing.TB) (*Sentinel, redis.UniversalClient) {
+	t.Helper()
+	NeedTLS(t)
+	return startSentinel(t, true)
+}
+
+func startSentinel(t testing.TB, withTLS bool) (*Sentinel, redis.UniversalClient) {
+	t.Helper()
 	s := &Sentinel{Name: sentinelName, t: t}
-	master, replica := Replicated(t)
+	start := Start
+	if withTLS {
+		start = StartTLS
+	}
+	master, replica := replicated(t, start)
 	s.Nodes = []*Server{master, replica}
 	host, port := splitAddr(master.Addr)
 	for i := 0; i < 3; i++ {
@@ -49,7 +66,7 @@ func StartSentinel(t testing.TB) (*Sentinel, redis.UniversalClient) {
 			"sentinel down-after-milliseconds " + sentinelName + " " + sentinelDownAfter,
 			"sentinel failover-timeout " + sentinelName + " " + sentinelFailoverTimeout,
 			"sentinel parallel-syncs " + sentinelName + " 1",
-		}}))
+		}, tls: withTLS}))
 	}
 	s.WaitReady()
 	return s, s.Client()
@@ -62,16 +79,17 @@ func (s *Sentinel) WaitReady() {
 	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
 	defer cancel()
 	for _, sn := range s.Sentinels {
-		if err := s.waitDiscovered(ctx, sn.Addr); err != nil {
+		if err := s.waitDiscovered(ctx, sn); err != nil {
 			s.t.Fatalf("redistest: %v", err)
 		}
 	}
 }
 
-// waitDiscovered polls the Sentinel at addr until it lists a replica in good
+// waitDiscovered polls the Sentinel sn until it lists a replica in good
 // standing and two other Sentinels.
-func (s *Sentinel) waitDiscovered(ctx context.Context, addr string) error {
-	c := redis.NewSentinelClient(&redis.Options{Addr: addr})
+func (s *Sentinel) waitDiscovered(ctx context.Context, sn *Server) error {
+	addr := sn.Addr
+	c := redis.NewSentinelClient(sn.Options())
 	defer c.Close()
 	for {
 		replicas, err1 := c.Replicas(ctx, s.Name).Result()
@@ -109,7 +127,7 @@ func (s *Sentinel) Client() *redis.Client {
 
 // newClient returns a failover client closed when t ends.
 func (s *Sentinel) newClient(t testing.TB) *redis.Client {
-	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs()})
+	c := redis.NewFailoverClient(s.Options())
 	failoverSpecs.Store(c, s.spec())
 	t.Cleanup(func() {
 		failoverSpecs.Delete(c)
@@ -118,11 +136,18 @@ func (s *Sentinel) newClient(t testing.TB) *redis.Client {
 	return c
 }
 
+// Options are the options of a failover client for the master (TLS for a
+// topology started with StartSentinelTLS).
+func (s *Sentinel) Options() *redis.FailoverOptions {
+	return &redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.SentinelAddrs(),
+		TLSConfig: s.Sentinels[0].Options().TLSConfig}
+}
+
 // MasterAddr asks the first answering Sentinel for the master's address.
 func (s *Sentinel) MasterAddr(ctx context.Context) (string, error) {
 	var lastErr error
 	for _, sn := range s.Sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr})
+		c := redis.NewSentinelClient(sn.Options())
 		hp, err := c.GetMasterAddrByName(ctx, s.Name).Result()
 		c.Close()
 		if err == nil && len(hp) == 2 {
@@ -161,7 +186,7 @@ func (s *Sentinel) Failover() *Server {
 	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
 	defer cancel()
 	old := s.CurrentMaster()
-	c := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr})
+	c := redis.NewSentinelClient(s.Sentinels[0].Options())
 	defer c.Close()
 	for {
 		// Refused while a previous failover's timeout runs or the replica
@@ -197,7 +222,7 @@ func (s *Sentinel) waitNewMaster(ctx context.Context, old *Server) *Server {
 		if agreed && addr != old.Addr {
 			for _, n := range s.Nodes {
 				if n.Addr == addr {
-					if err := waitInfo(ctx, addr, "role:master"); err != nil {
+					if err := waitInfo(ctx, n, "role:master"); err != nil {
 						s.t.Fatalf("redistest: %v", err)
 					}
 					return n
@@ -215,7 +240,7 @@ func (s *Sentinel) waitNewMaster(ctx context.Context, old *Server) *Server {
 func (s *Sentinel) agreedMaster(ctx context.Context) (string, bool) {
 	first := ""
 	for i, sn := range s.Sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr})
+		c := redis.NewSentinelClient(sn.Options())
 		hp, err := c.GetMasterAddrByName(ctx, s.Name).Result()
 		c.Close()
 		if err != nil || len(hp) != 2 {
@@ -237,7 +262,7 @@ func (s *Sentinel) WaitDemoted(node *Server) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
 	defer cancel()
-	if err := waitInfo(ctx, node.Addr, "role:slave"); err != nil {
+	if err := waitInfo(ctx, node, "role:slave"); err != nil {
 		s.t.Fatalf("redistest: %v", err)
 	}
 }

@@ -40,6 +40,8 @@ type Server struct {
 	// sentinel: run as a Sentinel, from a config file in dir (Sentinel
 	// rewrites it).
 	sentinel []string
+	// tls: listen with TLS only (tls.go).
+	tls bool
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -113,7 +115,7 @@ func launch(t testing.TB, proto *Server) *Server {
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
-		s := &Server{t: t, dir: t.TempDir(), port: port, extra: proto.extra, sentinel: proto.sentinel,
+		s := &Server{t: t, dir: t.TempDir(), port: port, extra: proto.extra, sentinel: proto.sentinel, tls: proto.tls,
 			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 		if lastErr = s.start(); lastErr == nil {
 			t.Cleanup(s.stop)
@@ -155,8 +157,16 @@ func (s *Server) start() error {
 		}
 		args = []string{conf, "--sentinel"}
 	}
+	if s.tls {
+		targs, err := tlsArgs(s.dir, strconv.Itoa(s.port))
+		if err != nil {
+			return err
+		}
+		args = append(args, targs...)
+	} else {
+		args = append(args, "--port", strconv.Itoa(s.port))
+	}
 	args = append(args,
-		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
 		"--protected-mode", "no",
@@ -180,7 +190,9 @@ func (s *Server) start() error {
 	s.cmd = cmd
 	s.mu.Unlock()
 
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	o := s.Options()
+	o.MaxRetries, o.DialTimeout = -1, time.Second
+	c := redis.NewClient(o)
 	defer c.Close()
 	deadline := time.Now().Add(startTimeout)
 	for {
@@ -206,7 +218,7 @@ func (s *Server) start() error {
 
 // Client returns a new client for this server, closed when the test ends.
 func (s *Server) Client() *redis.Client {
-	opts := &redis.Options{Addr: s.Addr}
+	opts := s.Options()
 	if s.Mini != nil {
 		// miniredis runs every script in a fresh Lua VM inside the test
 		// process; under -race on a busy machine a pipeline of scripts can
@@ -216,6 +228,16 @@ func (s *Server) Client() *redis.Client {
 	c := redis.NewClient(opts)
 	s.t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// Options are the options of a client of this server (TLS for a server
+// started with StartTLS), for a client the test closes itself.
+func (s *Server) Options() *redis.Options {
+	o := &redis.Options{Addr: s.Addr}
+	if s.tls {
+		o.TLSConfig = ClientTLS(s.t)
+	}
+	return o
 }
 
 // Kill stops the process with SIGKILL, as a crash would. Restart brings it back.

@@ -18,8 +18,9 @@ func (rc *ReplicatedCluster) WaitViewsAgree(i int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	promoted, demoted := rc.Replicas[i].Addr, rc.Masters[i].Addr
-	for _, addr := range rc.Addrs() {
-		c := redis.NewClient(&redis.Options{Addr: addr})
+	for _, n := range append(append([]*Server{}, rc.Masters...), rc.Replicas...) {
+		addr := n.Addr
+		c := redis.NewClient(n.Options())
 		for {
 			nodes, err := c.ClusterNodes(ctx).Result()
 			if err == nil && nodeFlagged(nodes, promoted, "master") && nodeFlagged(nodes, demoted, "slave") {

@@ -180,7 +180,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	}
 	// Keep the replaced entry's version, so that a versioned write older
 	// than it is still refused after the refresh.
-	env, ttl := c.taggedEntry(null, binary.BigEndian.Uint64(header[4:12]), delta, payload, base, tags, created)
+	env, ttl := c.taggedEntry(null, binary.BigEndian.Uint64(header[4:12]), delta, payload, base, tags, created, nil)
 	n, err := refreshFillScript.Run(ctx, c.rdb, []string{rkey}, marked, env, ttl.Milliseconds()).Int()
 	if err != nil {
 		c.report(logRefreshFailed, key, c.redisError(key, "refresh fill", err))

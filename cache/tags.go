@@ -110,10 +110,69 @@ func (c *Cache[V]) tagsOf(key string, v V) (tags []string, err error) {
 	return tags, nil
 }
 
-// tagInvalid applies the rule: an entry created at created (Unix ms) is
-// invalidated by a tag invalidated at inv (0: never).
-func tagInvalid(created, inv int64) bool {
-	return inv > 0 && created <= inv+tagClockMargin.Milliseconds()
+// tagStamp is what a tagged entry records (its envelope's tag section, kept
+// by the local tier too): its tags, when its load started (Unix ms), and per
+// tag the tag's time its loader had read before the load (seen; nil: none).
+type tagStamp struct {
+	tags    []string
+	created int64
+	seen    []int64
+}
+
+func stampOf(info wire.TagInfo) *tagStamp {
+	return &tagStamp{tags: info.Tags, created: info.Created.UnixMilli(), seen: info.Seen}
+}
+
+// newStamp is the stamp of a fill of a value with tags (none: nil) whose
+// load started at created, after the tags' times in seen were read.
+func newStamp(tags []string, created time.Time, seen map[string]int64) *tagStamp {
+	if len(tags) == 0 {
+		return nil
+	}
+	st := &tagStamp{tags: tags, created: created.UnixMilli()}
+	for i, tag := range tags {
+		if ms := seen[tag]; ms > 0 {
+			if st.seen == nil {
+				st.seen = make([]int64, len(tags))
+			}
+			st.seen[i] = ms
+		}
+	}
+	return st
+}
+
+// seenTimes returns the seen times to write (nil: none).
+func (s *tagStamp) seenTimes() []int64 {
+	if s == nil {
+		return nil
+	}
+	return s.seen
+}
+
+// seenOf returns the time of tags[i] the entry's loader read (0: none).
+func (s *tagStamp) seenOf(i int) int64 {
+	if s.seen == nil {
+		return 0
+	}
+	return s.seen[i]
+}
+
+// invalidBy is the rule every check of a tagged entry applies (a Redis hit,
+// a batch's hits, the fill path's, a local hit): is the entry invalidated
+// by its tag tags[i], whose time is inv (0: never invalidated)? A tag's
+// time grows with every invalidation, so where the loader read the tag's
+// time, the entry is invalid exactly when the time is later now: no clock
+// involved. Where it read none, or read a later one than inv (Redis forgot
+// the tag's time and a new invalidation set it again), the clock rule:
+// created ≤ inv + tagClockMargin.
+func (s *tagStamp) invalidBy(i int, inv int64) bool {
+	if inv == 0 {
+		return false
+	}
+	if seen := s.seenOf(i); seen > 0 && inv >= seen {
+		return inv > seen
+	}
+	return s.created <= inv+tagClockMargin.Milliseconds()
 }
 
 // tagTable holds the tag times an instance with a local tier read or heard,
@@ -189,14 +248,21 @@ func (c *Cache[V]) learnTags(tags []string, ms []int64, epoch uint64) {
 }
 
 // localTagsValid checks a local entry's tags against the times this
-// instance knows; unknown means not valid (the read goes to Redis). stale is
-// false when a tag is known to have invalidated the entry.
+// instance knows; unknown means not valid (the read goes to Redis), and so
+// does a time older than the one the entry's loader read (this instance
+// has not heard of it yet). servable is false when a tag is known to have
+// invalidated the entry.
 func (c *Cache[V]) localTagsValid(e *LocalEntry[V], now int64) (valid, servable bool) {
 	epoch, ok := c.tagTrust(now)
 	valid = ok
-	for _, tag := range e.tagged.tags {
+	st := e.tagged
+	for i, tag := range st.tags {
 		ms, known := c.tagTimes.lookup(tag, epoch, now)
-		if tagInvalid(e.tagged.created, ms) { // known or not: a time only grows
+		if ms < st.seenOf(i) {
+			valid = false
+			continue
+		}
+		if st.invalidBy(i, ms) { // known or not: a time only grows
 			return false, false
 		}
 		valid = valid && known
@@ -206,44 +272,46 @@ func (c *Cache[V]) localTagsValid(e *LocalEntry[V], now int64) (valid, servable 
 
 // dropInvalidated replaces by nil each of raws (values read under keys) that
 // is a tagged envelope invalidated by one of its tags, counting it if count
-// (a read's first look, not the fill path's second). The
-// times not known here are read with one MGET. On an error raws are left
-// as they are.
-func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byte, count bool) error {
-	var infos []wire.TagInfo
+// (a read's first look, not the fill path's second). The times not known
+// here (or known older than an entry's loader read them) are read with one
+// MGET. It returns the times it used, all read before it returns: a load
+// started after it may record them (newStamp). On an error raws are left as
+// they are.
+func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byte, count bool) (map[string]int64, error) {
+	var stamps []*tagStamp
 	var at []int
 	for i, raw := range raws {
 		if !wire.IsTagged(raw) {
 			continue
 		}
 		if info, ok := wire.ParseTags(raw); ok {
-			infos, at = append(infos, info), append(at, i)
+			stamps, at = append(stamps, stampOf(info)), append(at, i)
 		}
 	}
-	if len(infos) == 0 {
-		return nil
+	if len(stamps) == 0 {
+		return nil, nil
+	}
+	floor := map[string]int64{} // the latest time an entry's loader read
+	for _, st := range stamps {
+		for i, tag := range st.tags {
+			floor[tag] = max(floor[tag], st.seenOf(i))
+		}
 	}
 	now := time.Now().UnixNano()
 	epoch, trusted := c.tagTrust(now)
-	known := map[string]int64{}
+	known := make(map[string]int64, len(floor))
 	var need []string
-	for _, info := range infos {
-		for _, tag := range info.Tags {
-			if _, seen := known[tag]; seen {
-				continue
-			}
-			if ms, ok := c.tagTimes.get(tag, epoch, now); trusted && ok {
-				known[tag] = ms
-				continue
-			}
-			known[tag] = 0
-			need = append(need, tag)
+	for tag, seen := range floor {
+		if ms, ok := c.tagTimes.get(tag, epoch, now); trusted && ok && ms >= seen {
+			known[tag] = ms
+			continue
 		}
+		need = append(need, tag)
 	}
 	if len(need) > 0 {
 		ms, err := c.readTagTimes(ctx, key, need)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i, tag := range need {
 			known[tag] = ms[i]
@@ -252,10 +320,9 @@ func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byt
 			c.learnTags(need, ms, epoch)
 		}
 	}
-	for j, info := range infos {
-		created := info.Created.UnixMilli()
-		for _, tag := range info.Tags {
-			if tagInvalid(created, known[tag]) {
+	for j, st := range stamps {
+		for i, tag := range st.tags {
+			if st.invalidBy(i, known[tag]) {
 				raws[at[j]] = nil
 				if count {
 					c.stats.tagMisses.Add(1)
@@ -264,7 +331,7 @@ func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byt
 			}
 		}
 	}
-	return nil
+	return known, nil
 }
 
 // readTagTimes reads the times of tags (0: never invalidated) with one MGET
@@ -320,10 +387,11 @@ func (c *Cache[V]) encodeTagged(key string, v V) ([]byte, []string, error) {
 }
 
 // dropInvalidatedMany is dropInvalidated for the replies of a batch's GETs
-// (or the fill path's SET ... GETs): raws[i] is gets[i]'s value if it is a tagged envelope that no tag
-// invalidated, else nil.
-func dropInvalidatedMany[V any, R stringReply](c *Cache[V], ctx context.Context, keys []string, gets []R, count bool) ([][]byte, error) {
-	raws := make([][]byte, len(gets))
+// (or the fill path's SET ... GETs): raws[i] is gets[i]'s value if it is a
+// tagged envelope that no tag invalidated, else nil; seen are the tag times
+// used.
+func dropInvalidatedMany[V any, R stringReply](c *Cache[V], ctx context.Context, keys []string, gets []R, count bool) (raws [][]byte, seen map[string]int64, err error) {
+	raws = make([][]byte, len(gets))
 	tagged := false
 	for i, g := range gets {
 		// Only tagged values are copied out (Bytes copies).
@@ -333,9 +401,10 @@ func dropInvalidatedMany[V any, R stringReply](c *Cache[V], ctx context.Context,
 		}
 	}
 	if !tagged {
-		return raws, nil
+		return raws, nil, nil
 	}
-	return raws, c.dropInvalidated(ctx, keys[0], raws, count)
+	seen, err = c.dropInvalidated(ctx, keys[0], raws, count)
+	return raws, seen, err
 }
 
 // stringReply is a GET's or a SET ... GET's reply.

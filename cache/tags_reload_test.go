@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // One InvalidateTags of a hot key costs one load across the fleet: the
@@ -17,6 +18,12 @@ import (
 // instances) takes it.
 func TestInvalidateTagsOfHotKeyCostsOneLoad(t *testing.T) {
 	_, rdb := redistest.RealSingle(t)
+	t.Run("redis", func(t *testing.T) { hotKeyReloads(t, rdb) })
+	// The local tier checks its entries by the same rule.
+	t.Run("local tier", func(t *testing.T) { hotKeyReloads(t, rdb, WithLocal(1<<20), WithLocalAdmitAll()) })
+}
+
+func hotKeyReloads(t *testing.T, rdb redis.UniversalClient, opts ...Option) {
 	ctx := context.Background()
 	var loads atomic.Int64
 	load := func(context.Context, string) (string, error) {
@@ -26,7 +33,7 @@ func TestInvalidateTagsOfHotKeyCostsOneLoad(t *testing.T) {
 	}
 	caches := make([]*Cache[string], 3)
 	for i := range caches {
-		caches[i] = newCache[string](t, ownClient(t, rdb), WithTags(orgOf))
+		caches[i] = newCache[string](t, ownClient(t, rdb), append([]Option{WithTags(orgOf)}, opts...)...)
 	}
 	if _, err := caches[0].Get(ctx, "hot", load); err != nil {
 		t.Fatal(err)
@@ -72,4 +79,41 @@ func TestInvalidateTagsOfHotKeyCostsOneLoad(t *testing.T) {
 	if n := loads.Load() - before; n != 1 {
 		t.Fatalf("%d loads after one InvalidateTags of a hot key (%d Gets after it), want 1", n, getsAfter.Load())
 	}
+}
+
+// Two invalidations of a tag in one millisecond: a load that read the first
+// one's time and started before the second lands invalid, since every
+// invalidation makes the tag's time grow.
+func TestSecondInvalidationInOneMillisecondInvalidatesReload(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := newCache[string](t, rdb, WithTags(orgOf))
+		other := newCache[string](t, rdb, WithTags(orgOf))
+		frozen := time.Now()
+		c.hooks.now = func() time.Time { return frozen }
+		var l versionedLoader
+		if v, err := c.Get(ctx, "1-k", l.load); err != nil || v != "org/1:1-k:v1" {
+			t.Fatalf("first Get = %q, %v", v, err)
+		}
+		if err := c.InvalidateTags(ctx, "org:1"); err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		c.hooks.afterLoad = func(string) {
+			once.Do(func() {
+				if err := c.InvalidateTags(ctx, "org:1"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		// The reload reads the first invalidation's time; the second is
+		// made, in the same millisecond, while it loads.
+		if v, err := c.Get(ctx, "1-k", l.load); err != nil || v != "org/1:1-k:v2" {
+			t.Fatalf("Get after the first invalidation = %q, %v", v, err)
+		}
+		c.hooks.afterLoad = nil
+		if v, err := other.Get(ctx, "1-k", l.load); err != nil || v != "org/1:1-k:v3" {
+			t.Fatalf("served %q, %v: a value loaded before the second invalidation", v, err)
+		}
+	})
 }

@@ -83,6 +83,12 @@ func TestTagInvalidatedOnAIsMissOnBLocalTier(t *testing.T) {
 		if v, err := b.Get(ctx, "1-a", never(t)); err != nil || v != "org/1:1-a:v2" {
 			t.Fatalf("b served %q, %v after org:1 was invalidated and a reloaded it", v, err)
 		}
+		// b's tier admits a's reload, and its tag check keeps it a hit.
+		waitFor(t, func() bool {
+			b.Get(ctx, "1-a", never(t))
+			fresh, e := b.localGet("1-a")
+			return fresh && e != nil && e.Value == "org/1:1-a:v2"
+		})
 		if v, err := b.Get(ctx, "2-b", never(t)); err != nil || v != "org/2:2-b:v1" {
 			t.Fatalf("b.Get(2-b) = %q, %v", v, err)
 		}

@@ -17,33 +17,61 @@ import (
 //   - A tagged entry records its tags and its creation time, the time its
 //     load started (or its Set or versioned write was made), in a tag
 //     section of its envelope (wire.FlagTagged). An untagged entry's bytes
-//     are unchanged, and so is its Redis hit.
-//   - InvalidateTags writes the current time under each tag's key (one key
-//     per tag, all of a cache's tag keys under one Cluster hash tag, so one
-//     script writes them and one MGET reads any set of them), kept while an
-//     older entry may live (2·TTL + load timeout), and announces the tags on
-//     the cache's invalidation channel.
-//   - An entry is invalidated when, for one of its tags,
-//     created ≤ invalidated + tagClockMargin. Times are the wall clocks of
-//     the instances that loaded and invalidated, so they must agree within
-//     tagClockMargin (100 ms): within it, a load that started before an
-//     invalidation never lands as fresh, and a load started within the
-//     margin after it counts as invalidated too (one more load, no stale
-//     value). A load that started before InvalidateTags was called lands
-//     already invalid: the same rule as a fill after Delete, with no lease
-//     in the way.
+//     are unchanged, and so is its Redis hit. A fill also records, for each
+//     of its tags whose time its loader had read before the load started,
+//     that time (its seen time, wire.FlagTagSeen): the fill path reads the
+//     times of the tags of any tagged entry it finds under its keys, so a
+//     reload of an entry found invalidated records the times that
+//     invalidated it.
+//   - InvalidateTags writes under each tag's key (one key per tag, all of a
+//     cache's tag keys under one Cluster hash tag, so one script writes them
+//     and one MGET reads any set of them) a time that grows with every
+//     invalidation: the current time, or one more than the latest time
+//     stored under those keys if that is not earlier (two invalidations in
+//     one millisecond still differ). It is kept while an older entry may
+//     live (2·TTL + load timeout), and the tags and that time are announced
+//     on the cache's invalidation channel.
+//   - An entry is invalidated by one of its tags by the rule of
+//     tagStamp.invalidBy, the one check of every path (a Redis hit, a
+//     GetMany's hits, the fill path, a local hit). Where the entry records
+//     the tag's seen time, exactly when the tag's time is later: no clock is
+//     involved, so the entry its loader filled is valid for the
+//     invalidation it saw and invalid for any later one. Elsewhere (a load
+//     of a missing key, a Set, a versioned write, an early refresh, or a
+//     tag time earlier than the seen one: Redis forgot the tag's time and
+//     an invalidation set it again), by the clocks: created ≤ invalidated +
+//     tagClockMargin. Those times are the wall clocks of the instances that
+//     loaded and invalidated, so they must agree within tagClockMargin (100
+//     ms): within it, a load that started before an invalidation never
+//     lands as fresh, and one started within the margin after it counts as
+//     invalidated too.
+//   - So a load that started before InvalidateTags was called lands already
+//     invalid (its seen time, if any, is older than the new time; without
+//     one, the clocks), the same rule as a fill after Delete, with no lease
+//     in the way. And an invalidation costs at most one more load per key
+//     across the fleet, whatever the margin: the reader that finds the entry
+//     invalidated reloads it under the lease (one loader across the fleet,
+//     the others wait for its fill and take it), and its fill records the
+//     time. An entry without seen times invalidated only by the margin (a
+//     load of a missing key, a Set made just after the invalidation, a load
+//     in flight during it) is that one more load: its reload records the
+//     time. The exception is an instance with a local tier that has not
+//     heard an invalidation yet (the local tier's bound): a reload it makes
+//     meanwhile records the older time it keeps, lands invalid, and is
+//     reloaded once more.
 //   - A tagged Redis hit reads the times of its tags with one MGET (one
 //     more round trip; a GetMany's tagged hits share one). An instance with
 //     a local tier keeps the times it read or heard for the local TTL, under
 //     the same trust as the tier (the subscription's epoch and health
 //     replies: a lost message or a gap drops them all), so its tagged hits
-//     usually cost nothing extra. Its local entries keep their tags and are
-//     checked against those times on every local hit, so an invalidation
-//     heard from another instance makes them misses within the bound the
-//     local tier documents. A time past its local TTL is no longer trusted
-//     as the latest, but still invalidates what it invalidated (a tag's time
-//     only grows), so such an entry is not served stale either while Redis
-//     fails.
+//     usually cost nothing extra; a kept time older than an entry's seen
+//     time is read from Redis again. Its local entries keep their tag
+//     sections and are checked against those times on every local hit, so
+//     an invalidation heard from another instance makes them misses within
+//     the bound the local tier documents. A time past its local TTL is no
+//     longer trusted as the latest, but still invalidates what it
+//     invalidated (a tag's time only grows), so such an entry is not served
+//     stale either while Redis fails.
 //   - An invalidated entry read through the fill path is taken over like
 //     foreign bytes (its version, if any, is kept) and loaded again.
 //
@@ -108,71 +136,6 @@ func (c *Cache[V]) tagsOf(key string, v V) (tags []string, err error) {
 		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidTag, key, err)
 	}
 	return tags, nil
-}
-
-// tagStamp is what a tagged entry records (its envelope's tag section, kept
-// by the local tier too): its tags, when its load started (Unix ms), and per
-// tag the tag's time its loader had read before the load (seen; nil: none).
-type tagStamp struct {
-	tags    []string
-	created int64
-	seen    []int64
-}
-
-func stampOf(info wire.TagInfo) *tagStamp {
-	return &tagStamp{tags: info.Tags, created: info.Created.UnixMilli(), seen: info.Seen}
-}
-
-// newStamp is the stamp of a fill of a value with tags (none: nil) whose
-// load started at created, after the tags' times in seen were read.
-func newStamp(tags []string, created time.Time, seen map[string]int64) *tagStamp {
-	if len(tags) == 0 {
-		return nil
-	}
-	st := &tagStamp{tags: tags, created: created.UnixMilli()}
-	for i, tag := range tags {
-		if ms := seen[tag]; ms > 0 {
-			if st.seen == nil {
-				st.seen = make([]int64, len(tags))
-			}
-			st.seen[i] = ms
-		}
-	}
-	return st
-}
-
-// seenTimes returns the seen times to write (nil: none).
-func (s *tagStamp) seenTimes() []int64 {
-	if s == nil {
-		return nil
-	}
-	return s.seen
-}
-
-// seenOf returns the time of tags[i] the entry's loader read (0: none).
-func (s *tagStamp) seenOf(i int) int64 {
-	if s.seen == nil {
-		return 0
-	}
-	return s.seen[i]
-}
-
-// invalidBy is the rule every check of a tagged entry applies (a Redis hit,
-// a batch's hits, the fill path's, a local hit): is the entry invalidated
-// by its tag tags[i], whose time is inv (0: never invalidated)? A tag's
-// time grows with every invalidation, so where the loader read the tag's
-// time, the entry is invalid exactly when the time is later now: no clock
-// involved. Where it read none, or read a later one than inv (Redis forgot
-// the tag's time and a new invalidation set it again), the clock rule:
-// created ≤ inv + tagClockMargin.
-func (s *tagStamp) invalidBy(i int, inv int64) bool {
-	if inv == 0 {
-		return false
-	}
-	if seen := s.seenOf(i); seen > 0 && inv >= seen {
-		return inv > seen
-	}
-	return s.created <= inv+tagClockMargin.Milliseconds()
 }
 
 // tagTable holds the tag times an instance with a local tier read or heard,

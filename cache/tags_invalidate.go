@@ -39,7 +39,9 @@ const maxTagsPerInvalidation = 1024
 // per tag, never scans: O(len(tags)). Once it returns, no Get sees an entry
 // of those tags loaded before it was called, on this instance at once and on
 // the others within the local tier's bound (tagClockMargin applies to the
-// instances' clocks: see the package comment on tags). No tags is nothing to
+// instances' clocks: see the package comment on tags). It costs at most one
+// more load per key across the fleet, whatever the clocks: the reload of an
+// invalidated entry records the tag times it read. No tags is nothing to
 // do; an empty tag, one over wire.MaxTagSize bytes or more than 1024 tags
 // are an error wrapping ErrInvalidTag (and ErrInvalidOption).
 func (c *Cache[V]) InvalidateTags(ctx context.Context, tags ...string) error {

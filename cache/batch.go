@@ -115,7 +115,7 @@ func (c *Cache[V]) readMany(ctx context.Context, todo []string, load BatchLoader
 	}
 	// Reply errors belong to single keys: read them key by key below.
 	// Tagged hits are checked together first: one read of tag times.
-	raws, tagErr := dropInvalidatedMany(c, ctx, todo, gets, true)
+	raws, _, tagErr := dropInvalidatedMany(c, ctx, todo, gets, true)
 	var misses []string
 	for i, k := range todo {
 		raw, err := gets[i].Bytes()

@@ -253,7 +253,7 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	if err != nil {
 		return err
 	}
-	env, ttl := c.taggedEntry(false, 0, 0, payload, base, tags, c.now())
+	env, ttl := c.taggedEntry(false, 0, 0, payload, base, tags, c.now(), nil)
 	done, err := c.allow(key)
 	if err != nil {
 		return err

@@ -128,13 +128,21 @@
 // value; InvalidateTags(ctx, tags...) makes every entry of those tags a miss
 // for every instance and local tier, in O(number of tags): each tagged entry
 // records its tags and when its load started, each tag's last invalidation
-// time is one Redis key, and a read compares the two (one more round trip for
-// a tagged Redis hit, none where an instance with a local tier already knows
-// the times; an untagged entry costs nothing more). A fill that loaded
-// before the invalidation lands already invalid. The instances' wall clocks
-// must agree within 100 ms; an entry loaded within that margin after an
-// invalidation counts as invalidated too. See tags.go for the model and the
-// limits (64 tags of at most 256 bytes per entry).
+// time is one Redis key that grows with every invalidation, and a read
+// compares the two (one more round trip for a tagged Redis hit, none where an
+// instance with a local tier already knows the times; an untagged entry
+// costs nothing more). A fill that loaded before the invalidation lands
+// already invalid. The reader that finds an entry invalidated has read the
+// tag's time: it reloads under the lease, as after a Delete, and its fill
+// records that time, so the new entry is valid for that invalidation and
+// invalid for any later one, with no clock involved. An invalidation thus
+// costs at most one more load per key across the fleet. Entries whose
+// loader read no tag time (a load of a missing key, a Set, an early
+// refresh) are compared by the clocks instead: the instances' wall clocks
+// must agree within 100 ms, and such an entry created within that margin
+// after an invalidation counts as invalidated too (its reload records the
+// time). See tags.go for the model and the limits (64 tags of at most 256
+// bytes per entry).
 //
 // # Writes made outside cacheguard (WithTracking)
 //

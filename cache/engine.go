@@ -69,7 +69,9 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 		var lookalikes []int // indexes of pending whose lease may have no TTL
 		// Envelopes found under tagged keys are checked together: one
 		// read of tag times for the round.
-		tagged, tagErr := dropInvalidatedMany(c, ctx, pending, acq, false)
+		// The times read are the tags' times before any load of this
+		// round starts: its fills record them (tags.go).
+		tagged, seen, tagErr := dropInvalidatedMany(c, ctx, pending, acq, false)
 		for i, k := range pending {
 			prev, err := acq[i].Bytes()
 			err = callerErr(ctx, err)
@@ -162,7 +164,7 @@ func (c *Cache[V]) fillMany(ctx context.Context, pending []string, load BatchLoa
 			}
 		}
 		if len(held) > 0 {
-			again, err := c.loadAndFillMany(ctx, heldKeys, held, load, b, &refused)
+			again, err := c.loadAndFillMany(ctx, heldKeys, held, load, b, &refused, seen)
 			if err != nil {
 				// The loader's error is the error of the keys it was
 				// asked for; keys another caller is filling are still

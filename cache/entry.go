@@ -37,13 +37,14 @@ func (c *Cache[V]) uncacheable(key string, err error) {
 // jittered TTL: the value TTL, or the null TTL for an absence, floored as
 // every expiry written to Redis is (redisTTL).
 func (c *Cache[V]) entry(null bool, version uint64, delta time.Duration, payload []byte) ([]byte, time.Duration) {
-	return c.taggedEntry(null, version, delta, payload, c.cfg.ttl, nil, time.Time{})
+	return c.taggedEntry(null, version, delta, payload, c.cfg.ttl, nil, time.Time{}, nil)
 }
 
 // taggedEntry is entry with base, before jitter, as the value TTL
-// (ttlfunc.go), carrying tags (none: an untagged envelope) and the time the
-// entry's load started (tags.go).
-func (c *Cache[V]) taggedEntry(null bool, version uint64, delta time.Duration, payload []byte, base time.Duration, tags []string, created time.Time) ([]byte, time.Duration) {
+// (ttlfunc.go), carrying tags (none: an untagged envelope), the time the
+// entry's load started and the tags' times its loader had read before (seen:
+// nil, or one per tag; tags.go).
+func (c *Cache[V]) taggedEntry(null bool, version uint64, delta time.Duration, payload []byte, base time.Duration, tags []string, created time.Time, seen []int64) ([]byte, time.Duration) {
 	if len(tags) > 0 && base > c.cfg.ttl {
 		// A tag's time is kept for about 2·WithTTL (tags.go): a tagged
 		// entry must not outlive it, whatever WithTTLFunc chose.
@@ -59,9 +60,9 @@ func (c *Cache[V]) taggedEntry(null bool, version uint64, delta time.Duration, p
 		c.observedSize("write", wire.HeaderSize+len(payload))
 		return wire.AppendEnvelope(make([]byte, 0, wire.HeaderSize+len(payload)), flags, version, c.now().Add(ttl), delta, payload), ttl
 	}
-	n := wire.HeaderSize + wire.TagSectionSize(tags) + len(payload)
+	n := wire.HeaderSize + wire.TagSectionSize(tags, seen) + len(payload)
 	c.observedSize("write", n)
-	return wire.AppendTaggedEnvelope(make([]byte, 0, n), flags, version, c.now().Add(ttl), delta, created, tags, payload), ttl
+	return wire.AppendTaggedEnvelope(make([]byte, 0, n), flags, version, c.now().Add(ttl), delta, created, tags, seen, payload), ttl
 }
 
 func (c *Cache[V]) now() time.Time {

@@ -14,9 +14,8 @@ type result[V any] struct {
 	// noLocal keeps the result out of the local tier: its fill was refused
 	// (a write raced it), or the entry is stale or being refreshed.
 	noLocal bool
-	// tags and created (Unix ms) of a tagged entry, kept by the local tier.
-	tags    []string
-	created int64
+	// tagged is a tagged entry's tag section, kept by the local tier.
+	tagged *tagStamp
 }
 
 // Get returns the value for key, loading it with load on a miss.

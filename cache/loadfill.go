@@ -12,8 +12,9 @@ import (
 // fills them through their leases in one pipeline. A key whose fill was
 // refused (a write landed meanwhile) is returned in again, to be read
 // again, while refused allows; past it, it gets the value as loaded,
-// uncached.
-func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], b *batch[V], refused *refusals) (again []string, err error) {
+// uncached. seen holds tags' times read before the load (tags.go): each
+// tagged fill records those of its tags.
+func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], b *batch[V], refused *refusals, seen map[string]int64) (again []string, err error) {
 	c.hold(leases...)
 	defer c.unhold(leases...)
 	var rows map[string]V
@@ -44,8 +45,9 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 			c.uncacheable(k, err)
 			rs[i] = result[V]{v: v, noLocal: true}
 		} else {
-			rs[i] = result[V]{v: v, size: len(payload), tags: tags, created: created.UnixMilli()}
-			env, ttl = c.taggedEntry(false, 0, delta, payload, base, tags, created)
+			st := newStamp(tags, created, seen)
+			rs[i] = result[V]{v: v, size: len(payload), tagged: st}
+			env, ttl = c.taggedEntry(false, 0, delta, payload, base, tags, created, st.seenTimes())
 		}
 		if env == nil { // release instead of fill
 			calls[i] = scriptCall{releaseScript, []string{leases[i].key}, leases[i].releaseArgs()}

@@ -45,14 +45,8 @@ type LocalEntry[V any] struct {
 
 	// tagged is set for a tagged entry only: an untagged one (the usual
 	// kind) pays one pointer for the feature, not a slice and a time.
-	tagged *localTags
-}
-
-// localTags are a tagged local entry's tags, checked on every hit, and the
-// time (Unix ms) its load started (tags.go).
-type localTags struct {
-	tags    []string
-	created int64
+	// Its tags are checked on every hit (tags.go).
+	tagged *tagStamp
 }
 
 // HotKeys decides which keys the local tier admits. Record is called on every
@@ -203,9 +197,7 @@ func (c *Cache[V]) admit(key string, r result[V], size int, before localClock) {
 	ttl := jittered(c.cfg.local.ttl, c.cfg.jitter)
 	e := &LocalEntry[V]{Value: r.v, Null: r.null, epoch: epoch,
 		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano()}
-	if r.tags != nil {
-		e.tagged = &localTags{tags: r.tags, created: r.created}
-	}
+	e.tagged = r.tagged
 	// Checked again and stored under the key's lock: an invalidation
 	// either sees the entry and deletes it, or made this check fail
 	// (local_order.go).

@@ -35,7 +35,7 @@ func (c *Cache[V]) read(ctx context.Context, key, rkey string) (res flightResult
 	}
 	if err == nil && wire.IsTagged(raw) {
 		raws := [][]byte{raw}
-		if err := c.dropInvalidated(ctx, key, raws, true); err != nil {
+		if _, err := c.dropInvalidated(ctx, key, raws, true); err != nil {
 			return flightResult[V]{gone: isCtxErr(err), err: err}, env, false
 		}
 		if raw = raws[0]; raw == nil {
@@ -86,7 +86,7 @@ func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, boo
 	c.observedSize("read", len(raw))
 	r := result[V]{null: env.Null(), size: len(raw), noLocal: env.Flags&(wire.FlagStale|wire.FlagRefreshing) != 0}
 	if env.Tags != nil {
-		r.tags, r.created = env.Tags, env.Created.UnixMilli()
+		r.tagged = stampOf(env.TagInfo)
 	}
 	if !r.null {
 		v, err := c.decodePayload(env)

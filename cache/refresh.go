@@ -190,7 +190,7 @@ func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte,
 	var ttl time.Duration
 	switch {
 	case cacheable:
-		env, ttl = c.taggedEntry(null, version, delta, payload, base, tags, created)
+		env, ttl = c.taggedEntry(null, version, delta, payload, base, tags, created, nil)
 	case version != 0: // a version tombstone, as SetVersioned leaves
 		env, ttl = wire.AppendTombstone(nil, version), c.cfg.nullTTL
 	} // else env stays empty: the entry is removed, as Set does

@@ -66,8 +66,8 @@ func shapeSamples(ours, other string) []shapeSample {
 		{"tombstone v5", wire.ShapeTombstone, wire.AppendTombstone(nil, 5)},
 		{"foreign", wire.ShapeForeign, []byte(`{"id":1}`)},
 		{"envelope of a newer writer", wire.ShapeForeign, wire.AppendEnvelope(nil, 1<<7, 0, exp, 0, []byte(`"old"`))},
-		{"tagged envelope", wire.ShapeEnvelope, wire.AppendTaggedEnvelope(nil, 0, 0, exp, time.Millisecond, time.Now(), []string{"t"}, []byte(`"old"`))},
-		{"tagged envelope v5", wire.ShapeEnvelope, wire.AppendTaggedEnvelope(nil, 0, 5, exp, time.Millisecond, time.Now(), []string{"t"}, []byte(`"old"`))},
+		{"tagged envelope", wire.ShapeEnvelope, wire.AppendTaggedEnvelope(nil, 0, 0, exp, time.Millisecond, time.Now(), []string{"t"}, nil, []byte(`"old"`))},
+		{"tagged envelope v5", wire.ShapeEnvelope, wire.AppendTaggedEnvelope(nil, 0, 5, exp, time.Millisecond, time.Now(), []string{"t"}, nil, []byte(`"old"`))},
 	}
 }
 

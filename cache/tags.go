@@ -17,33 +17,61 @@ import (
 //   - A tagged entry records its tags and its creation time, the time its
 //     load started (or its Set or versioned write was made), in a tag
 //     section of its envelope (wire.FlagTagged). An untagged entry's bytes
-//     are unchanged, and so is its Redis hit.
-//   - InvalidateTags writes the current time under each tag's key (one key
-//     per tag, all of a cache's tag keys under one Cluster hash tag, so one
-//     script writes them and one MGET reads any set of them), kept while an
-//     older entry may live (2·TTL + load timeout), and announces the tags on
-//     the cache's invalidation channel.
-//   - An entry is invalidated when, for one of its tags,
-//     created ≤ invalidated + tagClockMargin. Times are the wall clocks of
-//     the instances that loaded and invalidated, so they must agree within
-//     tagClockMargin (100 ms): within it, a load that started before an
-//     invalidation never lands as fresh, and a load started within the
-//     margin after it counts as invalidated too (one more load, no stale
-//     value). A load that started before InvalidateTags was called lands
-//     already invalid: the same rule as a fill after Delete, with no lease
-//     in the way.
+//     are unchanged, and so is its Redis hit. A fill also records, for each
+//     of its tags whose time its loader had read before the load started,
+//     that time (its seen time, wire.FlagTagSeen): the fill path reads the
+//     times of the tags of any tagged entry it finds under its keys, so a
+//     reload of an entry found invalidated records the times that
+//     invalidated it.
+//   - InvalidateTags writes under each tag's key (one key per tag, all of a
+//     cache's tag keys under one Cluster hash tag, so one script writes them
+//     and one MGET reads any set of them) a time that grows with every
+//     invalidation: the current time, or one more than the latest time
+//     stored under those keys if that is not earlier (two invalidations in
+//     one millisecond still differ). It is kept while an older entry may
+//     live (2·TTL + load timeout), and the tags and that time are announced
+//     on the cache's invalidation channel.
+//   - An entry is invalidated by one of its tags by the rule of
+//     tagStamp.invalidBy, the one check of every path (a Redis hit, a
+//     GetMany's hits, the fill path, a local hit). Where the entry records
+//     the tag's seen time, exactly when the tag's time is later: no clock is
+//     involved, so the entry its loader filled is valid for the
+//     invalidation it saw and invalid for any later one. Elsewhere (a load
+//     of a missing key, a Set, a versioned write, an early refresh, or a
+//     tag time earlier than the seen one: Redis forgot the tag's time and
+//     an invalidation set it again), by the clocks: created ≤ invalidated +
+//     tagClockMargin. Those times are the wall clocks of the instances that
+//     loaded and invalidated, so they must agree within tagClockMargin (100
+//     ms): within it, a load that started before an invalidation never
+//     lands as fresh, and one started within the margin after it counts as
+//     invalidated too.
+//   - So a load that started before InvalidateTags was called lands already
+//     invalid (its seen time, if any, is older than the new time; without
+//     one, the clocks), the same rule as a fill after Delete, with no lease
+//     in the way. And an invalidation costs at most one more load per key
+//     across the fleet, whatever the margin: the reader that finds the entry
+//     invalidated reloads it under the lease (one loader across the fleet,
+//     the others wait for its fill and take it), and its fill records the
+//     time. An entry without seen times invalidated only by the margin (a
+//     load of a missing key, a Set made just after the invalidation, a load
+//     in flight during it) is that one more load: its reload records the
+//     time. The exception is an instance with a local tier that has not
+//     heard an invalidation yet (the local tier's bound): a reload it makes
+//     meanwhile records the older time it keeps, lands invalid, and is
+//     reloaded once more.
 //   - A tagged Redis hit reads the times of its tags with one MGET (one
 //     more round trip; a GetMany's tagged hits share one). An instance with
 //     a local tier keeps the times it read or heard for the local TTL, under
 //     the same trust as the tier (the subscription's epoch and health
 //     replies: a lost message or a gap drops them all), so its tagged hits
-//     usually cost nothing extra. Its local entries keep their tags and are
-//     checked against those times on every local hit, so an invalidation
-//     heard from another instance makes them misses within the bound the
-//     local tier documents. A time past its local TTL is no longer trusted
-//     as the latest, but still invalidates what it invalidated (a tag's time
-//     only grows), so such an entry is not served stale either while Redis
-//     fails.
+//     usually cost nothing extra; a kept time older than an entry's seen
+//     time is read from Redis again. Its local entries keep their tag
+//     sections and are checked against those times on every local hit, so
+//     an invalidation heard from another instance makes them misses within
+//     the bound the local tier documents. A time past its local TTL is no
+//     longer trusted as the latest, but still invalidates what it
+//     invalidated (a tag's time only grows), so such an entry is not served
+//     stale either while Redis fails.
 //   - An invalidated entry read through the fill path is taken over like
 //     foreign bytes (its version, if any, is kept) and loaded again.
 //
@@ -108,12 +136,6 @@ func (c *Cache[V]) tagsOf(key string, v V) (tags []string, err error) {
 		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidTag, key, err)
 	}
 	return tags, nil
-}
-
-// tagInvalid applies the rule: an entry created at created (Unix ms) is
-// invalidated by a tag invalidated at inv (0: never).
-func tagInvalid(created, inv int64) bool {
-	return inv > 0 && created <= inv+tagClockMargin.Milliseconds()
 }
 
 // tagTable holds the tag times an instance with a local tier read or heard,
@@ -189,14 +211,21 @@ func (c *Cache[V]) learnTags(tags []string, ms []int64, epoch uint64) {
 }
 
 // localTagsValid checks a local entry's tags against the times this
-// instance knows; unknown means not valid (the read goes to Redis). stale is
-// false when a tag is known to have invalidated the entry.
+// instance knows; unknown means not valid (the read goes to Redis), and so
+// does a time older than the one the entry's loader read (this instance
+// has not heard of it yet). servable is false when a tag is known to have
+// invalidated the entry.
 func (c *Cache[V]) localTagsValid(e *LocalEntry[V], now int64) (valid, servable bool) {
 	epoch, ok := c.tagTrust(now)
 	valid = ok
-	for _, tag := range e.tagged.tags {
+	st := e.tagged
+	for i, tag := range st.tags {
 		ms, known := c.tagTimes.lookup(tag, epoch, now)
-		if tagInvalid(e.tagged.created, ms) { // known or not: a time only grows
+		if ms < st.seenOf(i) {
+			valid = false
+			continue
+		}
+		if st.invalidBy(i, ms) { // known or not: a time only grows
 			return false, false
 		}
 		valid = valid && known
@@ -206,44 +235,46 @@ func (c *Cache[V]) localTagsValid(e *LocalEntry[V], now int64) (valid, servable 
 
 // dropInvalidated replaces by nil each of raws (values read under keys) that
 // is a tagged envelope invalidated by one of its tags, counting it if count
-// (a read's first look, not the fill path's second). The
-// times not known here are read with one MGET. On an error raws are left
-// as they are.
-func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byte, count bool) error {
-	var infos []wire.TagInfo
+// (a read's first look, not the fill path's second). The times not known
+// here (or known older than an entry's loader read them) are read with one
+// MGET. It returns the times it used, all read before it returns: a load
+// started after it may record them (newStamp). On an error raws are left as
+// they are.
+func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byte, count bool) (map[string]int64, error) {
+	var stamps []*tagStamp
 	var at []int
 	for i, raw := range raws {
 		if !wire.IsTagged(raw) {
 			continue
 		}
 		if info, ok := wire.ParseTags(raw); ok {
-			infos, at = append(infos, info), append(at, i)
+			stamps, at = append(stamps, stampOf(info)), append(at, i)
 		}
 	}
-	if len(infos) == 0 {
-		return nil
+	if len(stamps) == 0 {
+		return nil, nil
+	}
+	floor := map[string]int64{} // the latest time an entry's loader read
+	for _, st := range stamps {
+		for i, tag := range st.tags {
+			floor[tag] = max(floor[tag], st.seenOf(i))
+		}
 	}
 	now := time.Now().UnixNano()
 	epoch, trusted := c.tagTrust(now)
-	known := map[string]int64{}
+	known := make(map[string]int64, len(floor))
 	var need []string
-	for _, info := range infos {
-		for _, tag := range info.Tags {
-			if _, seen := known[tag]; seen {
-				continue
-			}
-			if ms, ok := c.tagTimes.get(tag, epoch, now); trusted && ok {
-				known[tag] = ms
-				continue
-			}
-			known[tag] = 0
-			need = append(need, tag)
+	for tag, seen := range floor {
+		if ms, ok := c.tagTimes.get(tag, epoch, now); trusted && ok && ms >= seen {
+			known[tag] = ms
+			continue
 		}
+		need = append(need, tag)
 	}
 	if len(need) > 0 {
 		ms, err := c.readTagTimes(ctx, key, need)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i, tag := range need {
 			known[tag] = ms[i]
@@ -252,10 +283,9 @@ func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byt
 			c.learnTags(need, ms, epoch)
 		}
 	}
-	for j, info := range infos {
-		created := info.Created.UnixMilli()
-		for _, tag := range info.Tags {
-			if tagInvalid(created, known[tag]) {
+	for j, st := range stamps {
+		for i, tag := range st.tags {
+			if st.invalidBy(i, known[tag]) {
 				raws[at[j]] = nil
 				if count {
 					c.stats.tagMisses.Add(1)
@@ -264,7 +294,7 @@ func (c *Cache[V]) dropInvalidated(ctx context.Context, key string, raws [][]byt
 			}
 		}
 	}
-	return nil
+	return known, nil
 }
 
 // readTagTimes reads the times of tags (0: never invalidated) with one MGET
@@ -320,10 +350,11 @@ func (c *Cache[V]) encodeTagged(key string, v V) ([]byte, []string, error) {
 }
 
 // dropInvalidatedMany is dropInvalidated for the replies of a batch's GETs
-// (or the fill path's SET ... GETs): raws[i] is gets[i]'s value if it is a tagged envelope that no tag
-// invalidated, else nil.
-func dropInvalidatedMany[V any, R stringReply](c *Cache[V], ctx context.Context, keys []string, gets []R, count bool) ([][]byte, error) {
-	raws := make([][]byte, len(gets))
+// (or the fill path's SET ... GETs): raws[i] is gets[i]'s value if it is a
+// tagged envelope that no tag invalidated, else nil; seen are the tag times
+// used.
+func dropInvalidatedMany[V any, R stringReply](c *Cache[V], ctx context.Context, keys []string, gets []R, count bool) (raws [][]byte, seen map[string]int64, err error) {
+	raws = make([][]byte, len(gets))
 	tagged := false
 	for i, g := range gets {
 		// Only tagged values are copied out (Bytes copies).
@@ -333,9 +364,10 @@ func dropInvalidatedMany[V any, R stringReply](c *Cache[V], ctx context.Context,
 		}
 	}
 	if !tagged {
-		return raws, nil
+		return raws, nil, nil
 	}
-	return raws, c.dropInvalidated(ctx, keys[0], raws, count)
+	seen, err = c.dropInvalidated(ctx, keys[0], raws, count)
+	return raws, seen, err
 }
 
 // stringReply is a GET's or a SET ... GET's reply.

@@ -9,22 +9,25 @@ import (
 )
 
 // invalidateTagsScript sets every KEYS[i] (a tag key of one cache: one slot)
-// to ARGV[1], Unix ms, unless it holds a later time, and makes it live at
-// least ARGV[2] ms more: a tag's time only grows, and stays while an entry
-// created before it may live. Values are wire.FormatTagTime's.
+// to one time, ARGV[1] (Unix ms), or one more than the latest time one of
+// them holds if that is not earlier, and makes each live at least ARGV[2] ms
+// more; it returns the time set. So every invalidation makes a tag's time
+// grow (two in one millisecond too: an entry whose loader read the first
+// is invalidated by the second), and the time stays while an entry created
+// before it may live. Values are wire.FormatTagTime's.
 var invalidateTagsScript = redis.NewScript(`
 local t, hold = tonumber(ARGV[1]), tonumber(ARGV[2])
 for _, k in ipairs(KEYS) do
 	local cur = tonumber(redis.call('GET', k) or '')
-	if cur and cur > t then
-		if redis.call('PTTL', k) < hold then
-			redis.call('PEXPIRE', k, hold)
-		end
-	else
-		redis.call('SET', k, ARGV[1], 'PX', hold)
+	if cur and cur >= t then
+		t = cur + 1
 	end
 end
-return #KEYS
+local v = string.format('%.0f', t)
+for _, k in ipairs(KEYS) do
+	redis.call('SET', k, v, 'PX', math.max(hold, redis.call('PTTL', k)))
+end
+return t
 `)
 
 // maxTagsPerInvalidation bounds one InvalidateTags call (one script, one
@@ -36,7 +39,9 @@ const maxTagsPerInvalidation = 1024
 // per tag, never scans: O(len(tags)). Once it returns, no Get sees an entry
 // of those tags loaded before it was called, on this instance at once and on
 // the others within the local tier's bound (tagClockMargin applies to the
-// instances' clocks: see the package comment on tags). No tags is nothing to
+// instances' clocks: see the package comment on tags). It costs at most one
+// more load per key across the fleet, whatever the clocks: the reload of an
+// invalidated entry records the tag times it read. No tags is nothing to
 // do; an empty tag, one over wire.MaxTagSize bytes or more than 1024 tags
 // are an error wrapping ErrInvalidTag (and ErrInvalidOption).
 func (c *Cache[V]) InvalidateTags(ctx context.Context, tags ...string) error {
@@ -70,17 +75,17 @@ func (c *Cache[V]) InvalidateTags(ctx context.Context, tags ...string) error {
 	// A write that lands after ctx gave up on it is not announced: the
 	// other instances learn it when the times they keep expire (the local
 	// TTL).
-	_, err = boundedWrite(c, ctx, nil, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, invalidateTagsScript.Run(ctx, c.rdb, keys, wire.FormatTagTime(now), px(hold)).Err()
-	}, func(struct{}) bool { return false })
+	at, err := boundedWrite(c, ctx, nil, func(ctx context.Context) (int64, error) {
+		return invalidateTagsScript.Run(ctx, c.rdb, keys, wire.FormatTagTime(now), px(hold)).Int64()
+	}, func(int64) bool { return false })
 	err = callerErr(ctx, err)
 	done(err)
 	if err != nil {
 		return c.redisError(tags[0], "invalidate tags", err)
 	}
 	c.stats.tagInvalidations.Add(uint64(len(tags)))
-	c.applyTags(tags, now)
-	c.publishTags(ctx, tags, now)
+	c.applyTags(tags, at)
+	c.publishTags(ctx, tags, at)
 	return nil
 }
 

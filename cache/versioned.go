@@ -53,7 +53,7 @@ func (c *Cache[V]) SetVersioned(ctx context.Context, key string, v V, version ui
 	if err != nil {
 		return false, err
 	}
-	env, ttl := c.taggedEntry(false, version, 0, payload, base, tags, c.now())
+	env, ttl := c.taggedEntry(false, version, 0, payload, base, tags, c.now(), nil)
 	return c.runVersioned(ctx, key, version, env, px(ttl))
 }
 

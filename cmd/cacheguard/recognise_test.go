@@ -37,7 +37,7 @@ func TestRecogniseStrings(t *testing.T) {
 	mark := string(rune(wire.WaitMark))
 	s := newScanner(inspectOptions{maxLease: time.Minute, top: 1}, nil)
 	env := wire.AppendEnvelope(nil, wire.FlagStale|wire.FlagRefreshing, 0, time.Now(), 0, []byte(strings.Repeat("x", 100)))
-	tagged := wire.AppendTaggedEnvelope(nil, 0, 0, time.Now(), 0, time.Now(), []string{"org:1"}, []byte("v"))
+	tagged := wire.AppendTaggedEnvelope(nil, 0, 0, time.Now(), 0, time.Now(), []string{"org:1"}, nil, []byte("v"))
 	for k, v := range map[string]string{
 		"tagged": string(tagged), wire.TagKey("user:", "org:{1}"): wire.FormatTagTime(1_700_000_000_000),
 		"ph": ph, "ph-marked": ph + mark, "ph-kept": ph + ver, "ph-kept-marked": ph + ver + mark,

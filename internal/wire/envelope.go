@@ -17,7 +17,8 @@ import (
 //	0   2  Magic MagicEnvelope
 //	2   1  format version (EnvelopeFormat)
 //	3   1  flags: FlagNull, FlagCompressed, FlagStale, FlagRefreshing,
-//	       FlagTagged (a tag section follows the header: tags.go)
+//	       FlagTagged (a tag section follows the header: tags.go),
+//	       FlagTagSeen (its tags carry seen times: tags.go)
 //	4   8  version (0 for ordinary fills; versioned writes store theirs)
 //	12  8  logical expiry, Unix milliseconds
 //	20  4  load time δ in milliseconds (for probabilistic early refresh)
@@ -58,7 +59,7 @@ const (
 	// other flag (one from a newer writer) is a miss, reloaded and
 	// overwritten: decoding it as if the flag were not there would serve
 	// garbage.
-	ReadableFlags = FlagNull | FlagCompressed | FlagStale | FlagRefreshing | FlagTagged
+	ReadableFlags = FlagNull | FlagCompressed | FlagStale | FlagRefreshing | FlagTagged | FlagTagSeen
 )
 
 // Envelope is a decoded header plus a view of the payload.
@@ -70,9 +71,8 @@ type Envelope struct {
 	Header  []byte // the whole header, the entry's generation for compare-and-set
 	Payload []byte
 
-	// Of a tagged envelope (FlagTagged): its tags and creation time.
-	Tags    []string
-	Created time.Time
+	// Of a tagged envelope (FlagTagged): its tag section (tags.go).
+	TagInfo
 }
 
 // Null reports a cached absence.
@@ -119,10 +119,13 @@ func DecodeEnvelope(b []byte) (e Envelope, ok bool) {
 	e.Delta = time.Duration(binary.BigEndian.Uint32(b[DeltaOffset:NonceOffset])) * time.Millisecond
 	e.Header = b[:HeaderSize]
 	e.Payload = b[HeaderSize:]
-	if e.Flags&FlagTagged != 0 {
-		if e.Created, e.Tags, e.Payload, ok = parseTagSection(e.Payload); !ok {
+	switch {
+	case e.Flags&FlagTagged != 0:
+		if e.TagInfo, e.Payload, ok = parseTagSection(e.Payload, e.Flags&FlagTagSeen != 0); !ok {
 			return e, false
 		}
+	case e.Flags&FlagTagSeen != 0:
+		return e, false // seen times without a tag section
 	}
 	if e.Null() && len(e.Payload) != 0 {
 		return e, false

@@ -37,7 +37,7 @@ func Classify(b []byte) Shape {
 		switch f := b[FlagsOffset]; {
 		case f&^ReadableFlags != 0:
 			return ShapeForeign
-		case f&FlagTagged != 0:
+		case f&(FlagTagged|FlagTagSeen) != 0:
 			if _, ok := DecodeEnvelope(b); !ok {
 				return ShapeForeign
 			}

@@ -17,8 +17,15 @@ import (
 //	28      8  created: Unix milliseconds when the entry's load started (or
 //	           the write was made), on the writer's wall clock
 //	36      2  tag count n, 1 ≤ n ≤ MaxTags
-//	38      …  n times: 2 bytes length (1 ≤ length ≤ MaxTagSize), the tag's bytes
+//	38      …  n times: 2 bytes length (1 ≤ length ≤ MaxTagSize), the tag's
+//	           bytes, and with FlagTagSeen 8 bytes: the tag's invalidation
+//	           time the entry's loader had read before its load started
+//	           (Unix ms as stored under TagKey; 0: none read)
 //	…       …  payload
+//
+// FlagTagSeen is set only when at least one seen time is not 0, so an entry
+// whose loader read none has the layout above without them, as every entry
+// had before the flag existed.
 //
 // A tag is any non-empty string of at most MaxTagSize bytes: braces, colons
 // and any other byte are fine, since the tag is stored length-prefixed and
@@ -26,10 +33,17 @@ import (
 //
 // The time a tag was last invalidated lives under TagKey(prefix, tag), a
 // decimal string of Unix milliseconds, kept for as long as an entry created
-// before it can live. An entry is invalidated when, for one of its tags,
-// created ≤ invalidated + the clock margin the cache applies.
+// before it can live. Every invalidation makes it grow: the invalidator's
+// clock, or one more than the time stored if that is not earlier. An entry
+// is invalidated by one of its tags when the tag's time is later than the
+// seen time the entry records for it; where it records none (or a later
+// one: Redis forgot the tag's time), when created ≤ invalidated + the clock
+// margin the cache applies.
 const (
-	FlagTagged = 1 << 4 // a tag section follows the header
+	FlagTagged  = 1 << 4 // a tag section follows the header
+	FlagTagSeen = 1 << 5 // with FlagTagged: each tag carries its seen time
+
+	TagSeenSize = 8
 
 	TagCreatedSize = 8
 	TagCountSize   = 2
@@ -94,25 +108,48 @@ func CheckTags(tags []string) error {
 	return nil
 }
 
-// TagSectionSize is the size of the tag section for tags.
-func TagSectionSize(tags []string) int {
+// TagSectionSize is the size of the tag section for tags, with seen times
+// if seen holds one that is not 0.
+func TagSectionSize(tags []string, seen []int64) int {
 	n := TagCreatedSize + TagCountSize
 	for _, t := range tags {
 		n += TagLenSize + len(t)
 	}
+	if anySeen(seen) {
+		n += len(tags) * TagSeenSize
+	}
 	return n
 }
 
+func anySeen(seen []int64) bool {
+	for _, ms := range seen {
+		if ms != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // AppendTaggedEnvelope encodes an envelope carrying tags (checked with
-// CheckTags first; not empty) and its creation time; flags must not hold
-// FlagTagged, which it adds.
-func AppendTaggedEnvelope(dst []byte, flags byte, version uint64, expiry time.Time, delta time.Duration, created time.Time, tags []string, payload []byte) []byte {
-	dst = AppendEnvelope(dst, flags|FlagTagged, version, expiry, delta, nil)
+// CheckTags first; not empty), its creation time and, for each tag, the
+// tag's invalidation time its loader read (seen: nil, or one per tag, 0 for
+// none, each below 1<<62); flags must not hold FlagTagged or FlagTagSeen,
+// which it adds.
+func AppendTaggedEnvelope(dst []byte, flags byte, version uint64, expiry time.Time, delta time.Duration, created time.Time, tags []string, seen []int64, payload []byte) []byte {
+	withSeen := anySeen(seen)
+	flags |= FlagTagged
+	if withSeen {
+		flags |= FlagTagSeen
+	}
+	dst = AppendEnvelope(dst, flags, version, expiry, delta, nil)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(created.UnixMilli()))
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(tags)))
-	for _, t := range tags {
+	for i, t := range tags {
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(t)))
 		dst = append(dst, t...)
+		if withSeen {
+			dst = binary.BigEndian.AppendUint64(dst, uint64(seen[i]))
+		}
 	}
 	return append(dst, payload...)
 }
@@ -122,45 +159,63 @@ func IsTagged[T string | []byte](b T) bool {
 	return len(b) >= HeaderSize && b[0] == Magic && b[1] == MagicEnvelope && b[FormatOffset] == EnvelopeFormat && b[FlagsOffset]&FlagTagged != 0
 }
 
-// parseTagSection reads the tag section at the start of b and returns what
-// follows it.
-func parseTagSection(b []byte) (created time.Time, tags []string, rest []byte, ok bool) {
+// parseTagSection reads the tag section at the start of b (with seen times
+// if withSeen) and returns what follows it.
+func parseTagSection(b []byte, withSeen bool) (info TagInfo, rest []byte, ok bool) {
 	if len(b) < TagCreatedSize+TagCountSize {
-		return created, nil, nil, false
+		return info, nil, false
 	}
 	ms := binary.BigEndian.Uint64(b)
 	n := int(binary.BigEndian.Uint16(b[TagCreatedSize:]))
 	b = b[TagCreatedSize+TagCountSize:]
 	if ms >= 1<<62 || n == 0 || n > MaxTags {
-		return created, nil, nil, false
+		return info, nil, false
 	}
-	tags = make([]string, n)
-	for i := range tags {
+	info.Tags = make([]string, n)
+	if withSeen {
+		info.Seen = make([]int64, n)
+	}
+	for i := range info.Tags {
 		if len(b) < TagLenSize {
-			return created, nil, nil, false
+			return TagInfo{}, nil, false
 		}
 		l := int(binary.BigEndian.Uint16(b))
 		if l == 0 || l > MaxTagSize || len(b)-TagLenSize < l {
-			return created, nil, nil, false
+			return TagInfo{}, nil, false
 		}
-		tags[i] = string(b[TagLenSize : TagLenSize+l])
+		info.Tags[i] = string(b[TagLenSize : TagLenSize+l])
 		b = b[TagLenSize+l:]
+		if withSeen {
+			if len(b) < TagSeenSize {
+				return TagInfo{}, nil, false
+			}
+			s := binary.BigEndian.Uint64(b)
+			if s >= 1<<62 {
+				return TagInfo{}, nil, false
+			}
+			info.Seen[i] = int64(s)
+			b = b[TagSeenSize:]
+		}
 	}
-	return time.UnixMilli(int64(ms)), tags, b, true
+	info.Created = time.UnixMilli(int64(ms))
+	return info, b, true
 }
 
-// TagInfo is what a reader of a whole tagged value learns of its tag
-// section (for tools: cacheguard inspect).
+// TagInfo is what a tagged envelope's tag section holds.
 type TagInfo struct {
 	Created time.Time
 	Tags    []string
+	// Seen[i] is the time of Tags[i] the entry's loader had read (0:
+	// none); nil when it read none (no FlagTagSeen).
+	Seen []int64
 }
 
-// ParseTags reads the tag section of a tagged envelope.
+// ParseTags reads the tag section of a tagged envelope (a reader that does
+// not decode the payload: the read path's tag check, cacheguard inspect).
 func ParseTags(b []byte) (TagInfo, bool) {
 	if !IsTagged(b) {
 		return TagInfo{}, false
 	}
-	created, tags, _, ok := parseTagSection(b[HeaderSize:])
-	return TagInfo{Created: created, Tags: tags}, ok
+	info, _, ok := parseTagSection(b[HeaderSize:], b[FlagsOffset]&FlagTagSeen != 0)
+	return info, ok
 }

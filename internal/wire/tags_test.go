@@ -12,7 +12,7 @@ func TestTaggedEnvelopeRoundTrip(t *testing.T) {
 	exp := time.UnixMilli(1_700_000_000_123)
 	created := time.UnixMilli(1_700_000_000_000)
 	tags := []string{"org:{7}", "a:b:c", strings.Repeat("x", MaxTagSize)}
-	b := AppendTaggedEnvelope(nil, FlagCompressed, 9, exp, time.Second, created, tags, []byte("payload"))
+	b := AppendTaggedEnvelope(nil, FlagCompressed, 9, exp, time.Second, created, tags, nil, []byte("payload"))
 	if !IsTagged(b) || Classify(b) != ShapeEnvelope {
 		t.Fatalf("tagged %v, shape %v", IsTagged(b), Classify(b))
 	}
@@ -32,17 +32,52 @@ func TestTaggedEnvelopeRoundTrip(t *testing.T) {
 }
 
 func TestTaggedEnvelopeTruncatedIsForeign(t *testing.T) {
-	b := AppendTaggedEnvelope(nil, 0, 0, time.Now(), 0, time.Now(), []string{"t1", "t2"}, nil)
-	for n := HeaderSize; n < len(b); n++ {
-		if _, ok := DecodeEnvelope(b[:n]); ok {
-			t.Errorf("cut at %d decoded", n)
+	for _, seen := range [][]int64{nil, {5, 0}} {
+		b := AppendTaggedEnvelope(nil, 0, 0, time.Now(), 0, time.Now(), []string{"t1", "t2"}, seen, nil)
+		for n := HeaderSize; n < len(b); n++ {
+			if _, ok := DecodeEnvelope(b[:n]); ok {
+				t.Errorf("seen %v: cut at %d decoded", seen, n)
+			}
+			if s := Classify(b[:n]); s != ShapeForeign {
+				t.Errorf("seen %v: cut at %d classified %v", seen, n, s)
+			}
 		}
-		if s := Classify(b[:n]); s != ShapeForeign {
-			t.Errorf("cut at %d classified %v", n, s)
+		if _, ok := DecodeEnvelope(b); !ok {
+			t.Fatalf("seen %v: whole value refused", seen)
 		}
 	}
-	if _, ok := DecodeEnvelope(b); !ok {
-		t.Fatal("whole value refused")
+}
+
+// Seen times round-trip under FlagTagSeen, written only when one is not 0:
+// an entry whose loader read none has the section without them.
+func TestTaggedEnvelopeSeenTimes(t *testing.T) {
+	created := time.UnixMilli(1_700_000_000_000)
+	tags := []string{"a", "b", "c"}
+	b := AppendTaggedEnvelope(nil, 0, 0, time.Now(), 0, created, tags, []int64{1_700_000_000_001, 0, 3}, []byte("p"))
+	e, ok := DecodeEnvelope(b)
+	if !ok || e.Flags != FlagTagged|FlagTagSeen || string(e.Payload) != "p" ||
+		len(e.Seen) != 3 || e.Seen[0] != 1_700_000_000_001 || e.Seen[1] != 0 || e.Seen[2] != 3 {
+		t.Fatalf("decoded %+v, %v", e, ok)
+	}
+	if len(b) != HeaderSize+TagSectionSize(tags, []int64{1, 0, 3})+1 {
+		t.Errorf("%d bytes, TagSectionSize says %d", len(b), HeaderSize+TagSectionSize(tags, []int64{1, 0, 3})+1)
+	}
+	if info, ok := ParseTags(b); !ok || len(info.Seen) != 3 || info.Seen[2] != 3 {
+		t.Fatalf("ParseTags %+v, %v", info, ok)
+	}
+	none := AppendTaggedEnvelope(nil, 0, 0, time.Now(), 0, created, tags, []int64{0, 0, 0}, []byte("p"))
+	old := AppendTaggedEnvelope(nil, 0, 0, time.Now(), 0, created, tags, nil, []byte("p"))
+	if none[FlagsOffset] != FlagTagged || len(none) != len(old) || len(none) != HeaderSize+TagSectionSize(tags, nil)+1 {
+		t.Fatalf("no seen time: flags %#x, %d bytes, want the section without them (%d)", none[FlagsOffset], len(none), len(old))
+	}
+	if e, ok := DecodeEnvelope(old); !ok || e.Seen != nil || string(e.Payload) != "p" {
+		t.Fatalf("section without seen times decoded %+v, %v", e, ok)
+	}
+	// Seen times without a tag section are not an envelope this reader
+	// reads.
+	plain := AppendEnvelope(nil, FlagTagSeen, 0, time.Now(), 0, []byte("p"))
+	if _, ok := DecodeEnvelope(plain); ok || Classify(plain) != ShapeForeign {
+		t.Fatal("FlagTagSeen without FlagTagged decoded")
 	}
 }
 

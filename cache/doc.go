@@ -100,7 +100,7 @@
 // cleared keeps the plain prefix + key layout). The new generation is
 // announced on the invalidation channel, and every instance also syncs with
 // the key every health interval (one EVALSHA on a small key per interval
-// per Cache), so an instance learns a Clear within H even when it cannot
+// per Cache, on a connection of its own that Close closes), so an instance learns a Clear within H even when it cannot
 // hear the channel. Generations are never reused: a new one is at least the
 // Redis server's clock in microseconds, so a Clear works after a FLUSHALL or
 // a restart without persistence as before it. When Redis forgets the

@@ -107,6 +107,9 @@ type Cache[V any] struct {
 	// without a local tier).
 	hub      *pubsub.Hub
 	invalSub *pubsub.Sub
+	// syncRDB runs the generation sync, closed by closeSync (generation.go).
+	syncRDB   redis.Scripter
+	closeSync func() error
 	// fills wakes lease waiters when a fill lands (notify.go).
 	fills fillListener
 
@@ -209,6 +212,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.fallbackSem = make(chan struct{}, cfg.fallbackLoads)
 	}
 	c.closing, c.close = context.WithCancel(context.Background())
+	c.syncRDB, c.closeSync = newSyncClient(rdb)
 	if err := c.syncGeneration(context.Background()); err != nil {
 		// Synced again every health interval (generation.go).
 		c.report(logGeneration, "", c.redisError("", "sync generation", err))
@@ -217,6 +221,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if cfg.local.enabled() {
 		if err := c.startLocal(); err != nil {
 			c.close()
+			_ = c.closeSync()
 			_ = c.hub.Release(time.Time{}) // nothing subscribed yet: nothing to wait for
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -67,23 +68,29 @@ func assertStopped(t *testing.T, name string, c *Cache[string], key, old string,
 }
 
 // A Clear after Redis forgot the generation key (FLUSHALL, a restart
-// without persistence) still moves every instance to a generation none of
+// without persistence, a key put back behind) still moves every instance to a generation none of
 // them used: the entries written since under the generation before are not
 // read again.
 func TestClearAfterRedisForgotTheGeneration(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		forget func(t *testing.T, srv *redistest.Server)
+		forget func(t *testing.T, srv *redistest.Server, c *Cache[string])
 	}{
-		{"FLUSHALL", func(t *testing.T, srv *redistest.Server) {
+		{"FLUSHALL", func(t *testing.T, srv *redistest.Server, _ *Cache[string]) {
 			if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}},
-		{"restart", func(t *testing.T, srv *redistest.Server) {
+		{"restart", func(t *testing.T, srv *redistest.Server, _ *Cache[string]) {
 			redistest.NeedServer(t) // miniredis keeps its data across a restart
 			srv.Kill()
 			srv.Restart()
+		}},
+		// As after a failover to a replica that missed the last Clear.
+		{"key behind", func(t *testing.T, srv *redistest.Server, c *Cache[string]) {
+			if err := srv.Client().Set(context.Background(), wire.GenerationKey(c.cfg.prefix), c.gen.Load()-1, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +106,7 @@ func TestClearAfterRedisForgotTheGeneration(t *testing.T) {
 				t.Fatal(err)
 			}
 			awaitGeneration(t, bGen, a.gen.Load())
-			tc.forget(t, srv)
+			tc.forget(t, srv, a)
 			mustGet(t, a, "k", "old")
 			mustGet(t, b, "k", "old")
 			if err := a.Clear(ctx); err != nil {

@@ -39,6 +39,7 @@ func (c *Cache[V]) Close() error {
 	c.closed.Store(true)
 	c.mu.Unlock()
 	c.close()
+	_ = c.closeSync() // a sync waiting on a frozen node ends now
 	deadline := time.Now().Add(c.cfg.closeTimeout)
 	finished := make(chan struct{})
 	go func() {

@@ -71,7 +71,7 @@ return {cur, 0}
 func (c *Cache[V]) syncGeneration(ctx context.Context) error {
 	own := c.gen.Load()
 	reply, err := call.Do(c.calls, ctx, c.cfg.local.healthTimeout, func(ctx context.Context) ([]int64, error) {
-		return syncScript.Run(ctx, c.rdb, []string{wire.GenerationKey(c.cfg.prefix)}, own).Int64Slice()
+		return syncScript.Run(ctx, c.syncRDB, []string{wire.GenerationKey(c.cfg.prefix)}, own).Int64Slice()
 	}, func(reply []int64, err error) {
 		if err == nil {
 			c.synced(c.closing, reply)
@@ -109,6 +109,29 @@ func (c *Cache[V]) syncGenerationReported() {
 	if err := c.syncGeneration(c.closing); err != nil && c.closing.Err() == nil {
 		c.report(logGeneration, "", c.redisError("", "sync generation", err))
 	}
+}
+
+// newSyncClient returns the client the sync runs on, and its Close: a copy
+// of a *redis.Client or *redis.ClusterClient that honours context deadlines
+// (ContextTimeoutEnabled) and does not retry, so that a sync waiting on a
+// frozen node holds neither the next sync nor Close past the health timeout
+// (go-redis otherwise reads a reply within the client's read timeout
+// whatever the context says), and which Close closes. Other clients (a
+// ring) are used as they are.
+func newSyncClient(rdb redis.UniversalClient) (redis.Scripter, func() error) {
+	switch r := rdb.(type) {
+	case *redis.Client:
+		o := *r.Options()
+		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.MinIdleConns = true, -1, 2, 0
+		s := redis.NewClient(&o)
+		return s, s.Close
+	case *redis.ClusterClient:
+		o := *r.Options()
+		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.MinIdleConns = true, -1, 2, 0
+		s := redis.NewClusterClient(&o)
+		return s, s.Close
+	}
+	return rdb, func() error { return nil }
 }
 
 // runGenerationSync syncs the generation every health interval until

@@ -22,7 +22,7 @@ func (c *conn) trackingClient() (*redis.Client, error) {
 	if !ok {
 		return nil, ErrTrackingUnsupported
 	}
-	o := *base.Options()
+	o := copyOptions(base.Options())
 	o.Protocol = 2
 	user := o.OnConnect
 	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {

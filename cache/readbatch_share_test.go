@@ -10,20 +10,40 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// sharedTrips counts the round trips carrying the test's commands, by the
-// name of the command (a pipeline counts once per name it carries), and
-// holds every round trip carrying a command named in holds until that
-// name's release is closed.
+// sharedTrips counts the round trips carrying the test's commands and holds
+// them, step by step. The steps are command names in the order a caller
+// sends them (a Get: its read, its lease, its fill). A round trip belongs to
+// the first step it carries: it is counted under that step's name (under
+// each name it carries if it carries none) and held until that step's
+// release is closed.
+//
+// A round trip may carry two steps: a caller handed its reply by a pipeline
+// may queue its next command before the pipeline's goroutine takes the
+// commands queued meanwhile (the earlier step's), and then goes out with
+// them. Held until the later step's release, such a round trip would hold
+// the earlier step's commands, and with them every later command of their
+// callers, for good.
 type sharedTrips struct {
 	rt    roundTrips
 	mu    sync.Mutex
 	trips map[string]int
-	holds map[string]*tripHold
+	steps []*tripStep // nil: count only
 }
 
-type tripHold struct {
+type tripStep struct {
+	name    string
 	release chan struct{}
-	cmds    int // commands held so far
+	cmds    int // commands of this step seen so far (held, or sent in an earlier step's round trip)
+}
+
+// newSharedTrips holds the test's round trips by steps (command names, in
+// the order each caller sends them).
+func newSharedTrips(t *testing.T, steps ...string) *sharedTrips {
+	h := &sharedTrips{rt: roundTrips{prefix: prefixFor(t)}, trips: map[string]int{}}
+	for _, name := range steps {
+		h.steps = append(h.steps, &tripStep{name: name, release: make(chan struct{})})
+	}
+	return h
 }
 
 func (h *sharedTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -42,47 +62,73 @@ func (h *sharedTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	}
 }
 
-// pass counts a round trip of cmds and holds it if it carries a held name.
+// step is the step named name, nil if none is.
+func (h *sharedTrips) step(name string) *tripStep {
+	for _, s := range h.steps {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// pass counts a round trip of cmds and holds it until the release of the
+// first step it carries.
 func (h *sharedTrips) pass(cmds []redis.Cmder) {
 	h.mu.Lock()
-	seen := map[string]bool{}
-	var wait []chan struct{}
+	var names []string
+	first := len(h.steps)
 	for _, cmd := range cmds {
 		if !h.rt.ours(cmd) {
 			continue
 		}
 		name := cmd.Name()
-		if hold := h.holds[name]; hold != nil {
-			hold.cmds++
-			if !seen[name] {
-				wait = append(wait, hold.release)
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+		for i, s := range h.steps {
+			if s.name == name {
+				s.cmds++
+				first = min(first, i)
 			}
 		}
-		if !seen[name] {
-			seen[name] = true
+	}
+	var release chan struct{}
+	if first < len(h.steps) {
+		h.trips[h.steps[first].name]++
+		release = h.steps[first].release
+	} else {
+		for _, name := range names {
 			h.trips[name]++
 		}
 	}
 	h.mu.Unlock()
-	for _, ch := range wait {
-		<-ch
+	if release != nil {
+		<-release
 	}
 }
 
-// waitHeldOrQueued waits until (at least) n of the test's commands named
-// name are held in round trips or waiting in q (where the cache's own commands, a
-// read of its generation say, may wait too).
-func (h *sharedTrips) waitHeldOrQueued(t *testing.T, name string, q *readQueue, n int) {
+// release lets the round trips of the step named name go.
+func (h *sharedTrips) release(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	close(h.step(name).release)
+}
+
+// waitSeenOrQueued waits until (at least) n of the test's commands of the
+// step named name have reached the hook or wait in q (where the cache's own
+// commands, a read of its generation say, may wait too).
+func (h *sharedTrips) waitSeenOrQueued(t *testing.T, name string, q *readQueue, n int) {
 	t.Helper()
-	var held, waiting int
+	var seen, waiting int
 	defer func() {
 		if t.Failed() {
-			t.Logf("%s: %d held, %d waiting; want %d in all", name, held, waiting, n)
+			t.Logf("%s: %d held or sent, %d waiting; want %d in all", name, seen, waiting, n)
 		}
 	}()
 	waitFor(t, func() bool {
 		h.mu.Lock()
-		held = h.holds[name].cmds
+		seen = h.step(name).cmds
 		h.mu.Unlock()
 		q.mu.Lock()
 		defer q.mu.Unlock()
@@ -92,24 +138,22 @@ func (h *sharedTrips) waitHeldOrQueued(t *testing.T, name string, q *readQueue, 
 				waiting++
 			}
 		}
-		return held+waiting >= n // more if a command is sent again (a retry)
+		return seen+waiting >= n // more if a command is sent again (a retry)
 	})
 }
 
 // N concurrent Gets of N different missing keys share round trips for
 // their lease attempts and their fills as they do for their reads: each
 // step's first round trips are held until the other Gets' commands of that
-// step have queued behind them.
+// step have queued behind them. A fill that went out with the leases (see
+// sharedTrips) shares their round trip: it counts as one of theirs.
 func TestMissesShareLeaseAndFillRoundTrips(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
 		const n = 32
 		keys := batchKeys(n)
 		steps := []string{"get", "set", "evalsha"} // the reads, the leases, the fills
-		h := &sharedTrips{rt: roundTrips{prefix: prefixFor(t)}, trips: map[string]int{}, holds: map[string]*tripHold{}}
-		for _, name := range steps {
-			h.holds[name] = &tripHold{release: make(chan struct{})}
-		}
+		h := newSharedTrips(t, steps...)
 		rdb.AddHook(h)
 		load := func(_ context.Context, k string) (string, error) { return "row " + k, nil }
 		answers := make([]chan getAnswer, n)
@@ -121,11 +165,12 @@ func TestMissesShareLeaseAndFillRoundTrips(t *testing.T) {
 			}()
 		}
 		// Each step's first round trips are held until every Get's
-		// command of that step is in them or queued behind them.
+		// command of that step is in them or queued behind them (or went
+		// out with the step before).
 		q := c.reads.queue(context.Background(), c.rdb, prefixFor(t)+keys[0])
 		for _, name := range steps {
-			h.waitHeldOrQueued(t, name, q, n)
-			close(h.holds[name].release)
+			h.waitSeenOrQueued(t, name, q, n)
+			h.release(name)
 		}
 		for i, ch := range answers {
 			if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "row "+keys[i] {
@@ -161,14 +206,14 @@ func TestWriteBurstSharesRoundTrips(t *testing.T) {
 			{"evalsha", func(k string) error { return c.Set(context.Background(), k, "v") }},
 			{"unlink", func(k string) error { return c.Delete(context.Background(), k) }},
 		} {
-			h := &sharedTrips{rt: roundTrips{prefix: prefixFor(t)}, trips: map[string]int{}, holds: map[string]*tripHold{step.name: {release: make(chan struct{})}}}
+			h := newSharedTrips(t, step.name)
 			rdb.AddHook(h)
 			errs := make(chan error, n)
 			for _, k := range keys {
 				go func() { errs <- step.write(k) }()
 			}
-			h.waitHeldOrQueued(t, step.name, q, n)
-			close(h.holds[step.name].release)
+			h.waitSeenOrQueued(t, step.name, q, n)
+			h.release(step.name)
 			for range keys {
 				if err := recvOr(t, errs, "a write"); err != nil {
 					t.Error(err)
@@ -176,7 +221,7 @@ func TestWriteBurstSharesRoundTrips(t *testing.T) {
 			}
 			h.mu.Lock()
 			trips := h.trips[step.name]
-			h.holds = nil // the next step's hook counts from here
+			h.steps = nil // the next step's hook counts from here
 			h.mu.Unlock()
 			if want := readsInFlight + 1; trips > want {
 				t.Errorf("%d round trips carried the %s of %d concurrent writes; want at most %d", trips, step.name, n, want)
@@ -195,7 +240,7 @@ func TestQueuedScriptsSurviveScriptFlush(t *testing.T) {
 		const n = 32
 		keys := batchKeys(n)
 		flushScripts(t, ctx, rdb)
-		h := &sharedTrips{rt: roundTrips{prefix: prefixFor(t)}, trips: map[string]int{}, holds: map[string]*tripHold{"evalsha": {release: make(chan struct{})}}}
+		h := newSharedTrips(t, "evalsha")
 		rdb.AddHook(h)
 		var evals atomic.Int64
 		rdb.AddHook(flushBeforeBatch{t, rdb, &h.rt, &evals}) // the batch finds no script either
@@ -203,8 +248,8 @@ func TestQueuedScriptsSurviveScriptFlush(t *testing.T) {
 		for _, k := range keys {
 			go func() { errs <- c.Set(ctx, k, "v-"+k) }()
 		}
-		h.waitHeldOrQueued(t, "evalsha", c.reads.queue(ctx, c.rdb, prefixFor(t)+keys[0]), n)
-		close(h.holds["evalsha"].release)
+		h.waitSeenOrQueued(t, "evalsha", c.reads.queue(ctx, c.rdb, prefixFor(t)+keys[0]), n)
+		h.release("evalsha")
 		for range keys {
 			if err := recvOr(t, errs, "a Set"); err != nil {
 				t.Error(err)

@@ -70,9 +70,9 @@ func (h *sharedTrips) pass(cmds []redis.Cmder) {
 }
 
 // waitHeldOrQueued waits until (at least) n of the test's commands named
-// name are held in round trips or waiting in q (where the cache's own commands, a
-// read of its generation say, may wait too).
-func (h *sharedTrips) waitHeldOrQueued(t *testing.T, name string, q *readQueue, n int) {
+// name are held in round trips or waiting in one of nq's queues (where the
+// cache's own commands, a read of its generation say, may wait too).
+func (h *sharedTrips) waitHeldOrQueued(t *testing.T, name string, nq *nodeQueue, n int) {
 	t.Helper()
 	var held, waiting int
 	defer func() {
@@ -84,13 +84,15 @@ func (h *sharedTrips) waitHeldOrQueued(t *testing.T, name string, q *readQueue, 
 		h.mu.Lock()
 		held = h.holds[name].cmds
 		h.mu.Unlock()
-		q.mu.Lock()
-		defer q.mu.Unlock()
 		waiting = 0
-		for _, g := range q.waiting {
-			if g.cmd.Name() == name && h.rt.ours(g.cmd) {
-				waiting++
+		for _, q := range []*cmdQueue{&nq.reads, &nq.writes} {
+			q.mu.Lock()
+			for _, g := range q.waiting {
+				if g.cmd.Name() == name && h.rt.ours(g.cmd) {
+					waiting++
+				}
 			}
+			q.mu.Unlock()
 		}
 		return held+waiting >= n // more if a command is sent again (a retry)
 	})

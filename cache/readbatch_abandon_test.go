@@ -26,23 +26,32 @@ type writesInFlight struct {
 
 func (h *writesInFlight) write(cmd redis.Cmder) bool { return cmd.Name() != "get" && h.rt.ours(cmd) }
 
-func (h *writesInFlight) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *writesInFlight) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *writesInFlight) around(cmds []redis.Cmder) (after func()) {
+	if !slices.ContainsFunc(cmds, h.write) {
+		return nil
+	}
+	h.n.Add(1)
+	return func() { h.n.Add(-1); h.ended.Add(1) }
+}
+
+// roundTripHook is a go-redis hook that runs around every round trip (a
+// plain command, as a list of one, or a pipeline): the function, then the
+// round trip, then what the function returned (when not nil).
+type roundTripHook func(cmds []redis.Cmder) (after func())
+
+func (f roundTripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f roundTripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.write(cmd) {
-			h.n.Add(1)
-			defer h.ended.Add(1)
-			defer h.n.Add(-1)
+		if after := f([]redis.Cmder{cmd}); after != nil {
+			defer after()
 		}
 		return next(ctx, cmd)
 	}
 }
-func (h *writesInFlight) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (f roundTripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if slices.ContainsFunc(cmds, h.write) {
-			h.n.Add(1)
-			defer h.ended.Add(1)
-			defer h.n.Add(-1)
+		if after := f(cmds); after != nil {
+			defer after()
 		}
 		return next(ctx, cmds)
 	}
@@ -99,7 +108,7 @@ func TestAbandonedWritesDoNotHoldReads(t *testing.T) {
 			before := runtime.NumGoroutine()
 			c := newCache[string](t, rdb)
 			h := &writesInFlight{rt: roundTrips{prefix: prefixFor(t)}}
-			rdb.AddHook(h)
+			rdb.AddHook(roundTripHook(h.around))
 			ctx := context.Background()
 			warm := "{q}warm"
 			if err := c.Set(ctx, warm, "v"); err != nil { // the Set script loaded
@@ -173,13 +182,7 @@ func TestAbandonedWritesDoNotHoldReads(t *testing.T) {
 				unpause()
 				waitFor(t, func() bool { return h.n.Load() == 0 })
 			}
-			waitFor(t, func() bool { return c.flight.Wait(0) })
-			checkFlightsIdle(t, c)
-			if err := c.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-			rdb.Close()
-			settleGoroutines(t, before)
+			closeWithoutLeaks(t, c, rdb, before)
 		})
 	}
 }
@@ -221,7 +224,7 @@ func (h *heldGets) releaseAll() {
 	}
 }
 
-func (h *heldGets) hold(cmds []redis.Cmder) {
+func (h *heldGets) hold(cmds []redis.Cmder) (after func()) {
 	for _, cmd := range cmds {
 		if cmd.Name() != "get" {
 			continue
@@ -233,23 +236,10 @@ func (h *heldGets) hold(cmds []redis.Cmder) {
 		if ok {
 			h.entered <- k
 			<-ch
-			return
+			return nil
 		}
 	}
-}
-
-func (h *heldGets) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *heldGets) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.hold([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
-}
-func (h *heldGets) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.hold(cmds)
-		return next(ctx, cmds)
-	}
+	return nil
 }
 
 // getWarm is a Get of key, set to "v-"+key, that must return its value
@@ -280,7 +270,7 @@ func TestAbandonedReadsGiveBackTheirPlace(t *testing.T) {
 			}
 		}
 		h := newHeldGets(c.rkey(keys[0]), c.rkey(keys[1]))
-		rdb.AddHook(h)
+		rdb.AddHook(roundTripHook(h.hold))
 		t.Cleanup(h.releaseAll)
 		errs := make(chan error, readsInFlight)
 		for _, k := range keys[:readsInFlight] {
@@ -320,7 +310,7 @@ func TestAbandonedBatchGivesBackItsPlace(t *testing.T) {
 		}
 	}
 	h := newHeldGets(c.rkey(keys[0]), c.rkey(keys[1]), c.rkey(keys[2]))
-	rdb.AddHook(h)
+	rdb.AddHook(roundTripHook(h.hold))
 	t.Cleanup(h.releaseAll)
 	plain := getEach(c, context.Background(), keys[:1])
 	recvOr(t, h.entered, "a held read")
@@ -344,6 +334,14 @@ func TestAbandonedBatchGivesBackItsPlace(t *testing.T) {
 			t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
 		}
 	}
+	closeWithoutLeaks(t, c, rdb, before)
+}
+
+// closeWithoutLeaks waits until c's calls left running have ended and its
+// flights are idle, closes c and rdb, and checks that no more goroutines
+// run than before (counted before c was made).
+func closeWithoutLeaks(t *testing.T, c *Cache[string], rdb redis.UniversalClient, before int) {
+	t.Helper()
 	waitFor(t, func() bool { return c.flight.Wait(0) })
 	checkFlightsIdle(t, c)
 	if err := c.Close(); err != nil {

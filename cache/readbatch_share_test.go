@@ -116,9 +116,9 @@ func (h *sharedTrips) release(name string) {
 }
 
 // waitSeenOrQueued waits until (at least) n of the test's commands of the
-// step named name have reached the hook or wait in q (where the cache's own
-// commands, a read of its generation say, may wait too).
-func (h *sharedTrips) waitSeenOrQueued(t *testing.T, name string, q *readQueue, n int) {
+// step named name have reached the hook or wait in one of nq's queues (where
+// the cache's own commands, a read of its generation say, may wait too).
+func (h *sharedTrips) waitSeenOrQueued(t *testing.T, name string, nq *nodeQueue, n int) {
 	t.Helper()
 	var seen, waiting int
 	defer func() {
@@ -130,13 +130,15 @@ func (h *sharedTrips) waitSeenOrQueued(t *testing.T, name string, q *readQueue, 
 		h.mu.Lock()
 		seen = h.step(name).cmds
 		h.mu.Unlock()
-		q.mu.Lock()
-		defer q.mu.Unlock()
 		waiting = 0
-		for _, g := range q.waiting {
-			if g.cmd.Name() == name && h.rt.ours(g.cmd) {
-				waiting++
+		for _, q := range []*cmdQueue{&nq.reads, &nq.writes} {
+			q.mu.Lock()
+			for _, g := range q.waiting {
+				if g.cmd.Name() == name && h.rt.ours(g.cmd) {
+					waiting++
+				}
 			}
+			q.mu.Unlock()
 		}
 		return seen+waiting >= n // more if a command is sent again (a retry)
 	})

@@ -83,7 +83,7 @@ func holdTwoReads(t *testing.T, rdb redis.UniversalClient, c *Cache[string], key
 // waitQueued waits until n reads wait in the queue of rkey's node.
 func waitQueued(t *testing.T, c *Cache[string], rkey string, n int) {
 	t.Helper()
-	q := c.reads.queue(context.Background(), c.rdb, rkey)
+	q := &c.reads.queue(context.Background(), c.rdb, rkey).reads
 	waitFor(t, func() bool {
 		q.mu.Lock()
 		defer q.mu.Unlock()

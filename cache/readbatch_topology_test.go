@@ -45,11 +45,13 @@ func TestQueuedReadsFollowAFailover(t *testing.T) {
 			t.Errorf("Get after the failover = %q, %v", a.v, a.err)
 		}
 	}
-	old.mu.Lock()
-	busy, waiting := old.busy, len(old.waiting)
-	old.mu.Unlock()
-	if busy != 0 || waiting != 0 {
-		t.Errorf("the demoted master's queue: %d reads under way, %d waiting", busy, waiting)
+	for _, q := range []*cmdQueue{&old.reads, &old.writes} {
+		q.mu.Lock()
+		busy, waiting := q.busy, len(q.waiting)
+		q.mu.Unlock()
+		if busy != 0 || waiting != 0 {
+			t.Errorf("the demoted master's queue: %d commands under way, %d waiting", busy, waiting)
+		}
 	}
 	checkFlightsIdle(t, c)
 }

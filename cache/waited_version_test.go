@@ -40,11 +40,21 @@ func waitedKeptPlaceholder(t *testing.T, rdb redis.UniversalClient, c *Cache[str
 		})
 	}()
 	<-loading
+	waited := make(chan getAnswer, 1)
 	go func() {
 		defer func() { done <- struct{}{} }()
-		waiter.Get(ctx, key, func(context.Context, string) (string, error) { return "from db", nil })
+		v, err := waiter.Get(ctx, key, func(context.Context, string) (string, error) { return "from db", nil })
+		waited <- getAnswer{v, err}
 	}()
-	<-log.marked
+	select {
+	case <-log.marked:
+	case a := <-waited: // it never waited: say what it got instead
+		close(release)
+		t.Fatalf("the waiter's Get returned %q, %v without marking the lease", a.v, a.err)
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("timed out waiting for the waiter to mark the lease")
+	}
 	raw, err := rdb.Get(ctx, c.cfg.prefix+key).Bytes()
 	if err != nil {
 		t.Fatal(err)

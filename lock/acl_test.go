@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,5 +130,61 @@ func waitWaiting(t *testing.T, ctx context.Context, rdb redis.UniversalClient, k
 			t.Fatal("no waiter on the wait list")
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// A Redis 7 user created the usual way (~* +@all) has no channel
+// permission. Releases still succeed (their announcement is skipped), a
+// waiter still gets the lock (it polls), and the refused subscription is
+// logged: the degraded mode of docs/acl.md.
+func TestACLLockNoChannelPermission(t *testing.T) {
+	redistest.NeedServer(t)
+	for _, top := range redistest.Topologies() {
+		t.Run(top.Name, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			rdb := redistest.ACLClientRefused(t, top.New(t), nil, "no channels")
+			var logs syncBuffer
+			c := newClient(t, rdb, WithPrefix(prefix), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			ctx := testCtx(t)
+
+			m := c.Mutex("m")
+			h, err := m.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan error, 1)
+			go func() {
+				h2, err := m.Lock(ctx)
+				if err == nil {
+					err = h2.Unlock(ctx)
+				}
+				got <- err
+			}()
+			waitWaiting(t, ctx, rdb, prefix+"{m}"+":waiters")
+			if err := h.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock with a waiter: %v", err)
+			}
+			if err := <-got; err != nil {
+				t.Fatal(err)
+			}
+			s := c.Semaphore("s", 1)
+			p, err := s.Acquire(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Unlock(ctx); err != nil {
+				t.Fatalf("semaphore Unlock: %v", err)
+			}
+			r, err := c.RWMutex("rw").RLock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Unlock(ctx); err != nil {
+				t.Fatalf("read lock Unlock: %v", err)
+			}
+			if out := logs.String(); !strings.Contains(out, "NOPERM") {
+				t.Fatalf("the refused subscription was not logged: %q", out)
+			}
+		})
 	}
 }

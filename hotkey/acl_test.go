@@ -1,0 +1,35 @@
+package hotkey
+
+import (
+	"testing"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// The fleet view's exchanges work for a Redis user granted exactly the lines
+// of docs/acl.md, on a single node and a cluster: none fails, and nothing is
+// refused to it.
+func TestACLFleet(t *testing.T) {
+	redistest.NeedServer(t)
+	for _, top := range []struct {
+		redistest.Topology
+		blocks []string
+	}{
+		{redistest.Topologies()[0], []string{"connection", "hotkey"}},
+		{redistest.Topologies()[1], []string{"connection", "cluster", "hotkey"}},
+	} {
+		t.Run(top.Name, func(t *testing.T) {
+			rdb := redistest.ACLClient(t, top.New(t), map[string]string{"group": "svc"}, top.blocks...)
+			r := newFleetRig(t, 2, func(int) redis.UniversalClient { return rdb })
+			for range 2 * int(fleetWindow/fleetTick) {
+				r.tick("warm")
+			}
+			for i, d := range r.dets {
+				if st := d.Stats(); st.FleetExchanges == 0 || st.FleetErrors != 0 {
+					t.Fatalf("detector %d: %+v", i, st)
+				}
+			}
+		})
+	}
+}

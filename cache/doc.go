@@ -92,6 +92,16 @@
 // the publish-to-apply lag. The coarse clock the tier reads adds up to a
 // millisecond to each bound.
 //
+// The subscription needs the Redis user's permission on the cache's
+// channels (docs/acl.md lists every command, key pattern and channel, per
+// topology). A user without it, such as one created with
+// "ACL SETUSER app on >pw ~* +@all" (Redis 7 grants no channel by default),
+// has its subscription refused: the refusal is reported as
+// ErrSubscriptionRefused and counted in Stats.SubscriptionRefusals, and the
+// local tier stays off (every read goes to Redis, so Delete, Set and tags
+// are seen at once) until the permission is granted. Such an instance does
+// not hear a Clear made elsewhere (see docs/acl.md).
+//
 // # Tags
 //
 // WithTags tags each entry with what a function returns for its key and

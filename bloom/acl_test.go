@@ -11,16 +11,10 @@ import (
 // docs/acl.md, on a single node and a cluster: nothing is refused to it.
 func TestACLRedisFilter(t *testing.T) {
 	redistest.NeedServer(t)
-	for _, top := range []struct {
-		redistest.Topology
-		blocks []string
-	}{
-		{redistest.Topologies()[0], []string{"connection", "bloom"}},
-		{redistest.Topologies()[1], []string{"connection", "cluster", "bloom"}},
-	} {
+	for _, top := range redistest.ACLTopologies(false) {
 		t.Run(top.Name, func(t *testing.T) {
 			name := redistest.Name(t)
-			rdb := redistest.ACLClient(t, top.New(t), map[string]string{"bloom-name": name}, top.blocks...)
+			rdb := redistest.ACLClient(t, top.New(t), map[string]string{"bloom-name": name}, top.Blocks("bloom")...)
 			ctx := context.Background()
 			f, err := NewRedis(ctx, rdb, name, 1000, 0.01)
 			if err != nil {

@@ -25,9 +25,8 @@ func refusedIn(errs []error) bool {
 // degraded mode of docs/acl.md: the local tier never serves, so a Delete or
 // a tag invalidation made by another instance is seen at once.
 func TestACLNoChannelPermission(t *testing.T) {
-	for _, top := range aclTopologies {
+	for _, top := range redistest.ACLTopologies(true) {
 		t.Run(top.Name, func(t *testing.T) {
-			redistest.NeedServer(t)
 			rdb := redistest.ACLClientRefused(t, top.New(t), nil, "no channels")
 			ctx := context.Background()
 			rows := &aclRows{}

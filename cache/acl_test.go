@@ -16,14 +16,15 @@ import (
 // The ACL tests run the cache as a Redis user granted exactly the lines of
 // docs/acl.md (redistest.ACLClient), on a single node and on a cluster.
 
-// aclTopologies are the layouts the ACL document is checked on, each with
-// the document's blocks that apply to it.
-var aclTopologies = []struct {
-	redistest.Topology
-	blocks []string
-}{
-	{redistest.Topology{Name: "single", New: redistest.SharedSingle}, []string{"connection", "cache", "cache single"}},
-	{redistest.Topology{Name: "cluster", New: redistest.SharedCluster}, []string{"connection", "cluster", "cache", "cache cluster"}},
+// onACL runs body on a single node and a cluster with a client logged in
+// as a user granted the document's cache blocks and the extra ones.
+func onACL(t *testing.T, extra []string, body func(t *testing.T, rdb redis.UniversalClient, prefix string)) {
+	for _, top := range redistest.ACLTopologies(true) {
+		t.Run(top.Name, func(t *testing.T) {
+			prefix := prefixFor(t)
+			body(t, redistest.ACLClient(t, top.New(t), map[string]string{"prefix": prefix}, append(top.Blocks("cache"), extra...)...), prefix)
+		})
+	}
 }
 
 // errLog records the errors a cache reports (WithErrorHandler).
@@ -112,131 +113,121 @@ func getEquals(t *testing.T, c *Cache[string], rows *aclRows, key, want string) 
 // document's lines, and nothing is reported: no command, key or channel the
 // cache uses is missing from them.
 func TestACLCacheCore(t *testing.T) {
-	for _, top := range aclTopologies {
-		t.Run(top.Name, func(t *testing.T) {
-			redistest.NeedServer(t)
-			prefix := prefixFor(t)
-			rdb := redistest.ACLClient(t, top.New(t), map[string]string{"prefix": prefix}, top.blocks...)
-			ctx := context.Background()
-			rows := &aclRows{}
-			rows.rows.Store("k1", "v1")
-			var errs errLog
-			a, upA := aclLocalCache(t, rdb, &errs, nil)
-			b, upB := aclLocalCache(t, rdb, &errs, nil)
-			awaitUp(t, upA, "a")
-			awaitUp(t, upB, "b")
+	onACL(t, nil, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		rows := &aclRows{}
+		rows.rows.Store("k1", "v1")
+		var errs errLog
+		a, upA := aclLocalCache(t, rdb, &errs, nil)
+		b, upB := aclLocalCache(t, rdb, &errs, nil)
+		awaitUp(t, upA, "a")
+		awaitUp(t, upB, "b")
 
-			// Miss, fill, Redis hit, local hit.
-			if v, err := a.Get(ctx, "k1", rows.load); err != nil || v != "v1" {
-				t.Fatalf("a.Get: %q %v", v, err)
+		// Miss, fill, Redis hit, local hit.
+		if v, err := a.Get(ctx, "k1", rows.load); err != nil || v != "v1" {
+			t.Fatalf("a.Get: %q %v", v, err)
+		}
+		for i := 0; i < 3; i++ {
+			if v, err := b.Get(ctx, "k1", rows.load); err != nil || v != "v1" {
+				t.Fatalf("b.Get: %q %v", v, err)
 			}
-			for i := 0; i < 3; i++ {
-				if v, err := b.Get(ctx, "k1", rows.load); err != nil || v != "v1" {
-					t.Fatalf("b.Get: %q %v", v, err)
-				}
-			}
-			if n := rows.loads.Load(); n != 1 {
-				t.Fatalf("%d loads, want 1", n)
-			}
-			if b.Stats().LocalHits == 0 {
-				t.Fatal("no local hit on b")
-			}
-			// Delete reaches b's local tier.
-			rows.rows.Store("k1", "v2")
-			if err := a.Delete(ctx, "k1"); err != nil {
-				t.Fatal(err)
-			}
-			getEquals(t, b, rows, "k1", "v2")
-			// Set, and a null entry.
-			if err := a.Set(ctx, "k2", "s2"); err != nil {
-				t.Fatal(err)
-			}
-			getEquals(t, b, rows, "k2", "s2")
-			if _, err := b.Get(ctx, "absent", rows.load); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("absent: %v", err)
-			}
-			// GetMany.
-			rows.rows.Store("k3", "v3")
-			got, err := a.GetMany(ctx, []string{"k1", "k2", "k3", "absent"}, rows.loadMany)
-			if err != nil || got["k1"] != "v2" || got["k2"] != "s2" || got["k3"] != "v3" || len(got) != 3 {
-				t.Fatalf("GetMany: %v %v", got, err)
-			}
-			// Versioned writes, MarkStale, DeleteKeepingVersion.
-			if ok, err := a.SetVersioned(ctx, "k4", "v4@5", 5); !ok || err != nil {
-				t.Fatalf("SetVersioned 5: %v %v", ok, err)
-			}
-			if ok, err := a.SetVersioned(ctx, "k4", "v4@4", 4); ok || err != nil {
-				t.Fatalf("SetVersioned 4: %v %v", ok, err)
-			}
-			if ok, err := a.DeleteVersioned(ctx, "k4", 6); !ok || err != nil {
-				t.Fatalf("DeleteVersioned 6: %v %v", ok, err)
-			}
-			if err := a.MarkStale(ctx, time.Second, "k3"); err != nil {
-				t.Fatal(err)
-			}
-			if err := a.DeleteKeepingVersion(ctx, time.Second, "k2"); err != nil {
-				t.Fatal(err)
-			}
-			// Tags.
-			rows.rows.Store("k1", "v3")
-			if err := a.InvalidateTags(ctx, "all"); err != nil {
-				t.Fatal(err)
-			}
-			getEquals(t, b, rows, "k1", "v3")
-			// Clear reaches b.
-			rows.rows.Store("k1", "v4")
-			if err := a.Clear(ctx); err != nil {
-				t.Fatal(err)
-			}
-			getEquals(t, b, rows, "k1", "v4")
-			if errs := errs.all(); len(errs) > 0 {
-				t.Fatalf("errors reported: %v", errs)
-			}
-		})
-	}
+		}
+		if n := rows.loads.Load(); n != 1 {
+			t.Fatalf("%d loads, want 1", n)
+		}
+		if b.Stats().LocalHits == 0 {
+			t.Fatal("no local hit on b")
+		}
+		// Delete reaches b's local tier.
+		rows.rows.Store("k1", "v2")
+		if err := a.Delete(ctx, "k1"); err != nil {
+			t.Fatal(err)
+		}
+		getEquals(t, b, rows, "k1", "v2")
+		// Set, and a null entry.
+		if err := a.Set(ctx, "k2", "s2"); err != nil {
+			t.Fatal(err)
+		}
+		getEquals(t, b, rows, "k2", "s2")
+		if _, err := b.Get(ctx, "absent", rows.load); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("absent: %v", err)
+		}
+		// GetMany.
+		rows.rows.Store("k3", "v3")
+		got, err := a.GetMany(ctx, []string{"k1", "k2", "k3", "absent"}, rows.loadMany)
+		if err != nil || got["k1"] != "v2" || got["k2"] != "s2" || got["k3"] != "v3" || len(got) != 3 {
+			t.Fatalf("GetMany: %v %v", got, err)
+		}
+		// Versioned writes, MarkStale, DeleteKeepingVersion.
+		if ok, err := a.SetVersioned(ctx, "k4", "v4@5", 5); !ok || err != nil {
+			t.Fatalf("SetVersioned 5: %v %v", ok, err)
+		}
+		if ok, err := a.SetVersioned(ctx, "k4", "v4@4", 4); ok || err != nil {
+			t.Fatalf("SetVersioned 4: %v %v", ok, err)
+		}
+		if ok, err := a.DeleteVersioned(ctx, "k4", 6); !ok || err != nil {
+			t.Fatalf("DeleteVersioned 6: %v %v", ok, err)
+		}
+		if err := a.MarkStale(ctx, time.Second, "k3"); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.DeleteKeepingVersion(ctx, time.Second, "k2"); err != nil {
+			t.Fatal(err)
+		}
+		// Tags.
+		rows.rows.Store("k1", "v3")
+		if err := a.InvalidateTags(ctx, "all"); err != nil {
+			t.Fatal(err)
+		}
+		getEquals(t, b, rows, "k1", "v3")
+		// Clear reaches b.
+		rows.rows.Store("k1", "v4")
+		if err := a.Clear(ctx); err != nil {
+			t.Fatal(err)
+		}
+		getEquals(t, b, rows, "k1", "v4")
+		if errs := errs.all(); len(errs) > 0 {
+			t.Fatalf("errors reported: %v", errs)
+		}
+	})
 }
 
 // A waiter on another instance's lease hears the fill on the fill channel,
 // as that user.
 func TestACLCacheFillNotification(t *testing.T) {
-	for _, top := range aclTopologies {
-		t.Run(top.Name, func(t *testing.T) {
-			redistest.NeedServer(t)
-			prefix := prefixFor(t)
-			rdb := redistest.ACLClient(t, top.New(t), map[string]string{"prefix": prefix}, top.blocks...)
-			ctx := context.Background()
-			var errs errLog
-			marked := make(chan struct{})
-			woke := make(chan bool, 4)
-			var once sync.Once
-			a := newCache[string](t, rdb, WithErrorHandler(errs.add))
-			b := newCache[string](t, rdb, WithErrorHandler(errs.add), withHooks(&hooks{
-				notifiedPoll: time.Minute, // only the message wakes it within the test
-				onWaitMarked: func(string) { once.Do(func() { close(marked) }) },
-				onWake:       func(_ string, notified bool) { woke <- notified },
-			}))
-			loaded := make(chan string, 1)
-			go func() {
-				v, _ := a.Get(ctx, "k", func(context.Context, string) (string, error) {
-					<-marked
-					return "v", nil
-				})
-				loaded <- v
-			}()
-			waitLease(t, rdb, prefix+"k")
-			v, err := b.Get(ctx, "k", func(context.Context, string) (string, error) { return "", errors.New("b loaded") })
-			if err != nil || v != "v" {
-				t.Fatalf("b.Get: %q %v", v, err)
-			}
-			if notified := <-woke; !notified {
-				t.Fatal("b woke to poll, not by the fill message")
-			}
-			<-loaded
-			if errs := errs.all(); len(errs) > 0 {
-				t.Fatalf("errors reported: %v", errs)
-			}
-		})
-	}
+	onACL(t, nil, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		var errs errLog
+		marked := make(chan struct{})
+		woke := make(chan bool, 4)
+		var once sync.Once
+		a := newCache[string](t, rdb, WithErrorHandler(errs.add))
+		b := newCache[string](t, rdb, WithErrorHandler(errs.add), withHooks(&hooks{
+			notifiedPoll: time.Minute, // only the message wakes it within the test
+			onWaitMarked: func(string) { once.Do(func() { close(marked) }) },
+			onWake:       func(_ string, notified bool) { woke <- notified },
+		}))
+		loaded := make(chan string, 1)
+		go func() {
+			v, _ := a.Get(ctx, "k", func(context.Context, string) (string, error) {
+				<-marked
+				return "v", nil
+			})
+			loaded <- v
+		}()
+		waitLease(t, rdb, prefix+"k")
+		v, err := b.Get(ctx, "k", func(context.Context, string) (string, error) { return "", errors.New("b loaded") })
+		if err != nil || v != "v" {
+			t.Fatalf("b.Get: %q %v", v, err)
+		}
+		if notified := <-woke; !notified {
+			t.Fatal("b woke to poll, not by the fill message")
+		}
+		<-loaded
+		if errs := errs.all(); len(errs) > 0 {
+			t.Fatalf("errors reported: %v", errs)
+		}
+	})
 }
 
 // waitLease waits until rkey holds a lease placeholder.
@@ -251,43 +242,38 @@ func waitLease(t *testing.T, rdb redis.UniversalClient, rkey string) {
 // With WithTracking, a write that bypasses the cache reaches the local tier
 // through CLIENT TRACKING, as that user.
 func TestACLCacheTracking(t *testing.T) {
-	for _, top := range aclTopologies {
-		t.Run(top.Name, func(t *testing.T) {
-			redistest.NeedServer(t)
-			prefix := prefixFor(t)
-			rdb := redistest.ACLClient(t, top.New(t), map[string]string{"prefix": prefix}, append(top.blocks, "cache tracking")...)
-			ctx := context.Background()
-			rows := &aclRows{}
-			rows.rows.Store("k", "v1")
-			tracking := make(chan bool, 16)
-			var errs errLog
-			c, up := aclLocalCache(t, rdb, &errs,
-				&hooks{onTracking: func(up bool) { tracking <- up }}, WithTracking(), WithLocalTTL(time.Minute))
-			awaitUp(t, up, "c")
-			select {
-			case ok := <-tracking:
-				if !ok {
-					t.Fatal("tracking went down")
-				}
-			case <-time.After(trackWait):
-				t.Fatal("tracking never came up")
+	onACL(t, []string{"cache tracking"}, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		rows := &aclRows{}
+		rows.rows.Store("k", "v1")
+		tracking := make(chan bool, 16)
+		var errs errLog
+		c, up := aclLocalCache(t, rdb, &errs,
+			&hooks{onTracking: func(up bool) { tracking <- up }}, WithTracking(), WithLocalTTL(time.Minute))
+		awaitUp(t, up, "c")
+		select {
+		case ok := <-tracking:
+			if !ok {
+				t.Fatal("tracking went down")
 			}
-			waitFor(t, func() bool {
-				v, err := c.Get(ctx, "k", rows.load)
-				_, ok := c.local.Get("k")
-				return err == nil && v == "v1" && ok
-			})
-			rows.rows.Store("k", "v2")
-			if err := rdb.Del(ctx, prefix+"k").Err(); err != nil { // not through the cache
-				t.Fatal(err)
-			}
-			getEquals(t, c, rows, "k", "v2")
-			if c.Stats().TrackingInvalidations == 0 {
-				t.Fatal("no tracking invalidation")
-			}
-			if errs := errs.all(); len(errs) > 0 {
-				t.Fatalf("errors reported: %v", errs)
-			}
+		case <-time.After(trackWait):
+			t.Fatal("tracking never came up")
+		}
+		waitFor(t, func() bool {
+			v, err := c.Get(ctx, "k", rows.load)
+			_, ok := c.local.Get("k")
+			return err == nil && v == "v1" && ok
 		})
-	}
+		rows.rows.Store("k", "v2")
+		if err := rdb.Del(ctx, prefix+"k").Err(); err != nil { // not through the cache
+			t.Fatal(err)
+		}
+		getEquals(t, c, rows, "k", "v2")
+		if c.Stats().TrackingInvalidations == 0 {
+			t.Fatal("no tracking invalidation")
+		}
+		if errs := errs.all(); len(errs) > 0 {
+			t.Fatalf("errors reported: %v", errs)
+		}
+	})
 }

@@ -14,17 +14,11 @@ import (
 // node and a cluster: the second delete lands, and nothing is refused.
 func TestACLDelayedDoubleDelete(t *testing.T) {
 	redistest.NeedServer(t)
-	for _, top := range []struct {
-		redistest.Topology
-		blocks []string
-	}{
-		{redistest.Topology{Name: "single", New: redistest.SharedSingle}, []string{"connection", "consistency", "cache", "cache single"}},
-		{redistest.Topology{Name: "cluster", New: redistest.SharedCluster}, []string{"connection", "cluster", "consistency", "cache", "cache cluster"}},
-	} {
+	for _, top := range redistest.ACLTopologies(true) {
 		t.Run(top.Name, func(t *testing.T) {
 			admin := top.New(t)
 			vars := map[string]string{"prefix": prefixFor(t) + "c:", "namespace": prefixFor(t) + "q"}
-			rdb := redistest.ACLClient(t, admin, vars, top.blocks...)
+			rdb := redistest.ACLClient(t, admin, vars, top.Blocks("consistency", "cache")...)
 			// What an earlier run left is cleared as the admin (SCAN is
 			// not the user's).
 			for _, p := range []string{"{" + prefixFor(t) + "q}", "{" + prefixFor(t) + "q:", prefixFor(t) + "c:"} {

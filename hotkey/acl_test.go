@@ -12,15 +12,9 @@ import (
 // refused to it.
 func TestACLFleet(t *testing.T) {
 	redistest.NeedServer(t)
-	for _, top := range []struct {
-		redistest.Topology
-		blocks []string
-	}{
-		{redistest.Topologies()[0], []string{"connection", "hotkey"}},
-		{redistest.Topologies()[1], []string{"connection", "cluster", "hotkey"}},
-	} {
+	for _, top := range redistest.ACLTopologies(false) {
 		t.Run(top.Name, func(t *testing.T) {
-			rdb := redistest.ACLClient(t, top.New(t), map[string]string{"group": "svc"}, top.blocks...)
+			rdb := redistest.ACLClient(t, top.New(t), map[string]string{"group": "svc"}, top.Blocks("hotkey")...)
 			r := newFleetRig(t, 2, func(int) redis.UniversalClient { return rdb })
 			for range 2 * int(fleetWindow/fleetTick) {
 				r.tick("warm")

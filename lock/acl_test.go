@@ -1,11 +1,9 @@
 package lock
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,22 +11,68 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// logLines receives what a logger writes, a line per write.
+type logLines chan string
+
+func (l logLines) Write(p []byte) (int, error) {
+	select {
+	case l <- string(p):
+	default:
+	}
+	return len(p), nil
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+// logged returns what was written so far.
+func (l logLines) logged() string {
+	var all strings.Builder
+	for {
+		select {
+		case line := <-l:
+			all.WriteString(line)
+		default:
+			return all.String()
+		}
+	}
 }
 
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// aclClient returns a lock client as a user granted blocks, and its log.
+func aclClient(t *testing.T, top redistest.ACLTopology, refused bool, blocks ...string) (*Client, redis.UniversalClient, logLines, string) {
+	t.Helper()
+	prefix := redistest.Prefix(t)
+	vars := map[string]string{"lock-prefix": prefix}
+	var rdb redis.UniversalClient
+	if refused {
+		rdb = redistest.ACLClientRefused(t, top.New(t), vars, blocks...)
+	} else {
+		rdb = redistest.ACLClient(t, top.New(t), vars, blocks...)
+	}
+	logs := make(logLines, 64)
+	return newClient(t, rdb, WithPrefix(prefix), WithLogger(slog.New(slog.NewTextHandler(logs, nil)))), rdb, logs, prefix
+}
+
+// handOver locks m, starts a waiter, waits until it is on the wait list,
+// unlocks and waits for the waiter to get and release the lock.
+func handOver(t *testing.T, ctx context.Context, rdb redis.UniversalClient, m *Mutex, waiters string) {
+	t.Helper()
+	h, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		h2, err := m.Lock(ctx) // waits for the release
+		if err == nil {
+			err = h2.Unlock(ctx)
+		}
+		got <- err
+	}()
+	waitWaiting(t, ctx, rdb, waiters)
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock with a waiter: %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Mutex, a waiter woken by a release, RWMutex and Semaphore work for a Redis
@@ -36,40 +80,11 @@ func (s *syncBuffer) String() string {
 // cluster; nothing is refused to it and nothing is logged.
 func TestACLLockCore(t *testing.T) {
 	redistest.NeedServer(t)
-	for _, top := range []struct {
-		redistest.Topology
-		blocks []string
-	}{
-		{redistest.Topologies()[0], []string{"connection", "lock", "lock single"}},
-		{redistest.Topologies()[1], []string{"connection", "cluster", "lock", "lock cluster"}},
-	} {
+	for _, top := range redistest.ACLTopologies(false) {
 		t.Run(top.Name, func(t *testing.T) {
-			prefix := redistest.Prefix(t)
-			rdb := redistest.ACLClient(t, top.New(t), map[string]string{"lock-prefix": prefix}, top.blocks...)
-			var logs syncBuffer
-			c := newClient(t, rdb, WithPrefix(prefix), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			c, rdb, logs, prefix := aclClient(t, top, false, top.Blocks("lock")...)
 			ctx := testCtx(t)
-
-			m := c.Mutex("m")
-			h, err := m.Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := make(chan error, 1)
-			go func() {
-				h2, err := m.Lock(ctx) // waits for the release
-				if err == nil {
-					err = h2.Unlock(ctx)
-				}
-				got <- err
-			}()
-			waitWaiting(t, ctx, rdb, prefix+"{m}"+":waiters")
-			if err := h.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-got; err != nil {
-				t.Fatal(err)
-			}
+			handOver(t, ctx, rdb, c.Mutex("m"), prefix+"{m}:waiters")
 
 			rw := c.RWMutex("rw")
 			r1, err := rw.RLock(ctx)
@@ -107,7 +122,7 @@ func TestACLLockCore(t *testing.T) {
 			if err := p.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if out := logs.String(); out != "" {
+			if out := logs.logged(); out != "" {
 				t.Fatalf("logged: %s", out)
 			}
 		})
@@ -139,34 +154,11 @@ func waitWaiting(t *testing.T, ctx context.Context, rdb redis.UniversalClient, k
 // logged: the degraded mode of docs/acl.md.
 func TestACLLockNoChannelPermission(t *testing.T) {
 	redistest.NeedServer(t)
-	for _, top := range redistest.Topologies() {
+	for _, top := range redistest.ACLTopologies(false) {
 		t.Run(top.Name, func(t *testing.T) {
-			prefix := redistest.Prefix(t)
-			rdb := redistest.ACLClientRefused(t, top.New(t), nil, "no channels")
-			var logs syncBuffer
-			c := newClient(t, rdb, WithPrefix(prefix), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			c, rdb, logs, prefix := aclClient(t, top, true, "no channels")
 			ctx := testCtx(t)
-
-			m := c.Mutex("m")
-			h, err := m.Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := make(chan error, 1)
-			go func() {
-				h2, err := m.Lock(ctx)
-				if err == nil {
-					err = h2.Unlock(ctx)
-				}
-				got <- err
-			}()
-			waitWaiting(t, ctx, rdb, prefix+"{m}"+":waiters")
-			if err := h.Unlock(ctx); err != nil {
-				t.Fatalf("Unlock with a waiter: %v", err)
-			}
-			if err := <-got; err != nil {
-				t.Fatal(err)
-			}
+			handOver(t, ctx, rdb, c.Mutex("m"), prefix+"{m}:waiters")
 			s := c.Semaphore("s", 1)
 			p, err := s.Acquire(ctx, 1)
 			if err != nil {
@@ -182,7 +174,7 @@ func TestACLLockNoChannelPermission(t *testing.T) {
 			if err := r.Unlock(ctx); err != nil {
 				t.Fatalf("read lock Unlock: %v", err)
 			}
-			if out := logs.String(); !strings.Contains(out, "NOPERM") {
+			if out := logs.logged(); !strings.Contains(out, "NOPERM") {
 				t.Fatalf("the refused subscription was not logged: %q", out)
 			}
 		})

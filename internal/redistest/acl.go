@@ -213,3 +213,41 @@ func refusedTo(entry any, user string) bool {
 	}
 	return true // unknown shape: shown
 }
+
+// ACLTopology is a layout the ACL document is checked on.
+type ACLTopology struct {
+	Topology
+	cluster bool
+}
+
+// ACLTopologies returns a single node and a three-master cluster: the
+// binary's shared ones when shared (the package's TestMain calls Main),
+// else started by each test.
+func ACLTopologies(shared bool) []ACLTopology {
+	if shared {
+		return []ACLTopology{
+			{Topology{Name: "single", New: SharedSingle}, false},
+			{Topology{Name: "cluster", New: SharedCluster}, true},
+		}
+	}
+	all := Topologies()
+	return []ACLTopology{{all[0], false}, {all[1], true}}
+}
+
+// Blocks returns the names of ACLDoc's blocks a user of the packages named
+// needs on t: "connection", "cluster" on a cluster, and for each package its
+// block and, when the document has one, its block for t ("cache single",
+// "cache cluster").
+func (t ACLTopology) Blocks(pkgs ...string) []string {
+	blocks := []string{"connection"}
+	if t.cluster {
+		blocks = append(blocks, "cluster")
+	}
+	for _, p := range pkgs {
+		blocks = append(blocks, p)
+		if _, err := ACLBlock(p + " " + t.Name); err == nil {
+			blocks = append(blocks, p+" "+t.Name)
+		}
+	}
+	return blocks
+}

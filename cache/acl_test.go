@@ -19,12 +19,10 @@ import (
 // onACL runs body on a single node and a cluster with a client logged in
 // as a user granted the document's cache blocks and the extra ones.
 func onACL(t *testing.T, extra []string, body func(t *testing.T, rdb redis.UniversalClient, prefix string)) {
-	for _, top := range redistest.ACLTopologies(true) {
-		t.Run(top.Name, func(t *testing.T) {
-			prefix := prefixFor(t)
-			body(t, redistest.ACLClient(t, top.New(t), map[string]string{"prefix": prefix}, append(top.Blocks("cache"), extra...)...), prefix)
-		})
-	}
+	vars := func(t *testing.T) map[string]string { return map[string]string{"prefix": prefixFor(t)} }
+	redistest.OnACL(t, true, append([]string{"cache"}, extra...), vars, func(t *testing.T, rdb, _ redis.UniversalClient) {
+		body(t, rdb, prefixFor(t))
+	})
 }
 
 // errLog records the errors a cache reports (WithErrorHandler).

@@ -11,19 +11,16 @@ import (
 // of docs/acl.md, on a single node and a cluster: none fails, and nothing is
 // refused to it.
 func TestACLFleet(t *testing.T) {
-	redistest.NeedServer(t)
-	for _, top := range redistest.ACLTopologies(false) {
-		t.Run(top.Name, func(t *testing.T) {
-			rdb := redistest.ACLClient(t, top.New(t), map[string]string{"group": "svc"}, top.Blocks("hotkey")...)
-			r := newFleetRig(t, 2, func(int) redis.UniversalClient { return rdb })
-			for range 2 * int(fleetWindow/fleetTick) {
-				r.tick("warm")
+	vars := func(*testing.T) map[string]string { return map[string]string{"group": "svc"} }
+	redistest.OnACL(t, false, []string{"hotkey"}, vars, func(t *testing.T, rdb, _ redis.UniversalClient) {
+		r := newFleetRig(t, 2, func(int) redis.UniversalClient { return rdb })
+		for range 2 * int(fleetWindow/fleetTick) {
+			r.tick("warm")
+		}
+		for i, d := range r.dets {
+			if st := d.Stats(); st.FleetExchanges == 0 || st.FleetErrors != 0 {
+				t.Fatalf("detector %d: %+v", i, st)
 			}
-			for i, d := range r.dets {
-				if st := d.Stats(); st.FleetExchanges == 0 || st.FleetErrors != 0 {
-					t.Fatalf("detector %d: %+v", i, st)
-				}
-			}
-		})
-	}
+		}
+	})
 }

@@ -251,3 +251,20 @@ func (t ACLTopology) Blocks(pkgs ...string) []string {
 	}
 	return blocks
 }
+
+// OnACL runs body as a subtest on each of ACLTopologies(shared), with admin
+// and a client logged in as a user granted the blocks t.Blocks(pkgs...)
+// names, their placeholders filled by vars (nil: none).
+func OnACL(t *testing.T, shared bool, pkgs []string, vars func(t *testing.T) map[string]string,
+	body func(t *testing.T, rdb, admin redis.UniversalClient)) {
+	for _, top := range ACLTopologies(shared) {
+		t.Run(top.Name, func(t *testing.T) {
+			var v map[string]string
+			if vars != nil {
+				v = vars(t)
+			}
+			admin := top.New(t)
+			body(t, ACLClient(t, admin, v, top.Blocks(pkgs...)...), admin)
+		})
+	}
+}

@@ -100,30 +100,32 @@
 // cleared keeps the plain prefix + key layout). The new generation is
 // announced on the invalidation channel, and every instance also syncs with
 // the key every health interval (one EVALSHA on a small key per interval
-// per Cache, on a connection of its own that Close closes), so an instance learns a Clear within H even when it cannot
-// hear the channel. Generations are never reused: a new one is at least the
-// Redis server's clock in microseconds, so a Clear works after a FLUSHALL or
-// a restart without persistence as before it. When Redis forgets the
-// generation (those, or a failover to a replica that missed it), the next
-// sync of an instance that had one moves every instance to a new one
-// (reported through the logger and the error handler), which costs one
-// load per key as a Clear does, so instances started
-// before the loss and after it agree again within H of it (2H for one that
-// cannot hear the channel either), and a Delete by either reaches the
-// other from then on. After a Clear, each entry's key is 18 bytes longer
-// (the generation and two marks). The scripts that make a generation call
-// TIME: the Redis user needs +time (in @fast) besides the scripting
+// per Cache, on a connection of its own that Close closes), so an instance
+// learns a Clear within H even when it cannot hear the channel. Generations
+// are never reused: a new one is at least the Redis server's clock in
+// microseconds, so a Clear works after a FLUSHALL or a restart without
+// persistence as before it. When Redis forgets the generation (those, or a
+// failover to a replica that missed it), the next sync of an instance that
+// had one moves every instance to a new one (reported through the logger
+// and the error handler), which costs one load per key as a Clear does, so
+// instances started before the loss and after it agree again within H of it
+// (2H for one that cannot hear the channel either), and a Delete by either
+// reaches the other from then on. After a Clear, each entry's key is 18
+// bytes longer (the generation and two marks). The scripts that make a
+// generation call TIME: the Redis user needs +time besides the scripting
 // commands.
 //
-// A Redis user without permission on the channels (Redis 7 creates users
-// with acl-pubsub-default resetchannels unless configured otherwise; grant
-// &cacheguard:* or allchannels) cannot subscribe. New does not fail: the
-// refusal is reported through the logger and the error handler at every
-// attempt, counted in Stats.SubscriptionDowns, and the cache runs degraded
-// with every bound above kept: the local tier serves nothing, Delete, Set
-// and InvalidateTags act in Redis as always, a Clear reaches the instance
-// by its sync within H, and a caller waiting for another process's fill
-// polls for it instead of being woken.
+// The subscription needs the Redis user's permission on the cache's
+// channels (docs/acl.md lists every command, key pattern and channel, per
+// topology). A user without it, such as one created with
+// "ACL SETUSER app on >pw ~* +@all" (Redis 7 grants no channel by default),
+// has its subscription refused. New does not fail: the refusal is reported
+// as ErrSubscriptionRefused through the logger and the error handler and
+// counted in Stats.SubscriptionRefusals, and the cache runs degraded with
+// every bound above kept: the local tier serves nothing (every read goes to
+// Redis, so Delete, Set and InvalidateTags are seen at once), a Clear made
+// elsewhere reaches the instance by its sync within H, and a caller waiting
+// for another process's fill polls for it instead of being woken.
 //
 // # Tags
 //

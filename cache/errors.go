@@ -33,3 +33,11 @@ var ErrRedis = errors.New("cacheguard: redis")
 
 // ErrInvalidOption is returned by New for an option value that makes no sense.
 var ErrInvalidOption = errors.New("cacheguard: invalid option")
+
+// ErrSubscriptionRefused is reported (to the logger and WithErrorHandler,
+// and counted in Stats.SubscriptionRefusals) when Redis refuses the cache's
+// subscription to its channels with NOPERM: the Redis user lacks a channel
+// permission docs/acl.md lists. The cache goes on in the degraded mode that
+// document describes (no local tier) and subscribes again after a backoff,
+// so a permission granted later is picked up.
+var ErrSubscriptionRefused = errors.New("cacheguard: subscription refused by the Redis ACL")

@@ -64,8 +64,8 @@ func (c *Cache[V]) sharded() bool {
 // invalStats are the invalidation counters behind the Invalidation* and
 // Subscription* fields of Stats.
 type invalStats struct {
-	sent, sendFailures, received, gaps, lost, decodeErrors, downs atomic.Uint64
-	lag, lagMax                                                   atomic.Int64 // nanoseconds
+	sent, sendFailures, received, gaps, lost, decodeErrors, downs, refused atomic.Uint64
+	lag, lagMax                                                            atomic.Int64 // nanoseconds
 }
 
 func (s *invalStats) fill(st *Stats) {
@@ -76,6 +76,7 @@ func (s *invalStats) fill(st *Stats) {
 	st.InvalidationsLost = s.lost.Load()
 	st.InvalidationDecodeErrors = s.decodeErrors.Load()
 	st.SubscriptionDowns = s.downs.Load()
+	st.SubscriptionRefusals = s.refused.Load()
 	st.InvalidationLag = time.Duration(s.lag.Load())
 	st.InvalidationLagMax = time.Duration(s.lagMax.Load())
 }

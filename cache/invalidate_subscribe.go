@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/pubsub"
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 // The subscriber. The invalidation channel is one subscription of the
@@ -88,7 +89,25 @@ func (c *Cache[V]) subscriptionDown(err error) {
 		c.epoch.CompareAndSwap(e, e+1)
 	}
 	c.inval.downs.Add(1)
+	if pubsub.Refused(err) {
+		c.inval.refused.Add(1)
+		c.report(logSubscription, "", fmt.Errorf("%w, local tier off until it is granted (the user needs %s; see docs/acl.md): %w",
+			ErrSubscriptionRefused, c.channelGrants(), err))
+		return
+	}
 	c.report(logSubscription, "", fmt.Errorf("cacheguard: invalidation subscription down, local tier off until it is back: %w", err))
+}
+
+// channelGrants names the channel permissions the cache's subscriptions
+// need: its invalidation channel and its fill channels (docs/acl.md). A
+// refusal may also come from another channel on the same connection (a lock
+// client's, on the same go-redis client).
+func (c *Cache[V]) channelGrants() string {
+	fills := "&" + wire.FillChannelPrefix + c.cfg.prefix + "* and +subscribe"
+	if c.sharded() {
+		fills = "&" + c.cfg.prefix + "* and +ssubscribe"
+	}
+	return "&" + c.channel + " " + fills
 }
 
 // subscriptionUp flushes the local tier and lets it serve again, trusting it

@@ -52,6 +52,7 @@ type Stats struct {
 	InvalidationsLost        uint64        // messages known lost, summed over the gaps
 	InvalidationDecodeErrors uint64        // messages that did not decode (each cleared the local tier)
 	SubscriptionDowns        uint64        // subscription failures: errors, missed health replies, server unsubscribes
+	SubscriptionRefusals     uint64        // of SubscriptionDowns, refused by the Redis user's ACL (ErrSubscriptionRefused)
 	InvalidationLag          time.Duration // publish-to-apply delay of the latest message (publisher's clock against ours)
 	InvalidationLagMax       time.Duration // the largest such delay seen
 

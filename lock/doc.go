@@ -185,4 +185,9 @@
 // combine it with a fencing check in the resource. Give Redlock node clients
 // MaxRetries: -1 and DialerRetries: 1 so that a dead node costs a refused
 // connection rather than the node timeout.
+//
+// docs/acl.md lists the Redis ACL a lock client needs. A user without the
+// permission on the lock channels still locks and releases: releases skip
+// their announcement, waiters poll on their backoff instead of being woken,
+// and the refused subscription is logged.
 package lock

@@ -80,7 +80,10 @@ local pub_cmd, pub_channel, pub_payload = ARGV[3], ARGV[4], ARGV[5]
 // publishes on pub_channel the release payload pub_payload and one live
 // waiter of the wait list KEYS[2] (its expired members dropped first) for
 // the waiter to take the hand-off; nothing when the list is gone or empty.
-// Shared by every layout's release.
+// Shared by every layout's release. Every release script publishes with
+// pcall: a publish the Redis user may not make (no channel permission, see
+// docs/acl.md) costs the waiters their wake-up (they poll), never the
+// release.
 const wakeOneLua = `if pub_cmd == '' then return 0 end
 local target = ''
 if KEYS[2] then
@@ -91,7 +94,7 @@ if KEYS[2] then
   target = redis.call('ZRANDMEMBER', KEYS[2])
   if not target then return 0 end
 end
-redis.call(pub_cmd, pub_channel, pub_payload .. '|' .. target)
+redis.pcall(pub_cmd, pub_channel, pub_payload .. '|' .. target)
 return 0
 `
 

@@ -68,6 +68,7 @@ type topic struct {
 	ready      chan struct{} // closed when the subscription is confirmed
 	confirmed  bool
 	lost       bool      // the subscription was lost: wake the waiters when it is back
+	refused    bool      // a refusal by the Redis ACL was logged
 	idleSince  time.Time // when the last waiter left; zero while it has waiters
 }
 

@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/pubsub"
 )
 
 // A topic's life: the sweeper drops channels idle for the linger time, and
@@ -89,15 +91,25 @@ func (t *topic) Up(ch string, _ time.Time) {
 	}
 }
 
-func (t *topic) Down(string, error) {
+func (t *topic) Down(ch string, err error) {
 	n := t.n
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if t.confirmed {
 		t.confirmed = false
 		t.ready = make(chan struct{})
 	}
 	t.lost = true
+	first := pubsub.Refused(err) && !t.refused
+	if first {
+		t.refused = true
+	}
+	n.mu.Unlock()
+	if first {
+		// Waiters poll (on their backoff, capped by the holder's lease)
+		// until the channel is granted; logged once per channel.
+		n.logger.Warn("cacheguard: lock: release notifications refused by the Redis ACL; waiters poll until the user is granted the lock channels (see docs/acl.md)",
+			"channel", ch, "err", err)
+	}
 }
 
 func (t *topic) Healthy(string, time.Time) {}

@@ -125,7 +125,7 @@ end
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 if keepReaders() > 0 then return -2 end
-if ARGV[3] ~= '' then redis.call(ARGV[3], ARGV[4], ARGV[5]) end
+if ARGV[3] ~= '' then redis.pcall(ARGV[3], ARGV[4], ARGV[5]) end
 return 0
 `)
 
@@ -141,7 +141,7 @@ return tonumber(s) - now
 // releaseScript's ARGV[3..5]).
 var writerGivesUpScript = redis.NewScript(wire.LockLua + `
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 and ARGV[2] ~= '' then
-  redis.call(ARGV[2], ARGV[3], ARGV[4])
+  redis.pcall(ARGV[2], ARGV[3], ARGV[4])
 end
 return 1
 `)

@@ -208,7 +208,7 @@ for i = 1, tonumber(ARGV[2]) do
   k = k + redis.call('ZREM', KEYS[1], ARGV[1] .. ':' .. i)
 end
 keep()
-if k > 0 and ARGV[3] ~= '' then redis.call(ARGV[3], ARGV[4], ARGV[5] .. '|') end
+if k > 0 and ARGV[3] ~= '' then redis.pcall(ARGV[3], ARGV[4], ARGV[5] .. '|') end
 return k
 `)
 

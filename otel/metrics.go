@@ -57,6 +57,7 @@ var cacheCounters = []counter[cache.Stats]{
 	{MetricInvalidationsLost, "Invalidation messages known lost", one(func(s cache.Stats) uint64 { return s.InvalidationsLost })},
 	{MetricInvalidationDecodeErrs, "Invalidation messages that did not decode", one(func(s cache.Stats) uint64 { return s.InvalidationDecodeErrors })},
 	{MetricSubscriptionDowns, "Invalidation subscription failures", one(func(s cache.Stats) uint64 { return s.SubscriptionDowns })},
+	{MetricSubscriptionRefusals, "Invalidation subscription failures refused by the Redis ACL (NOPERM)", one(func(s cache.Stats) uint64 { return s.SubscriptionRefusals })},
 	{MetricObserverPanics, "Panics of the cache's Observer, recovered", one(func(s cache.Stats) uint64 { return s.ObserverPanics })},
 	{MetricTagInvalidations, "Tags invalidated by InvalidateTags", one(func(s cache.Stats) uint64 { return s.TagInvalidations })},
 	{MetricTagMisses, "Entries read and found invalidated by a tag", one(func(s cache.Stats) uint64 { return s.TagMisses })},

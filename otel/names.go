@@ -28,6 +28,7 @@ const (
 	MetricInvalidationsLost      = "cacheguard.cache.invalidation.lost"
 	MetricInvalidationDecodeErrs = "cacheguard.cache.invalidation.decode_errors"
 	MetricSubscriptionDowns      = "cacheguard.cache.invalidation.subscription_downs"
+	MetricSubscriptionRefusals   = "cacheguard.cache.invalidation.subscription_refusals" // of the downs, refused by the Redis ACL
 	MetricObserverPanics         = "cacheguard.cache.observer.panics"
 	MetricTagInvalidations       = "cacheguard.cache.tag.invalidations"      // tags invalidated by InvalidateTags
 	MetricTagMisses              = "cacheguard.cache.tag.misses"             // entries read and found invalidated by a tag

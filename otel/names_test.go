@@ -16,7 +16,7 @@ func TestDocumentedNamesAreServed(t *testing.T) {
 		MetricFallbackLoads, MetricFallbackRejects, MetricLeaseWaits, MetricWaitTimeouts, MetricFillRefusals,
 		MetricEarlyRefreshes, MetricCorrupt, MetricTooLarge, MetricRedisErrors, MetricBreakerRejects,
 		MetricStaleServed, MetricLocalFlushes, MetricInvalidations, MetricInvalidationFailures,
-		MetricInvalidationGaps, MetricInvalidationsLost, MetricInvalidationDecodeErrs, MetricSubscriptionDowns,
+		MetricInvalidationGaps, MetricInvalidationsLost, MetricInvalidationDecodeErrs, MetricSubscriptionDowns, MetricSubscriptionRefusals,
 		MetricQueueRecorded, MetricQueueDone, MetricQueueRetries, MetricQueueDeadLettered, MetricQueueLostClaims,
 		MetricQueueRedisErrors, MetricQueueFirstDelete,
 		MetricStockApplied, MetricStockCredited, MetricStockExpired, MetricStockClaimed, MetricStockFailed,

@@ -95,8 +95,13 @@ func (r *roleCheck) check(ctx context.Context, c *conn) error {
 // roleRefused tells a server that will never answer ROLE from one that
 // failed to this time.
 func roleRefused(err error) bool {
-	return redis.HasErrorPrefix(err, "unknown command") || redis.HasErrorPrefix(err, "NOPERM")
+	return redis.HasErrorPrefix(err, "unknown command") || Refused(err)
 }
+
+// Refused reports an error by which the server refused a command or a
+// channel to the connection's Redis user (its ACL, NOPERM): a session ended
+// by it fails again until the user is granted what it lacks.
+func Refused(err error) bool { return redis.HasErrorPrefix(err, "NOPERM") }
 
 // copyOptions copies the options of a client that may be in use. go-redis
 // changes what its MaintNotificationsConfig points to as the client sets up

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -70,7 +71,7 @@ return {cur, 0}
 // made is announced. If ctx ends first, the reply is applied when it comes.
 func (c *Cache[V]) syncGeneration(ctx context.Context) error {
 	own := c.gen.Load()
-	reply, err := call.Do(c.calls, ctx, c.cfg.local.healthTimeout, func(ctx context.Context) ([]int64, error) {
+	reply, err := call.Do(c.calls.Strict(), ctx, c.cfg.local.healthTimeout, func(ctx context.Context) ([]int64, error) {
 		return syncScript.Run(ctx, c.syncRDB, []string{wire.GenerationKey(c.cfg.prefix)}, own).Int64Slice()
 	}, func(reply []int64, err error) {
 		if err == nil {
@@ -89,12 +90,14 @@ func (c *Cache[V]) synced(ctx context.Context, reply []int64) error {
 		return fmt.Errorf("cacheguard: sync the generation of %q: unexpected reply %v", c.cfg.prefix, reply)
 	}
 	g := uint64(reply[0])
-	if reply[1] == 1 && c.setGeneration(g) {
+	c.setGeneration(g)
+	if reply[1] == 1 {
+		// Announced even when this instance has already moved to g (a
+		// reply that came after its caller gave up, and after a later sync
+		// read g): the others would otherwise wait for their own sync.
 		c.report(logGeneration, "", fmt.Errorf("cacheguard: the generation of %q was lost in Redis (FLUSHALL, restart, failover): the cache moved to a new generation %d, as on a Clear", c.cfg.prefix, g))
 		c.publish(ctx, []string{wire.GenerationAnnouncement(g)})
-		return nil
 	}
-	c.setGeneration(g)
 	return nil
 }
 
@@ -121,7 +124,7 @@ func (c *Cache[V]) syncGenerationReported() {
 func newSyncClient(rdb redis.UniversalClient) (redis.Scripter, func() error) {
 	switch r := rdb.(type) {
 	case *redis.Client:
-		o := *r.Options()
+		o := pubsub.CopyOptions(r.Options())
 		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.MinIdleConns = true, -1, 2, 0
 		s := redis.NewClient(&o)
 		return s, s.Close

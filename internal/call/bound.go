@@ -87,7 +87,10 @@ func Do[T any](b Bound, ctx context.Context, limit time.Duration, call func(cont
 	// its own timeouts, gains nothing from a goroutine; a release after the
 	// caller's context ended keeps its short bound.
 	selfBound := b.selfBounded && !b.strict && ctx.Done() == nil && !d.strict
-	inline := b.inline || selfBound
+	// A ContextTimeoutEnabled client ends a call by the context's deadline
+	// only: go-redis does not stop a read when a context without one is
+	// cancelled, so such a caller is not held on its goroutine.
+	inline := selfBound || (b.inline && (ctx.Done() == nil || hasDeadline(ctx)))
 	if selfBound {
 		// The client's timeouts end the call (on a ContextTimeoutEnabled
 		// client too: without a deadline it reads with ReadTimeout), so a
@@ -217,4 +220,10 @@ type detachedHow struct{ strict bool }
 // timeouts end every call.
 func Detached(ctx context.Context, strict bool) context.Context {
 	return context.WithValue(ctx, detachedKey{}, detachedHow{strict})
+}
+
+// hasDeadline reports whether ctx has a deadline.
+func hasDeadline(ctx context.Context) bool {
+	_, ok := ctx.Deadline()
+	return ok
 }

@@ -22,7 +22,7 @@ func (c *conn) trackingClient() (*redis.Client, error) {
 	if !ok {
 		return nil, ErrTrackingUnsupported
 	}
-	o := copyOptions(base.Options())
+	o := CopyOptions(base.Options())
 	o.Protocol = 2
 	user := o.OnConnect
 	o.OnConnect = func(ctx context.Context, cn *redis.Conn) error {

@@ -67,7 +67,7 @@ func (r *roleCheck) check(ctx context.Context, c *conn) error {
 	}
 	if r.client == nil || r.addr != addr {
 		r.close()
-		o := copyOptions(opts)
+		o := CopyOptions(opts)
 		o.Addr = addr
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = r.timeout, r.timeout, r.timeout
 		o.ContextTimeoutEnabled = true
@@ -103,12 +103,12 @@ func roleRefused(err error) bool {
 // by it fails again until the user is granted what it lacks.
 func Refused(err error) bool { return redis.HasErrorPrefix(err, "NOPERM") }
 
-// copyOptions copies the options of a client that may be in use. go-redis
+// CopyOptions copies the options of a client that may be in use. go-redis
 // changes what its MaintNotificationsConfig points to as the client sets up
 // a connection (under a lock of its own), and NewClient reads it: the copy
 // gets a config of its own instead, without the notifications (a subscriber
 // or a ROLE check reconnects the usual way).
-func copyOptions(opts *redis.Options) redis.Options {
+func CopyOptions(opts *redis.Options) redis.Options {
 	o := *opts
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	return o

@@ -123,7 +123,7 @@ type failoverNode struct {
 }
 
 func newFailoverNode(c *redis.Client) *failoverNode {
-	o := copyOptions(c.Options())
+	o := CopyOptions(c.Options())
 	direct := o // the ROLE client dials the recorded address only
 	f := &failoverNode{dial: o.Dialer, opts: &direct}
 	direct.Dialer = f.dialNode

@@ -242,6 +242,23 @@ func (h *heldGets) hold(cmds []redis.Cmder) (after func()) {
 	return nil
 }
 
+// holdFirstReads sets readsInFlight+1 keys of one node to "v-"+key and holds
+// the GETs of the first readsInFlight of them (heldGets) until the test ends
+// or they are released.
+func holdFirstReads(t *testing.T, c *Cache[string], rdb redis.UniversalClient) ([]string, *heldGets) {
+	t.Helper()
+	keys := batchKeys(readsInFlight + 1)
+	for _, k := range keys {
+		if err := c.Set(context.Background(), k, "v-"+k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHeldGets(c.rkey(keys[0]), c.rkey(keys[1]))
+	rdb.AddHook(roundTripHook(h.hold))
+	t.Cleanup(h.releaseAll)
+	return keys, h
+}
+
 // getWarm is a Get of key, set to "v-"+key, that must return its value
 // although the reads its node sent before it are held: it fails if the Get
 // queued behind them until its generous deadline ran out.
@@ -263,15 +280,7 @@ func getWarm(t *testing.T, c *Cache[string], key string) {
 func TestAbandonedReadsGiveBackTheirPlace(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
-		keys := batchKeys(readsInFlight + 1)
-		for _, k := range keys {
-			if err := c.Set(context.Background(), k, "v-"+k); err != nil {
-				t.Fatal(err)
-			}
-		}
-		h := newHeldGets(c.rkey(keys[0]), c.rkey(keys[1]))
-		rdb.AddHook(roundTripHook(h.hold))
-		t.Cleanup(h.releaseAll)
+		keys, h := holdFirstReads(t, c, rdb)
 		errs := make(chan error, readsInFlight)
 		for _, k := range keys[:readsInFlight] {
 			go func() {

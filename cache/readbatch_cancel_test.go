@@ -26,15 +26,7 @@ func TestCancelledReadsGiveBackTheirPlace(t *testing.T) {
 			rdb := redis.NewClient(o)
 			t.Cleanup(func() { _ = rdb.Close() })
 			c := newCache[string](t, rdb)
-			keys := batchKeys(readsInFlight + 1)
-			for _, k := range keys {
-				if err := c.Set(context.Background(), k, "v-"+k); err != nil {
-					t.Fatal(err)
-				}
-			}
-			h := newHeldGets(c.rkey(keys[0]), c.rkey(keys[1]))
-			rdb.AddHook(roundTripHook(h.hold))
-			t.Cleanup(h.releaseAll)
+			keys, h := holdFirstReads(t, c, rdb)
 			errs := make(chan error, readsInFlight)
 			for _, k := range keys[:readsInFlight] {
 				ctx, cancel := context.WithCancel(context.Background())

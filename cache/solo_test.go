@@ -180,12 +180,19 @@ func (h *heldGet) hold(ctx context.Context, send func() error, fail func(error))
 	return send()
 }
 
+// eventBound is how long a test waits for something that must happen
+// before it fails instead of hanging: generous, since under -race beside
+// busy loops on two cores a burst of 768 64 KB reads outlasts 10 s; no test
+// asserts a speed with it.
+const eventBound = 30 * time.Second
+
+// recvOr receives from ch, failing the test past eventBound.
 func recvOr[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(10 * time.Second):
+	case <-time.After(eventBound):
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}

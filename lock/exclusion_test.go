@@ -65,7 +65,7 @@ func exclusionChild(t *testing.T) {
 	rdb := clientFromEnv(t)
 	c := newClient(t, rdb)
 	m := c.Mutex("counter")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testBound)
 	defer cancel()
 	per := exclTotal / exclProcs / exclGoroutines
 	var wg sync.WaitGroup

@@ -208,7 +208,9 @@ func testOneSubscriberPerNode(t *testing.T, rdb redis.UniversalClient) {
 	}
 	t.Logf("subscriber connections per master before %v, with %d waiters %v", before, locks, during)
 	for _, h := range held {
-		h.Unlock(ctx)
+		if err := h.Unlock(ctx); err != nil {
+			t.Fatal(err) // else its waiter waits out the holder's lease
+		}
 	}
 	for i := 0; i < locks; i++ {
 		if err := <-errs; err != nil {

@@ -2,14 +2,24 @@
 // OpenTelemetry metrics and traces. It lives in its own module so that the
 // core module does not depend on OpenTelemetry.
 //
-// Wiring, for a cache, a durable invalidation queue and a flash sale:
+// Wiring, for a cache and a durable invalidation queue:
 //
 //	obs, _ := otel.NewObserver("users", tracerProvider, meterProvider)
 //	users, _ := cache.New[User](rdb, cache.WithPrefix("user:"), cache.WithObserver(obs))
 //	reg, _ := otel.RegisterCache(meterProvider.Meter(otel.ScopeName), "users", users)
 //	defer reg.Unregister()
 //	qreg, _ := otel.RegisterQueue(meterProvider.Meter(otel.ScopeName), "orders", queue)
-//	sreg, _ := otel.RegisterStock(meterProvider.Meter(otel.ScopeName), "sku", consumer, admission)
+//
+// The packages released in modules of their own carry their metrics beside
+// them, importing only the OpenTelemetry metric API, so that this module
+// depends on the core module alone: a flash sale's in
+// github.com/cacheguard/cacheguard/stock/otelstock, the key rate limiter's
+// in github.com/cacheguard/cacheguard/ratelimit/otelratelimit. The binlog
+// source's are here (RegisterBinlog), fed by a conversion of its Stats.
+//
+// Every numeric field of the Stats these functions read is exported: a
+// test of each module moves one field at a time and fails when no metric
+// follows it.
 //
 // Metrics are asynchronous: RegisterCache and RegisterQueue read the Stats
 // snapshots (atomic counters the packages keep anyway) when the SDK collects,
@@ -18,9 +28,10 @@
 // GetMany, with the tier that answered, and the loader as a child span.
 //
 // Locks report through a LockObserver installed with lock.WithObserver (wait
-// and hold time histograms, lost locks). RegisterBloom, RegisterHotKeys and
-// RegisterBinlog read the saturation of a Bloom filter, a hot-key detector's
-// promotions and a binlog source's progress; the binlog module is not
+// and hold time histograms, lost locks) and RegisterLockStats (its recovered
+// panics). RegisterBloom, RegisterHotKeys and RegisterBinlog read the
+// saturation of a Bloom filter, a hot-key detector's promotions and fleet
+// exchanges, and a binlog source's progress; the binlog module is not
 // imported (see BinlogStats).
 //
 // Span attributes of cacheguard.Get and cacheguard.GetMany:

@@ -40,22 +40,32 @@ func RegisterBloom(meter metric.Meter, name string, f FillRatioSource) (metric.R
 type HotKeysSource interface{ Stats() hotkey.Stats }
 
 // RegisterHotKeys registers the detector's promotion and demotion counters
-// and its hot-set size, labelled cacheguard.hotkeys=name.
+// and its hot-set size, and with a fleet (hotkey.WithFleet) its exchanges by
+// outcome and the fleet's hot-set size, labelled cacheguard.hotkeys=name.
 func RegisterHotKeys(meter metric.Meter, name string, d HotKeysSource) (metric.Registration, error) {
-	base := metric.WithAttributes(attribute.String(AttrHotKeys, name))
+	base := attribute.String(AttrHotKeys, name)
+	only := metric.WithAttributes(base)
+	ok := metric.WithAttributes(base, attribute.String(AttrOutcome, "ok"))
+	failed := metric.WithAttributes(base, attribute.String(AttrOutcome, "error"))
 	promoted, err1 := meter.Int64ObservableCounter(MetricHotKeysPromoted, metric.WithDescription("Keys that became hot"))
 	demoted, err2 := meter.Int64ObservableCounter(MetricHotKeysDemoted, metric.WithDescription("Keys that stopped being hot"))
 	hot, err3 := meter.Int64ObservableGauge(MetricHotKeysHot, metric.WithDescription("Keys hot at the last tick"))
-	if err := errors.Join(err1, err2, err3); err != nil {
+	exchanges, err4 := meter.Int64ObservableCounter(MetricHotKeysFleetExchanges,
+		metric.WithDescription("Exchanges with the fleet's counts in Redis, by outcome"))
+	fleetHot, err5 := meter.Int64ObservableGauge(MetricHotKeysFleetHot, metric.WithDescription("Keys hot across the fleet at the last exchange"))
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return nil, err
 	}
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := d.Stats()
-		o.ObserveInt64(promoted, int64(st.Promoted), base)
-		o.ObserveInt64(demoted, int64(st.Demoted), base)
-		o.ObserveInt64(hot, int64(st.Hot), base)
+		o.ObserveInt64(promoted, int64(st.Promoted), only)
+		o.ObserveInt64(demoted, int64(st.Demoted), only)
+		o.ObserveInt64(hot, int64(st.Hot), only)
+		o.ObserveInt64(exchanges, int64(st.FleetExchanges-st.FleetErrors), ok)
+		o.ObserveInt64(exchanges, int64(st.FleetErrors), failed)
+		o.ObserveInt64(fleetHot, int64(st.FleetHot), only)
 		return nil
-	}, promoted, demoted, hot)
+	}, promoted, demoted, hot, exchanges, fleetHot)
 }
 
 // BinlogStats are the figures RegisterBinlog reports. The binlog source lives
@@ -65,12 +75,14 @@ func RegisterHotKeys(meter metric.Meter, name string, d HotKeysSource) (metric.R
 //
 //	otel.RegisterBinlog(meter, "orders", func() otel.BinlogStats {
 //		s := src.Stats()
-//		return otel.BinlogStats{Transactions: s.Transactions, Rows: s.Rows,
-//			Keys: s.Keys, Clears: s.Clears, Errors: s.Errors, Lag: s.Lag}
+//		return otel.BinlogStats(src.Stats())
 //	})
+//
+// BinlogStats has the fields of binlog.Stats, in its order, so that the
+// conversion compiles; a test of this module holds the two together.
 type BinlogStats struct {
-	Transactions, Rows, Keys, Clears, Errors uint64
-	Lag                                      time.Duration
+	Transactions, Rows, Keys, Saves, Clears, TableDDL, UnnamedRows, Errors uint64
+	Lag                                                                    time.Duration
 }
 
 // RegisterBinlog registers the binlog source's counters and lag, read from
@@ -89,7 +101,10 @@ func RegisterBinlog(meter metric.Meter, name string, stats func() BinlogStats) (
 	tx := counter(MetricBinlogTransactions, "Commits read from the binlog")
 	rows := counter(MetricBinlogRows, "Row events of watched tables applied")
 	keys := counter(MetricBinlogKeys, "Keys invalidated")
+	saves := counter(MetricBinlogSaves, "Positions saved")
 	clears := counter(MetricBinlogClears, "Key spaces cleared after TRUNCATE or DROP")
+	ddl := counter(MetricBinlogTableDDL, "Other DDL on watched tables (ALTER, RENAME), logged and passed")
+	unnamed := counter(MetricBinlogUnnamedRows, "Rows skipped for lack of column names")
 	errc := counter(MetricBinlogErrors, "Failures reported by the source (passed over or retried)")
 	lag, err := meter.Float64ObservableGauge(MetricBinlogLag, metric.WithUnit("s"),
 		metric.WithDescription("How far behind the database the last commit read was"))
@@ -102,9 +117,12 @@ func RegisterBinlog(meter metric.Meter, name string, stats func() BinlogStats) (
 		o.ObserveInt64(tx, int64(s.Transactions), base)
 		o.ObserveInt64(rows, int64(s.Rows), base)
 		o.ObserveInt64(keys, int64(s.Keys), base)
+		o.ObserveInt64(saves, int64(s.Saves), base)
 		o.ObserveInt64(clears, int64(s.Clears), base)
+		o.ObserveInt64(ddl, int64(s.TableDDL), base)
+		o.ObserveInt64(unnamed, int64(s.UnnamedRows), base)
 		o.ObserveInt64(errc, int64(s.Errors), base)
 		o.ObserveFloat64(lag, s.Lag.Seconds(), base)
 		return nil
-	}, tx, rows, keys, clears, errc, lag)
+	}, tx, rows, keys, saves, clears, ddl, unnamed, errc, lag)
 }

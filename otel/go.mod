@@ -7,7 +7,6 @@ replace github.com/cacheguard/cacheguard => ../
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/cacheguard/cacheguard v0.0.0-00010101000000-000000000000
-	github.com/cacheguard/cacheguard/stock v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.opentelemetry.io/otel v1.47.0
@@ -25,7 +24,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/go-redis/redis_rate/v10 v10.0.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/maypok86/otter/v2 v2.4.0 // indirect
@@ -41,8 +39,5 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/cacheguard/cacheguard/stock => ../stock

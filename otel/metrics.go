@@ -71,6 +71,8 @@ var cacheCounters = []counter[cache.Stats]{
 		{[]attribute.KeyValue{attribute.String(AttrReason, "zero")}, func(s cache.Stats) uint64 { return s.TTLZero }},
 		{[]attribute.KeyValue{attribute.String(AttrReason, "invalid")}, func(s cache.Stats) uint64 { return s.TTLInvalid }},
 	}},
+	{MetricRateLimited, "Redis reads and loads the key rate limit refused", one(func(s cache.Stats) uint64 { return s.RateLimited })},
+	{MetricRateLimitedLocal, "Gets the key rate limit sent to the local tier instead", one(func(s cache.Stats) uint64 { return s.RateLimitedLocal })},
 	{MetricClears, "Clear calls that moved the cache to a new generation", one(func(s cache.Stats) uint64 { return s.Clears })},
 	{MetricGenerations, "Moves to a newer generation, by a Clear here or heard from another instance", one(func(s cache.Stats) uint64 { return s.Generations })},
 }

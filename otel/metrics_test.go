@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
-// collect reads every int64 sum and gauge point as name{attr=value,...} -> value.
+// collect reads every int64 sum and gauge point (float64 gauges in
+// millionths) as name{attr=value,...} -> value.
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]int64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
@@ -29,6 +31,10 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]int64 {
 				points = d.DataPoints
 			case metricdata.Gauge[int64]:
 				points = d.DataPoints
+			case metricdata.Gauge[float64]: // in millionths
+				for _, p := range d.DataPoints {
+					out[m.Name+key(p.Attributes)] = int64(math.Round(p.Value * 1e6))
+				}
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
 					out[m.Name+key(p.Attributes)+".count"] += int64(p.Count)
@@ -46,12 +52,12 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]int64 {
 	return out
 }
 
-// key renders the attributes other than the cache, queue or stock name, sorted.
+// key renders the attributes other than the name of what is measured, sorted.
 func key(s attribute.Set) string {
 	k := ""
 	for _, kv := range s.ToSlice() {
 		switch kv.Key {
-		case AttrCache, AttrQueue, AttrStock, AttrBloom, AttrHotKeys, AttrLocks, AttrBinlog:
+		case AttrCache, AttrQueue, AttrBloom, AttrHotKeys, AttrLocks, AttrBinlog:
 			continue
 		}
 		k += "," + string(kv.Key) + "=" + kv.Value.Emit()

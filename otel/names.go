@@ -39,6 +39,8 @@ const (
 	MetricSoftTimeouts           = "cacheguard.cache.load.soft_timeouts"  // Gets answered stale past WithSoftLoadTimeout
 	MetricLoadTimeouts           = "cacheguard.cache.load.timeouts"       // loads stopped by WithLoadTimeout
 	MetricTTLNotCached           = "cacheguard.cache.ttl_func.not_cached" // values WithTTLFunc kept out; attribute reason: zero | invalid
+	MetricRateLimited            = "cacheguard.cache.rate_limited"        // Redis reads and loads the key rate limit refused (WithKeyRateLimit)
+	MetricRateLimitedLocal       = "cacheguard.cache.rate_limited.local"  // of their Gets, answered from the local tier instead
 	MetricClears                 = "cacheguard.cache.clears"              // Clear calls on this instance
 	MetricGenerations            = "cacheguard.cache.generations"         // moves to a newer generation (Clears here and heard)
 	// Gauge: the circuit breaker's state, 0 closed, 1 half-open, 2 open.
@@ -64,6 +66,10 @@ const (
 	MetricHotKeysPromoted = "cacheguard.hotkeys.promoted"
 	MetricHotKeysDemoted  = "cacheguard.hotkeys.demoted"
 	MetricHotKeysHot      = "cacheguard.hotkeys.hot" // gauge
+	// With hotkey.WithFleet: exchanges with the group's counts in Redis
+	// (attribute outcome: ok | error), and the keys hot across the fleet.
+	MetricHotKeysFleetExchanges = "cacheguard.hotkeys.fleet.exchanges"
+	MetricHotKeysFleetHot       = "cacheguard.hotkeys.fleet.hot" // gauge
 
 	// Locks (NewLockObserver), attribute cacheguard.locks (the client's
 	// label; lock names are not attributes, they are unbounded).
@@ -77,6 +83,9 @@ const (
 	MetricBinlogRows         = "cacheguard.binlog.rows"
 	MetricBinlogKeys         = "cacheguard.binlog.invalidations"
 	MetricBinlogClears       = "cacheguard.binlog.clears"
+	MetricBinlogSaves        = "cacheguard.binlog.saves"
+	MetricBinlogTableDDL     = "cacheguard.binlog.table_ddl"
+	MetricBinlogUnnamedRows  = "cacheguard.binlog.unnamed_rows"
 	MetricBinlogErrors       = "cacheguard.binlog.errors"
 	MetricBinlogLag          = "cacheguard.binlog.lag" // gauge, s
 

@@ -19,17 +19,17 @@ func TestDocumentedNamesAreServed(t *testing.T) {
 		MetricInvalidationGaps, MetricInvalidationsLost, MetricInvalidationDecodeErrs, MetricSubscriptionDowns, MetricSubscriptionRefusals,
 		MetricQueueRecorded, MetricQueueDone, MetricQueueRetries, MetricQueueDeadLettered, MetricQueueLostClaims,
 		MetricQueueRedisErrors, MetricQueueFirstDelete,
-		MetricStockApplied, MetricStockCredited, MetricStockExpired, MetricStockClaimed, MetricStockFailed,
-		MetricStockDeadLettered, MetricStockParkAlerts, MetricStockLimited, MetricStockFallbacks,
 		MetricObserverPanics, MetricHotKeysPromoted, MetricHotKeysDemoted, MetricLockLost, MetricLockPanics,
 		MetricSoftTimeouts, MetricLoadTimeouts, MetricTTLNotCached, MetricClears, MetricGenerations,
 		MetricBinlogTransactions, MetricBinlogRows, MetricBinlogKeys, MetricBinlogClears, MetricBinlogErrors,
+		MetricBinlogSaves, MetricBinlogTableDDL, MetricBinlogUnnamedRows,
+		MetricRateLimited, MetricRateLimitedLocal, MetricHotKeysFleetExchanges,
 		MetricTagInvalidations, MetricTagMisses, MetricTagReads,
 		MetricTrackingInvalidations, MetricTrackingFlushes, MetricTrackingDowns,
 	} {
 		want = append(want, prom(n, "_total"))
 	}
-	want = append(want, prom(MetricQueuePending, ""), prom(MetricStockParked, ""),
+	want = append(want, prom(MetricQueuePending, ""), prom(MetricHotKeysFleetHot, ""),
 		prom(MetricInvalidationLag, "_seconds"), prom(MetricInvalidationLagMax, "_seconds"),
 		prom(MetricGetDuration, "_seconds_bucket"), prom(MetricLoadDuration, "_seconds_bucket"),
 		prom(MetricLeaseWaitDuration, "_seconds_bucket"), prom(MetricValueSize, "_bytes_bucket"),

@@ -61,9 +61,6 @@ func scrape(t *testing.T) map[string]bool {
 	if _, err := RegisterQueue(mp.Meter(ScopeName), "orders", q); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RegisterStock(mp.Meter(ScopeName), "sku", consumerStats{}, admissionStats{}); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	for range 2 {
 		if _, err := c.Get(ctx, "a", func(context.Context, string) (string, error) { return "v", nil }); err != nil {

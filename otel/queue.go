@@ -19,11 +19,17 @@ var queueCounters = []counter[consistency.Stats]{
 	{MetricQueueRedisErrors, "Queue operations Redis failed", one(func(s consistency.Stats) uint64 { return s.RedisErrors })},
 }
 
+// QueueSource is what RegisterQueue reads: a *consistency.Queue.
+type QueueSource interface {
+	Stats() consistency.Stats
+	Pending(ctx context.Context) (int64, error)
+}
+
 // RegisterQueue registers observable instruments on meter reading q's Stats
 // and, at each collection, its pending depth from Redis (one round trip per
 // collection; a failure is returned to the SDK, which reports it, and the
 // depth is left out of that collection). Attribute cacheguard.queue=name.
-func RegisterQueue(meter metric.Meter, name string, q *consistency.Queue) (metric.Registration, error) {
+func RegisterQueue(meter metric.Meter, name string, q QueueSource) (metric.Registration, error) {
 	base := metric.WithAttributes(attribute.String(AttrQueue, name))
 	var errs []error
 	insts := make([]metric.Int64ObservableCounter, len(queueCounters))

@@ -51,5 +51,7 @@
 // admits more than its share.
 //
 // The module is separate from cacheguard's core so that the core does not
-// depend on redis_rate.
+// depend on redis_rate. Its Stats are exported as OpenTelemetry metrics by
+// the package otelratelimit of this module (cacheguard.ratelimit.*), which
+// imports only the OpenTelemetry metric API.
 package ratelimit

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
@@ -116,14 +117,15 @@ func (a *Admission) Allow(ctx context.Context, sku, user string) error {
 	if a.inv != nil && a.inv.SoldOutLocally(sku) {
 		return fmt.Errorf("%w: %s", ErrSoldOut, sku)
 	}
+	perSKU, perUser := wire.StockRateKeys(a.ns, sku, user)
 	// The user first: a flood from one user does not eat the SKU's budget.
 	if !a.user.zero() {
-		if err := a.allow(ctx, a.ns+":rl:u:{"+sku+"}:"+user, a.user, a.localUser, sku+"\x00"+user); err != nil {
+		if err := a.allow(ctx, perUser, a.user, a.localUser, sku+"\x00"+user); err != nil {
 			return err
 		}
 	}
 	if !a.sku.zero() {
-		return a.allow(ctx, a.ns+":rl:s:{"+sku+"}", a.sku, a.localSKU, sku)
+		return a.allow(ctx, perSKU, a.sku, a.localSKU, sku)
 	}
 	return nil
 }

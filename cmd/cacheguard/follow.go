@@ -120,6 +120,9 @@ func (s *scanner) lock(key, kind string, ttl int64) followUp {
 				return // some other program's hash
 			}
 			s.rep.Locks = append(s.rep.Locks, l)
+			if kind == wire.LockMutex { // a writer's hash is counted by its name
+				s.count(wire.LayoutMutex)
+			}
 		},
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -94,6 +96,12 @@ func printReport(out io.Writer, r *Report) {
 				ttl = (time.Duration(l.TTLms) * time.Millisecond).String()
 			}
 			fmt.Fprintf(w, "  %s\t%s\towner=%s holds=%d token=%s\t%s\n", quote(l.Key), l.Kind, quote(l.Owner), l.Holds, l.Token, ttl)
+		}
+	}
+	if len(r.Keys) > 0 {
+		fmt.Fprintln(w, "\ncacheguard keys by layout")
+		for _, name := range slices.Sorted(maps.Keys(r.Keys)) {
+			fmt.Fprintf(w, "  %s\t%d\n", name, r.Keys[name])
 		}
 	}
 	if len(r.Errors) > 0 {

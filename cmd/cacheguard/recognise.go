@@ -11,54 +11,89 @@ import (
 
 // recognise counts key (of Redis type typ; for a string, its first bytes
 // head of strlen in all) if it is one of cacheguard's, by the layouts of
-// internal/wire, and returns the second-round read it needs, if any.
+// internal/wire, and returns the second-round read it needs, if any. A
+// string's value is read first (an entry is an entry whatever its key);
+// then the key's name and type (wire.KeyLayout); then what only the value
+// tells, a Mutex held.
 func (s *scanner) recognise(ctx context.Context, k, typ string, head []byte, strlen, ttl int64, addr string, now time.Time) (followUp, bool) {
-	switch typ {
-	case "string":
-		if prefix, tag, ok := wire.ParseTagKey(k); ok && strlen == int64(len(head)) {
-			if ms, ok := wire.ParseTagTime(string(head)); ok {
-				s.rep.Tags = append(s.rep.Tags, TagKey{Prefix: prefix, Tag: tag, Invalidated: time.UnixMilli(ms).UTC(), TTL: ttl})
-				return followUp{}, false
+	if typ == "string" && s.stringShape(k, head, strlen, ttl, addr, now) {
+		return followUp{}, false
+	}
+	name, ok := wire.KeyLayout(k, typ)
+	if !ok {
+		switch typ {
+		case "string":
+			if l, ok := stringLock(k, head, strlen, ttl); ok {
+				s.rep.Locks = append(s.rep.Locks, l)
+				s.count(wire.LayoutMutex)
+			}
+		case "hash":
+			if _, kind, ok := wire.LockKey(k); ok && kind == wire.LockMutex {
+				return s.lock(k, kind, ttl), true
 			}
 		}
-		if h, ok := wire.ParseHeader(head); ok {
-			s.entry(h, ttl, now)
-			return followUp{}, false
+		return followUp{}, false
+	}
+	s.count(name)
+	switch name {
+	case wire.LayoutBloomCfg:
+		if bname, ok := wire.BloomName(k); ok {
+			return s.bloom(ctx, bname, k), true
 		}
-		if strlen == int64(len(head)) { // the whole value was read
-			switch shape := wire.Classify(head); {
-			case shape.IsPlaceholder():
-				s.placeholder(k, shape, ttl, addr)
-				return followUp{}, false
-			case shape == wire.ShapeTombstone:
-				s.rep.Entries.Tombstones++
-				return followUp{}, false
-			}
-		}
-		if l, ok := stringLock(k, head, strlen, ttl); ok {
-			s.rep.Locks = append(s.rep.Locks, l)
-			return followUp{}, false
-		}
-		if name, ok := wire.BloomName(k); ok {
-			return s.bloom(ctx, name, k), true
-		}
-	case "zset":
+	case wire.LayoutQueueDue:
 		if ns, shard, target, ok := wire.QueueDue(k); ok {
 			return s.queue(ns, shard, target, k, now), true
 		}
-		if base, kind, ok := wire.LockKey(k); ok && kind == wire.LockReaders {
-			return s.readers(k, base, ttl), true
-		}
-	case "list":
+	case wire.LayoutQueueDead:
 		if ns, shard, ok := wire.QueueDead(k); ok {
 			return s.dead(ns, shard, k), true
 		}
-	case "hash":
-		if _, kind, ok := wire.LockKey(k); ok && (kind == wire.LockMutex || kind == wire.LockRWMutex) {
-			return s.lock(k, kind, ttl), true
+	case wire.LayoutRWReaders:
+		if base, kind, ok := wire.LockKey(k); ok && kind == wire.LockReaders {
+			return s.readers(k, base, ttl), true
 		}
+	case wire.LayoutRWWriter:
+		return s.lock(k, wire.LockRWMutex, ttl), true
 	}
 	return followUp{}, false
+}
+
+// stringShape counts a string whose value tells what it is: a tag's
+// invalidation time, an entry, a lease placeholder, a version tombstone.
+func (s *scanner) stringShape(k string, head []byte, strlen, ttl int64, addr string, now time.Time) bool {
+	if prefix, tag, ok := wire.ParseTagKey(k); ok && strlen == int64(len(head)) {
+		if ms, ok := wire.ParseTagTime(string(head)); ok {
+			s.rep.Tags = append(s.rep.Tags, TagKey{Prefix: prefix, Tag: tag, Invalidated: time.UnixMilli(ms).UTC(), TTL: ttl})
+			s.count(wire.LayoutTag)
+			return true
+		}
+	}
+	if h, ok := wire.ParseHeader(head); ok {
+		s.entry(h, ttl, now)
+		s.count(wire.LayoutEntry)
+		return true
+	}
+	if strlen == int64(len(head)) { // the whole value was read
+		switch shape := wire.Classify(head); {
+		case shape.IsPlaceholder():
+			s.placeholder(k, shape, ttl, addr)
+			s.count(wire.LayoutLease)
+			return true
+		case shape == wire.ShapeTombstone:
+			s.rep.Entries.Tombstones++
+			s.count(wire.LayoutTombstone)
+			return true
+		}
+	}
+	return false
+}
+
+// count counts one key of the layout called name.
+func (s *scanner) count(name string) {
+	if s.rep.Keys == nil {
+		s.rep.Keys = map[string]int64{}
+	}
+	s.rep.Keys[name]++
 }
 
 func (s *scanner) entry(h wire.Header, ttl int64, now time.Time) {

@@ -22,6 +22,11 @@ type Report struct {
 	Locks       []Lock       `json:"locks,omitempty"`
 	Tags        []TagKey     `json:"tags,omitempty"` // tag invalidation times (InvalidateTags)
 
+	// Keys counts cacheguard's keys by layout, named as internal/wire
+	// names them (wire.Layouts): every key recognised, whether or not a
+	// section above details it.
+	Keys map[string]int64 `json:"keys,omitempty"`
+
 	Warnings []string `json:"warnings,omitempty"`
 	Errors   []string `json:"errors,omitempty"` // replies that could not be read; the scan went on
 }

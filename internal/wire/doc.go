@@ -9,8 +9,11 @@
 // disagree about a length or an offset (LockLua and BloomLua do the same for
 // the lock hashes and the Bloom filter's configuration). Keys are built and
 // parsed by the functions of keys.go (cache entries and channels, locks, the
-// write path's queues, stock buckets, Bloom filters), so that the writers and
-// `cacheguard inspect` read one layout. The invalidation message that local
+// write path's queues, stock buckets and admission budgets, Bloom filters,
+// hot-key fleet windows, key rate limits), so that the writers and
+// `cacheguard inspect` read one layout. Layouts lists every layout with an
+// example key and KeyLayout names a key by its name and type; tests hold
+// the list complete and inspect to it. The invalidation message that local
 // tiers exchange is here too (invalidation.go).
 //
 // The package has no dependency beyond the standard library: every package

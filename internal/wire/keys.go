@@ -208,14 +208,17 @@ type BloomKeys struct {
 }
 
 const (
-	bloomCfgSuffix  = ":cfg"
-	bloomBitsSuffix = ":bits"
+	bloomCfgSuffix   = ":cfg"
+	bloomBitsSuffix  = ":bits"
+	bloomNextSuffix  = ":next"
+	bloomDeltaSuffix = ":delta"
+	bloomBuildSuffix = ":build"
 )
 
 // BloomFilterKeys returns the keys of the filter called name.
 func BloomFilterKeys(name string) BloomKeys {
 	t := "{" + name + "}"
-	return BloomKeys{Cfg: t + bloomCfgSuffix, Bits: t + bloomBitsSuffix, Next: t + ":next", Delta: t + ":delta", Build: t + ":build"}
+	return BloomKeys{Cfg: t + bloomCfgSuffix, Bits: t + bloomBitsSuffix, Next: t + bloomNextSuffix, Delta: t + bloomDeltaSuffix, Build: t + bloomBuildSuffix}
 }
 
 // BloomName tells whether key is a filter's configuration key, and whose.
@@ -283,17 +286,38 @@ func ParseBloomConfig(s string) (m, k uint64, ready, ok bool) {
 // Fleet hot keys. The detectors of one group add their counts of a window
 // (numbered from the Unix epoch by the Redis server's clock) to one sorted
 // set and its total, under the group as hash tag: one Cluster slot per group.
-const fleetPrefix = "cacheguard:hotkey:"
+const (
+	fleetPrefix      = "cacheguard:hotkey:"
+	fleetTotalSuffix = ":total"
+)
 
 // FleetKeys returns the sorted set and the total of group's window.
 func FleetKeys(group string, window int64) (set, total string) {
 	base := fleetPrefix + "{" + group + "}:" + strconv.FormatInt(window, 10)
-	return base, base + ":total"
+	return base, base + fleetTotalSuffix
 }
 
 // Key rate limits. A limiter's budget of one operation ("read", "load") on
-// one cache key lives under prefix + op + ":" + key.
-const RateLimitPrefix = "cacheguard:rl:"
+// one cache key is given to the GCRA limiter of go-redis/redis_rate as
+// prefix + op + ":" + key, which stores it (a string) under
+// RateLimitStoredPrefix + that key.
+const (
+	RateLimitPrefix       = "cacheguard:rl:"
+	RateLimitStoredPrefix = "rate:"
+)
 
 // RateLimitKey returns the key of op's budget on key under prefix.
 func RateLimitKey(prefix, op, key string) string { return prefix + op + ":" + key }
+
+// Stock admission. A sale's budgets are given to the same GCRA limiter (and
+// so stored under RateLimitStoredPrefix + the key), each under the SKU as
+// hash tag: ns:rl:s:{sku} is the SKU's, ns:rl:u:{sku}:user one user's.
+const (
+	stockRateSKU  = ":rl:s:{"
+	stockRateUser = ":rl:u:{"
+)
+
+// StockRateKeys returns the keys of sku's budget and of user's in it.
+func StockRateKeys(ns, sku, user string) (perSKU, perUser string) {
+	return ns + stockRateSKU + sku + "}", ns + stockRateUser + sku + "}:" + user
+}

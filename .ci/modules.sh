@@ -8,3 +8,9 @@
 # a test suite). In a directory of go.work, ./... stays inside that
 # directory's module, so each module's tests run once.
 modules=(examples stock stock/mariadbtest consistency/binlog otel codec/msgpack ratelimit)
+
+# The modules a release versions and tags together (the root as vX.Y.Z, the
+# others as <dir>/vX.Y.Z; .ci/release), which .ci/consumer installs from
+# outside the repository. The others (examples, stock/mariadbtest,
+# benchmarks) require them at the same version but are not published.
+released=(. stock ratelimit otel codec/msgpack consistency/binlog)

@@ -6,8 +6,8 @@ replace github.com/cacheguard/cacheguard => ../
 
 require (
 	github.com/bsm/redislock v0.9.4
-	github.com/cacheguard/cacheguard v0.0.0-00010101000000-000000000000
-	github.com/cacheguard/cacheguard/stock v0.0.0-00010101000000-000000000000
+	github.com/cacheguard/cacheguard v0.1.0
+	github.com/cacheguard/cacheguard/stock v0.1.0
 	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/dtm-labs/rockscache v0.1.1
 	github.com/eko/gocache/lib/v4 v4.2.0
@@ -33,7 +33,7 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bits-and-blooms/bitset v1.24.2 // indirect
 	github.com/bits-and-blooms/bloom/v3 v3.7.1 // indirect
-	github.com/cacheguard/cacheguard/codec/msgpack v0.0.0-00010101000000-000000000000
+	github.com/cacheguard/cacheguard/codec/msgpack v0.1.0
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/coocood/freecache v1.2.4 // indirect

@@ -6,7 +6,7 @@ replace github.com/cacheguard/cacheguard => ../
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/cacheguard/cacheguard v0.0.0-00010101000000-000000000000
+	github.com/cacheguard/cacheguard v0.1.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.23.0
 	go.opentelemetry.io/otel v1.47.0

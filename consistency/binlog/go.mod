@@ -3,7 +3,7 @@ module github.com/cacheguard/cacheguard/consistency/binlog
 go 1.26.0
 
 require (
-	github.com/cacheguard/cacheguard v0.0.0-00010101000000-000000000000
+	github.com/cacheguard/cacheguard v0.1.0
 	github.com/go-mysql-org/go-mysql v1.16.0
 	github.com/pingcap/tidb/pkg/parser v0.0.0-20260504140133-511dba1dbe17
 	github.com/redis/go-redis/v9 v9.23.0

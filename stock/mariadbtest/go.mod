@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/cacheguard/cacheguard v0.0.0-00010101000000-000000000000
-	github.com/cacheguard/cacheguard/stock v0.0.0-00010101000000-000000000000
+	github.com/cacheguard/cacheguard v0.1.0
+	github.com/cacheguard/cacheguard/stock v0.1.0
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/redis/go-redis/v9 v9.23.0
 )

@@ -166,12 +166,13 @@ func TestStorms(t *testing.T) {
 			g.redisCalls, n.redisCalls, g.stats)
 	}
 	// Without its local tier every read is answered by Redis: the saving
-	// above is the local tier's. (Not one call per read: concurrent Gets of
-	// one key share one GET, and on a slow machine reads of the hottest
-	// keys overlap; 326 calls for 375 reads in one CI run.)
-	if nl := noLocal("zipfian"); nl.stats == nil || nl.stats.LocalHits != 0 || nl.stats.Hits != uint64(nl.requests) || nl.redisCalls <= g.redisCalls {
-		t.Errorf("zipfian without the local tier: %d Redis calls for %d reads (%d with the tier), stats %+v; want every read a Redis hit, none local, and more calls than with the tier",
-			nl.redisCalls, nl.requests, g.redisCalls, nl.stats)
+	// above is the local tier's. The runs' call counts are not compared:
+	// concurrent Gets of one key share one GET, and how many overlap
+	// depends on the machine (326 calls for 375 reads in one CI run, 161
+	// beside busy loops, fewer than the 193 of the run with the tier).
+	if nl := noLocal("zipfian"); nl.stats == nil || nl.stats.LocalHits != 0 || nl.stats.Hits != uint64(nl.requests) {
+		t.Errorf("zipfian without the local tier: %d Redis calls for %d reads, stats %+v; want every read a Redis hit, none local",
+			nl.redisCalls, nl.requests, nl.stats)
 	}
 	// Leases alone hold the breakdown to one load per expiry too.
 	if nl := noLocal("breakdown"); nl.queries > 6 || nl.stats == nil || nl.stats.LocalHits != 0 {

@@ -8,6 +8,7 @@ replace (
 )
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/cacheguard/cacheguard v0.1.0
 	github.com/cacheguard/cacheguard/stock v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -15,7 +16,6 @@ require (
 )
 
 require (
-	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
 	github.com/bits-and-blooms/bitset v1.24.2 // indirect
 	github.com/bits-and-blooms/bloom/v3 v3.7.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

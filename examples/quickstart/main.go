@@ -1,169 +1,172 @@
-// Command quickstart wraps a small SQLite-backed user repository with
-// cacheguard and shows what the cache does: a miss that loads, hits, a cached
-// absence, a hundred concurrent readers of a cold key sharing one query, and a
-// write that invalidates.
+// Command quickstart is a program to copy into a module of your own (it uses
+// cacheguard's public API only): a cache of users in front of a database,
+// with a Bloom filter that turns away ids that exist nowhere, a local tier
+// for the hot keys, one query for a hundred readers of a cold key, and a
+// write through the write path (a delayed double delete whose second delete
+// is recorded in Redis before the write).
 //
-//	go run ./examples/quickstart            # spawned redis-server, else miniredis
-//	go run ./examples/quickstart -redis localhost:6379
+//	go run ./examples/quickstart                       # an in-process miniredis
+//	go run ./examples/quickstart -redis localhost:6379 # your Redis
 package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
+	"iter"
 	"log"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cacheguard/cacheguard/bloom"
 	"github.com/cacheguard/cacheguard/cache"
-	"github.com/cacheguard/cacheguard/internal/devredis"
-	_ "modernc.org/sqlite"
+	"github.com/cacheguard/cacheguard/consistency"
+	"github.com/cacheguard/cacheguard/hotkey"
 )
 
 type User struct {
-	ID   int64  `json:"id"`
+	ID   string `json:"id"`
 	Name string `json:"name"`
 }
 
-// repo is the repository being cached: every query is counted.
-type repo struct {
-	db      *sql.DB
-	queries atomic.Int64
-}
-
-func openRepo() (*repo, error) {
-	db, err := sql.Open("sqlite", "file:quickstart?mode=memory&cache=shared")
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(4)
-	if _, err := db.Exec(`CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`); err != nil {
-		return nil, err
-	}
-	for i := 1; i <= 1000; i++ {
-		if _, err := db.Exec(`INSERT INTO users (id, name) VALUES (?, ?)`, i, fmt.Sprintf("user-%d", i)); err != nil {
-			return nil, err
-		}
-	}
-	return &repo{db: db}, nil
-}
-
-// FindUser is a cache.Loader: it returns cache.ErrNotFound for a missing row.
-func (r *repo) FindUser(ctx context.Context, id string) (User, error) {
-	r.queries.Add(1)
-	time.Sleep(20 * time.Millisecond) // a database that takes its time
-	var u User
-	err := r.db.QueryRowContext(ctx, `SELECT id, name FROM users WHERE id = ?`, id).Scan(&u.ID, &u.Name)
-	if errors.Is(err, sql.ErrNoRows) {
-		return u, fmt.Errorf("user %s: %w", id, cache.ErrNotFound)
-	}
-	return u, err
-}
-
-func (r *repo) Rename(ctx context.Context, id string, name string) error {
-	_, err := r.db.ExecContext(ctx, `UPDATE users SET name = ? WHERE id = ?`, name, id)
-	return err
-}
-
 func main() {
-	addr := flag.String("redis", "", "Redis address (host:port, comma-separated for a cluster, or redis:// URL); default $REDIS_URL, else a spawned redis-server, else miniredis")
+	addr := flag.String("redis", "", "Redis address (host:port); empty: an in-process miniredis")
 	flag.Parse()
-	if err := run(*addr); err != nil {
+	if *addr == "" {
+		mr, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer mr.Close()
+		*addr = mr.Addr()
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: *addr})
+	defer rdb.Close()
+	if err := run(context.Background(), rdb, newUserDB(1000)); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(addr string) error {
-	ctx := context.Background()
-	rs, err := devredis.Open(addr)
+func run(ctx context.Context, rdb redis.UniversalClient, db *userDB) error {
+	// Penetration: a filter of the ids that exist answers "absent" for the
+	// others without asking Redis or the database.
+	ids, err := bloom.NewLocal(100_000, 0.001)
 	if err != nil {
 		return err
 	}
-	defer rs.Close()
-	fmt.Printf("redis: %s at %s\n", rs.Kind, rs.Addr)
-
-	db, err := openRepo()
+	if err := ids.Rebuild(ctx, db.IDs()); err != nil {
+		return err
+	}
+	// Hot keys: the most read keys of the last seconds, kept in process.
+	hot, err := hotkey.New()
 	if err != nil {
 		return err
 	}
-	defer db.db.Close()
+	defer hot.Close()
 
-	users, err := cache.New[User](rs.Client,
-		cache.WithPrefix("quickstart:user:"),
+	users, err := cache.New[User](rdb,
+		cache.WithPrefix("quickstart:user:"), // one prefix per cache
 		cache.WithTTL(10*time.Minute),
-		cache.WithJitter(0.1),
-		cache.WithNullTTL(30*time.Second),
+		cache.WithJitter(0.1),          // avalanche: expiries spread ±10 %
+		cache.WithNullTTL(time.Minute), // absences the filter let by, cached
+		cache.WithBloom(ids),
+		cache.WithLocal(64<<20), // a 64 MiB local tier...
+		cache.WithHotKeys(hot),  // ...for the hot keys only
 	)
 	if err != nil {
 		return err
 	}
 	defer users.Close()
-	rs.Client.Del(ctx, "quickstart:user:42", "quickstart:user:7", "quickstart:user:99999")
 
-	step := func(what string, fn func() error) error {
-		before := db.queries.Load()
-		start := time.Now()
-		err := fn()
-		fmt.Printf("%-52s db queries +%d  (%v)\n", what, db.queries.Load()-before, time.Since(start).Round(time.Millisecond))
-		return err
+	// Breakdown: a hundred readers of a cold key, one database query.
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() { _, _ = users.Get(ctx, "42", db.Find) })
 	}
+	wg.Wait()
+	fmt.Println("a hundred readers of a cold key:", db.Queries(), "query")
 
-	var u User
-	if err := step("Get 42 (cold: miss, load, fill)", func() (err error) { u, err = users.Get(ctx, "42", db.FindUser); return }); err != nil {
+	_, err = users.Get(ctx, "no-such-id", db.Find)
+	fmt.Println("an id that exists nowhere:", errors.Is(err, cache.ErrNotFound), "with", db.Queries(), "query in all")
+
+	// The write path: delete, write, delete again once replicas caught up;
+	// the second delete is recorded in Redis first, so another instance
+	// runs it if this one dies after the write.
+	q, err := consistency.New(rdb)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("  -> %+v\n", u)
-	if err := step("Get 42 again (hit)", func() (err error) { u, err = users.Get(ctx, "42", db.FindUser); return }); err != nil {
+	defer q.Close()
+	target, err := q.Register("users", users)
+	if err != nil {
 		return err
 	}
-	for i := 0; i < 3; i++ {
-		err := step("Get 99999 (no such row: absence cached)", func() error {
-			_, err := users.Get(ctx, "99999", db.FindUser)
-			if errors.Is(err, cache.ErrNotFound) {
-				return nil
-			}
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if err := step("100 concurrent Gets of cold key 7 (one load)", func() error {
-		var wg sync.WaitGroup
-		errs := make(chan error, 100)
-		for i := 0; i < 100; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if _, err := users.Get(ctx, "7", db.FindUser); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		return <-errs
-	}); err != nil {
+	err = target.Update(ctx, []string{"42"}, func(ctx context.Context) error {
+		return db.Rename(ctx, "42", "Ada")
+	})
+	if err != nil {
 		return err
 	}
-	if err := step("Rename 42 in the DB, then Delete its entry", func() error {
-		if err := db.Rename(ctx, "42", "renamed"); err != nil {
-			return err
-		}
-		return users.Delete(ctx, "42")
-	}); err != nil {
-		return err
-	}
-	if err := step("Get 42 (reloads the new row)", func() (err error) { u, err = users.Get(ctx, "42", db.FindUser); return }); err != nil {
-		return err
-	}
-	fmt.Printf("  -> %+v\n", u)
-	st := users.Stats()
-	fmt.Printf("\nstats: hits=%d null-hits=%d misses=%d loads=%d lease-waits=%d rejected-fills=%d redis-errors=%d\n",
-		st.Hits, st.NullHits, st.Misses, st.Loads, st.LeaseWaits, st.RejectedFills, st.RedisErrors)
-	fmt.Printf("database queries in all: %d\n", db.queries.Load())
+	u, err := users.Get(ctx, "42", db.Find)
+	fmt.Println("after the update:", u.Name, err)
 	return nil
 }
+
+// userDB stands for your repository: a table of users, every query counted.
+type userDB struct {
+	mu      sync.Mutex
+	names   map[string]string
+	queries atomic.Int64
+}
+
+func newUserDB(n int) *userDB {
+	db := &userDB{names: make(map[string]string, n)}
+	for i := 1; i <= n; i++ {
+		db.names[fmt.Sprint(i)] = fmt.Sprintf("user-%d", i)
+	}
+	return db
+}
+
+// Find is a cache.Loader: it returns cache.ErrNotFound for a missing row.
+func (db *userDB) Find(ctx context.Context, id string) (User, error) {
+	db.queries.Add(1)
+	time.Sleep(20 * time.Millisecond) // a database that takes its time
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	name, ok := db.names[id]
+	if !ok {
+		return User{}, fmt.Errorf("user %s: %w", id, cache.ErrNotFound)
+	}
+	return User{ID: id, Name: name}, nil
+}
+
+func (db *userDB) Rename(ctx context.Context, id, name string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.names[id] = name
+	return nil
+}
+
+// IDs lists every id, to fill the Bloom filter.
+func (db *userDB) IDs() iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		db.mu.Lock()
+		ids := make([]string, 0, len(db.names))
+		for id := range db.names {
+			ids = append(ids, id)
+		}
+		db.mu.Unlock()
+		for _, id := range ids {
+			if !yield(id, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (db *userDB) Queries() int64 { return db.queries.Load() }

@@ -81,7 +81,7 @@ func newProcess(t *testing.T, rdb redis.UniversalClient, opts ...cache.Option) *
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p.cache, err = cache.New[string](rdb, append([]cache.Option{cache.WithPrefix(t.Name() + ":"),
 		cache.WithLogger(quiet), cache.WithMaxValueSize(64), cache.WithKeyRateLimit(p.lim),
-		cache.WithErrorHandler(func(_ string, err error) {
+		cache.WithErrorHandler(func(err error) {
 			if errors.Is(err, ErrStore) {
 				p.errs.Add(1)
 			}

@@ -37,14 +37,12 @@ func (e *Errors) Invalid(format string, args ...any) {
 	}
 }
 
-// Add records err, unless it is nil or an error was recorded before. An
-// error that does not match the sentinel is wrapped in it.
+// Add records err as it is (an error of the constructor's other arguments,
+// or an option's error already wrapping the sentinel), unless it is nil or
+// an error was recorded before.
 func (e *Errors) Add(err error) {
 	if err == nil || e.first != nil {
 		return
-	}
-	if !errors.Is(err, e.sentinel) {
-		err = fmt.Errorf("%w: %w", e.sentinel, err)
 	}
 	e.first = err
 }

@@ -87,7 +87,7 @@ func TestSoak(t *testing.T) {
 	var stats []func() ConsumerStats
 	start := func() *soakConsumer {
 		sc := &soakConsumer{done: make(chan struct{})}
-		sc.c = newConsumer(t, inv, sink, WithClaimIdle(time.Second), WithOpTimeout(time.Second),
+		sc.c = newConsumer(t, inv, sink, WithClaimIdle(time.Second), WithTimeout(time.Second),
 			WithPollInterval(20*time.Millisecond), withConsumerHooks(consumerHooks{
 				afterRead: func([]string) error {
 					if sc.crash.Load() {

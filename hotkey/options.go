@@ -26,8 +26,8 @@ type config struct {
 	now       func() time.Time
 	onChange  func(Event)
 	rules     rules
-	shards    int // 0: derived from GOMAXPROCS
-	errs      option.Errors // the first invalid option
+	shards    int               // 0: derived from GOMAXPROCS
+	errs      option.Errors     // the first invalid option
 	tickSrc   <-chan time.Time  // test hook: replaces the time.Ticker
 	tickStep  func(step string) // test hook: called between the steps of a tick
 	serverNow func() time.Time  // test hook: the fleet's server clock, in place of TIME

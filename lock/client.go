@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -26,7 +25,7 @@ type Client struct {
 // the client; see Option.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if rdb == nil {
-		return nil, errors.New("cacheguard: lock: nil redis client")
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
 	}
 	cfg := defaultConfig()
 	cfg.apply(opts)

@@ -79,7 +79,7 @@ func (c *Client) MultiLock(names []string, opts ...Option) *MultiLock {
 // parts' Clients does not affect it, and Close does not close them.
 func NewMultiLock(parts []*Mutex, opts ...Option) (*MultiLock, error) {
 	if len(parts) == 0 {
-		return nil, errors.New("cacheguard: lock: a multilock needs at least one lock")
+		return nil, fmt.Errorf("%w: a multilock needs at least one lock", ErrInvalidOption)
 	}
 	ml := &MultiLock{cfg: defaultConfig(), own: true}
 	ml.cfg.apply(opts)
@@ -91,14 +91,14 @@ func NewMultiLock(parts []*Mutex, opts ...Option) (*MultiLock, error) {
 	seen := map[string]bool{}
 	for i, m := range parts {
 		if m == nil {
-			return nil, fmt.Errorf("cacheguard: lock: multilock part %d is nil", i)
+			return nil, fmt.Errorf("%w: multilock part %d is nil", ErrInvalidOption, i)
 		}
 		if m.cfg.errs.Err() != nil {
 			return nil, m.cfg.errs.Err()
 		}
 		hb, ok := m.b.(*holdBackend)
 		if !ok {
-			return nil, fmt.Errorf("cacheguard: lock: multilock part %d (%q) is a Redlock's; use Mutexes of Clients", i, m.Name())
+			return nil, fmt.Errorf("%w: multilock part %d (%q) is a Redlock's; use Mutexes of Clients", ErrInvalidOption, i, m.Name())
 		}
 		if id := partID(hb); !seen[id] {
 			seen[id] = true

@@ -289,8 +289,8 @@ func testWaitBoundedByLease(t *testing.T, rdb redis.UniversalClient) {
 func TestBadInput(t *testing.T) {
 	_, rdb := redistestSingle(t)
 	ctx := testCtx(t)
-	if _, err := New(nil); err == nil {
-		t.Fatal("New(nil) succeeded")
+	if _, err := New(nil); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("New(nil): %v, want ErrInvalidOption", err)
 	}
 	for _, opt := range []Option{
 		WithPrefix("a{b"), WithLease(0), WithWatchdog(time.Millisecond),
@@ -319,10 +319,10 @@ func TestBadInput(t *testing.T) {
 	if _, err := c.Semaphore("s", 0).TryAcquire(ctx, 1); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("semaphore of size 0: %v, want ErrInvalidOption", err)
 	}
-	if _, err := NewRedlock(nil); err == nil {
-		t.Fatal("NewRedlock(nil) succeeded")
+	if _, err := NewRedlock(nil); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("NewRedlock(nil): %v, want ErrInvalidOption", err)
 	}
-	if _, err := NewRedlock([]redis.UniversalClient{nil}); err == nil {
-		t.Fatal("NewRedlock with a nil node succeeded")
+	if _, err := NewRedlock([]redis.UniversalClient{nil}); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("NewRedlock with a nil node: %v, want ErrInvalidOption", err)
 	}
 }

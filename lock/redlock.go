@@ -35,11 +35,11 @@ type Redlock struct {
 // algorithm. Close does not close the node clients.
 func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error) {
 	if len(nodes) == 0 {
-		return nil, errors.New("cacheguard: lock: redlock needs at least one node")
+		return nil, fmt.Errorf("%w: redlock needs at least one node", ErrInvalidOption)
 	}
 	for i, n := range nodes {
 		if n == nil {
-			return nil, fmt.Errorf("cacheguard: lock: redlock node %d is nil", i)
+			return nil, fmt.Errorf("%w: redlock node %d is nil", ErrInvalidOption, i)
 		}
 	}
 	cfg := defaultConfig()

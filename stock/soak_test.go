@@ -17,7 +17,7 @@ import (
 var soakFor = flag.Duration("stock.soak", 30*time.Second, "how long TestSoak sells")
 
 // pausableSink is a database that can be paused: while paused, Apply waits
-// until it is resumed or its context ends (the consumer's op timeout).
+// until it is resumed or its context ends (the consumer's timeout, WithTimeout).
 type pausableSink struct {
 	store *SQLStore
 	mu    sync.Mutex

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	bbloom "github.com/bits-and-blooms/bloom/v3"
+	"github.com/cacheguard/cacheguard/internal/option"
 )
 
 // Filter is what a read path consumes. MayContain answers false only when the
@@ -46,9 +47,10 @@ const maxK = 64
 const schemeVersion = 1
 
 var (
-	// ErrInvalidParams is returned for an expected key count of zero, a
-	// false-positive rate outside (0, 1), or a bad filter name.
-	ErrInvalidParams = errors.New("cacheguard: bloom: invalid parameters")
+	// ErrInvalidOption is returned for an expected key count of zero, a
+	// false-positive rate outside (0, 1), a bad filter name or a nil
+	// client, and for an option that makes no sense.
+	ErrInvalidOption = option.Sentinel("bloom")
 	// ErrTooLarge is returned when the requested size exceeds MaxBits.
 	ErrTooLarge = errors.New("cacheguard: bloom: filter larger than 2^32 bits (512 MiB)")
 	// ErrMismatch is returned when a Redis filter of the same name exists
@@ -80,10 +82,10 @@ func (p Params) String() string {
 // rate fp (the classic m = -n ln fp / ln² 2, k = ln 2 · m/n, rounded up).
 func Estimate(n uint, fp float64) (Params, error) {
 	if n == 0 {
-		return Params{}, fmt.Errorf("%w: expected key count must be positive", ErrInvalidParams)
+		return Params{}, fmt.Errorf("%w: expected key count must be positive", ErrInvalidOption)
 	}
 	if !(fp > 0 && fp < 1) {
-		return Params{}, fmt.Errorf("%w: false-positive rate %v must be in (0, 1)", ErrInvalidParams, fp)
+		return Params{}, fmt.Errorf("%w: false-positive rate %v must be in (0, 1)", ErrInvalidOption, fp)
 	}
 	// Compute in float first: on huge n the library's uint conversion would
 	// wrap instead of failing.
@@ -99,11 +101,11 @@ func Estimate(n uint, fp float64) (Params, error) {
 func (p Params) validate() error {
 	switch {
 	case p.M == 0 || p.K == 0:
-		return fmt.Errorf("%w: %v", ErrInvalidParams, p)
+		return fmt.Errorf("%w: %v", ErrInvalidOption, p)
 	case p.M > MaxBits:
 		return fmt.Errorf("%w: %v", ErrTooLarge, p)
 	case p.K > maxK:
-		return fmt.Errorf("%w: %v needs more than %d hash functions", ErrInvalidParams, p, maxK)
+		return fmt.Errorf("%w: %v needs more than %d hash functions", ErrInvalidOption, p, maxK)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package bloom
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"testing"
@@ -23,12 +24,12 @@ func TestEstimateRejectsBadInput(t *testing.T) {
 		fp   float64
 		want error
 	}{
-		{0, 0.01, ErrInvalidParams},
-		{10, 0, ErrInvalidParams},
-		{10, 1, ErrInvalidParams},
-		{10, -0.5, ErrInvalidParams},
-		{10, math.NaN(), ErrInvalidParams},
-		{10, 1e-30, ErrInvalidParams}, // needs k > 64
+		{0, 0.01, ErrInvalidOption},
+		{10, 0, ErrInvalidOption},
+		{10, 1, ErrInvalidOption},
+		{10, -0.5, ErrInvalidOption},
+		{10, math.NaN(), ErrInvalidOption},
+		{10, 1e-30, ErrInvalidOption}, // needs k > 64
 		{1 << 40, 0.01, ErrTooLarge},
 		{500_000_000, 0.001, ErrTooLarge}, // 7.2e9 bits
 	} {
@@ -40,5 +41,30 @@ func TestEstimateRejectsBadInput(t *testing.T) {
 	p, err := Estimate(440_000_000, 0.01)
 	if err != nil || p.M > MaxBits {
 		t.Fatalf("Estimate(440M, 0.01) = %v, %v; want a filter within MaxBits", p, err)
+	}
+}
+
+// An option that makes no sense is refused with ErrInvalidOption, by every
+// constructor, instead of being replaced by the default; a nil Option is
+// ignored.
+func TestBadOptionsRefused(t *testing.T) {
+	var snap bytes.Buffer
+	if _, err := mustLocal(t, 10, 0.01).WriteTo(&snap); err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range map[string]Option{
+		"batch size": WithBatchSize(0),
+		"progress":   WithProgress(0, func(Progress) {}),
+		"lease":      WithBuildLease(0),
+	} {
+		if _, err := NewLocal(10, 0.01, o); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("NewLocal(%s): %v, want ErrInvalidOption", name, err)
+		}
+		if _, err := ReadLocal(bytes.NewReader(snap.Bytes()), o); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("ReadLocal(%s): %v, want ErrInvalidOption", name, err)
+		}
+	}
+	if _, err := NewLocal(10, 0.01, nil); err != nil {
+		t.Errorf("NewLocal(nil option): %v", err)
 	}
 }

@@ -42,11 +42,15 @@ func NewLocal(n uint, fp float64, opts ...Option) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newLocal(p, n, bbloom.New(uint(p.M), p.K), opts), nil
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newLocal(p, n, bbloom.New(uint(p.M), p.K), cfg), nil
 }
 
-func newLocal(p Params, n uint, f *bbloom.BloomFilter, opts []Option) *Local {
-	return &Local{p: p, n: n, cfg: newConfig(opts), f: f}
+func newLocal(p Params, n uint, f *bbloom.BloomFilter, cfg config) *Local {
+	return &Local{p: p, n: n, cfg: cfg, f: f}
 }
 
 // Params returns the filter's size and number of hash functions.

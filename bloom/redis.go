@@ -44,17 +44,21 @@ type redisKeys = wire.BloomKeys
 // must not contain braces; it becomes the hash tag of the filter's keys.
 func NewRedis(ctx context.Context, rdb redis.UniversalClient, name string, n uint, fp float64, opts ...Option) (*Redis, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidParams)
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOption)
 	}
 	if name == "" || strings.ContainsAny(name, "{}") {
-		return nil, fmt.Errorf("%w: filter name %q must be non-empty and free of braces", ErrInvalidParams, name)
+		return nil, fmt.Errorf("%w: filter name %q must be non-empty and free of braces", ErrInvalidOption, name)
 	}
 	p, err := Estimate(n, fp)
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
 	r := &Redis{
-		rdb: rdb, name: name, n: n, p: p, cfg: newConfig(opts),
+		rdb: rdb, name: name, n: n, p: p, cfg: cfg,
 		k:    wire.BloomFilterKeys(name),
 		head: [3]any{wire.BloomConfig(uint64(p.M), uint64(p.K), schemeVersion), p.M, p.K},
 	}

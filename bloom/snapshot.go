@@ -79,6 +79,10 @@ func (l *Local) WriteTo(w io.Writer) (int64, error) {
 // if it was when saved. Keys added after the snapshot was taken are not in
 // it: add them again, or Rebuild, before trusting its negative answers.
 func ReadLocal(r io.Reader, opts ...Option) (*Local, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
 	crc := crc32.New(castagnoli)
 	tr := io.TeeReader(r, crc)
 	hdr := make([]byte, snapHeaderLen)
@@ -119,7 +123,7 @@ func ReadLocal(r io.Reader, opts ...Option) (*Local, error) {
 		return nil, corrupt("checksum", fmt.Errorf("got %08x, computed %08x", got, want))
 	}
 
-	l := newLocal(p, uint(n), bbloom.FromWithM(words, uint(p.M), p.K), opts)
+	l := newLocal(p, uint(n), bbloom.FromWithM(words, uint(p.M), p.K), cfg)
 	l.ready.Store(hdr[5]&snapReady != 0)
 	return l, nil
 }

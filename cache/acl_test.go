@@ -31,7 +31,7 @@ type errLog struct {
 	errs []error
 }
 
-func (l *errLog) add(_ string, err error) {
+func (l *errLog) add(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.errs = append(l.errs, err)

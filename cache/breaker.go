@@ -33,7 +33,7 @@ var ErrCircuitOpen = errors.New("cacheguard: redis circuit open")
 func WithCircuitBreaker(failures int, cooldown time.Duration) Option {
 	return func(c *config) {
 		if failures < 1 || cooldown <= 0 {
-			c.invalid("circuit breaker needs failures >= 1 and a positive cooldown, got %d, %v", failures, cooldown)
+			c.errs.Invalid("circuit breaker needs failures >= 1 and a positive cooldown, got %d, %v", failures, cooldown)
 		}
 		c.breakerFailures, c.breakerCooldown = failures, cooldown
 	}
@@ -47,7 +47,7 @@ func WithCircuitBreaker(failures int, cooldown time.Duration) Option {
 func WithFallbackLoads(n int) Option {
 	return func(c *config) {
 		if n < 0 {
-			c.invalid("fallback loads %d must not be negative", n)
+			c.errs.Invalid("fallback loads %d must not be negative", n)
 		}
 		c.fallbackLoads = n
 	}
@@ -63,7 +63,7 @@ func WithFallbackLoads(n int) Option {
 func WithMaxLoads(n int) Option {
 	return func(c *config) {
 		if n < 0 {
-			c.invalid("max loads %d must not be negative", n)
+			c.errs.Invalid("max loads %d must not be negative", n)
 		}
 		c.maxLoads = n
 	}

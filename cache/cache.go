@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/cacheguard/cacheguard/internal/wire"
@@ -160,11 +161,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
 	}
 	cfg := defaultConfig()
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
+	option.Apply(&cfg, opts)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -178,11 +175,8 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if err := checkServerVersion(rdb); err != nil {
 		return nil, err
 	}
-	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: cfg.logger, hot: cfg.local.hot, ttlFunc: ttlFunc}
+	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: option.Logger(cfg.logger), hot: cfg.local.hot, ttlFunc: ttlFunc}
 	c.calls = call.For(rdb).Counting(&c.flight)
-	if c.log == nil {
-		c.log = slog.Default()
-	}
 	c.logs = newLogAggregator(c.log, cfg.logInterval, nil)
 	c.hooks = cfg.hooks
 	if c.tagFn, err = tagFuncOf[V](cfg.tags); err != nil {
@@ -347,11 +341,15 @@ func (c *Cache[V]) redisError(key, op string, err error) error {
 }
 
 // report hands an error that no caller will see to the logger, aggregated by
-// kind (logagg.go), and to the error handler, which sees every one.
+// kind (logagg.go), and to the error handler, which sees every one (as a
+// *KeyError when it is about a key).
 func (c *Cache[V]) report(kind logKind, key string, err error) {
 	c.logs.report(kind, key, err)
 	if c.cfg.onError != nil {
-		c.cfg.onError(key, err)
+		if key != "" {
+			err = &KeyError{Key: key, Err: err}
+		}
+		c.cfg.onError(err)
 	}
 }
 

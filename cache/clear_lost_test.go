@@ -168,7 +168,7 @@ func TestClearReachesInstanceWithoutSubscription(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "app", Password: "pw"})
 	defer rdb.Close()
 	refused := make(chan error, 1)
-	onErr := func(_ string, err error) {
+	onErr := func(err error) {
 		if strings.Contains(err.Error(), "NOPERM") {
 			select {
 			case refused <- err:

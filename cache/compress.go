@@ -25,7 +25,7 @@ import (
 func WithCompression(threshold int) Option {
 	return func(c *config) {
 		if threshold < 0 {
-			c.invalid("compression threshold %d must not be negative", threshold)
+			c.errs.Invalid("compression threshold %d must not be negative", threshold)
 		}
 		c.compressAt = threshold
 	}

@@ -1,6 +1,11 @@
 package cache
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cacheguard/cacheguard/internal/option"
+)
 
 // ErrNotFound reports a missing row. A Loader returns it (or an error wrapping
 // it) when the source of truth has no row for the key; the absence is then
@@ -32,7 +37,20 @@ var ErrClosed = errors.New("cacheguard: cache closed")
 var ErrRedis = errors.New("cacheguard: redis")
 
 // ErrInvalidOption is returned by New for an option value that makes no sense.
-var ErrInvalidOption = errors.New("cacheguard: invalid option")
+var ErrInvalidOption = option.Sentinel("cache")
+
+// KeyError is how the error handler (WithErrorHandler) is told of an error
+// about one key: Key names it, Err is the error (errors.Is and errors.As see
+// through it).
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("%v (key %q)", e.Err, e.Key) }
+
+// Unwrap returns Err.
+func (e *KeyError) Unwrap() error { return e.Err }
 
 // ErrSubscriptionRefused is reported (to the logger and WithErrorHandler,
 // and counted in Stats.SubscriptionRefusals) when Redis refuses the cache's

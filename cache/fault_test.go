@@ -133,7 +133,7 @@ func newFaultRun(t *testing.T, readerRDB, writerRDB redis.UniversalClient, raw f
 	t.Helper()
 	keys := []string{"a", "b", "c", "d", "e", "f"}
 	r := &faultRun{t: t, db: newFaultDB(keys), keys: keys, raw: raw, bound: bound, stop: make(chan struct{})}
-	base := []Option{WithLease(faultLease), WithWait(2 * faultLease), WithLoadTimeout(time.Second)}
+	base := []Option{WithFillLease(faultLease), WithWait(2 * faultLease), WithLoadTimeout(time.Second)}
 	r.reader = localCache(t, readerRDB, append(append(base, WithLocalTTL(faultLocalTTL), WithLocalStale(faultLocalStale), testHealth), opts...)...)
 	r.writer = newCache[string](t, writerRDB, append(base, WithPrefix(prefixFor(t)))...)
 	return r

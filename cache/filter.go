@@ -22,7 +22,7 @@ type Filter interface {
 func WithBloom(filter Filter) Option {
 	return func(c *config) {
 		if filter == nil {
-			c.invalid("nil filter")
+			c.errs.Invalid("nil filter")
 		}
 		c.filter = filter
 	}
@@ -35,7 +35,7 @@ func WithBloom(filter Filter) Option {
 func WithBloomOnMiss(filter Filter) Option {
 	return func(c *config) {
 		if filter == nil {
-			c.invalid("nil filter")
+			c.errs.Invalid("nil filter")
 		}
 		c.missFilter = filter
 	}

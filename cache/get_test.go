@@ -208,7 +208,7 @@ func TestTooLargeLoadedValueServedUncached(t *testing.T) {
 	_, rdb := newSingle(t)
 	ctx := context.Background()
 	var reported error
-	c := newCache[string](t, rdb, WithMaxValueSize(4), WithErrorHandler(func(_ string, err error) { reported = err }))
+	c := newCache[string](t, rdb, WithMaxValueSize(4), WithErrorHandler(func(err error) { reported = err }))
 	v, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "too long", nil })
 	if err != nil || v != "too long" {
 		t.Fatalf("Get = %q, %v", v, err)

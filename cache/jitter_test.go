@@ -17,7 +17,7 @@ func TestJitterSpreadsTTLs(t *testing.T) {
 		const n, ttl, f = 400, 100 * time.Second, 0.2
 		// A lease long enough that no fill is refused however slow the
 		// machine: this test is about TTLs.
-		c := newCache[string](t, rdb, WithTTL(ttl), WithJitter(f), WithLease(time.Minute))
+		c := newCache[string](t, rdb, WithTTL(ttl), WithJitter(f), WithFillLease(time.Minute))
 		keys := make([]string, n)
 		for i := range keys {
 			keys[i] = fmt.Sprint("j", i)

@@ -40,8 +40,8 @@ func testKeepAliveSurvivesAFailedExtension(t *testing.T, ctxTimeout bool) {
 	t.Cleanup(func() { viaProxy.Close() })
 
 	const lease = 1500 * time.Millisecond
-	holder := newCache[string](t, viaProxy, WithLease(lease), WithWait(30*time.Second))
-	other := newCache[string](t, direct, WithPrefix(prefixFor(t)), WithLease(lease), WithWait(30*time.Second))
+	holder := newCache[string](t, viaProxy, WithFillLease(lease), WithWait(30*time.Second))
+	other := newCache[string](t, direct, WithPrefix(prefixFor(t)), WithFillLease(lease), WithWait(30*time.Second))
 
 	var loads atomic.Int64
 	entered := make(chan struct{})

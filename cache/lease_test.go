@@ -180,7 +180,7 @@ func stampedeChild(t *testing.T) {
 	var procs int
 	fmt.Sscan(os.Getenv("CG_PROCS"), &procs)
 	ctx := context.Background()
-	c, err := New[string](rdb, WithPrefix(prefix+"v:"), WithLease(stampedeLease), WithWait(40*time.Second), withHooks(&hooks{}))
+	c, err := New[string](rdb, WithPrefix(prefix+"v:"), WithFillLease(stampedeLease), WithWait(40*time.Second), withHooks(&hooks{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestSlowLoaderExtendsLease(t *testing.T) {
 			t.Skip("a short lease needs a real server: miniredis runs each extension in a fresh Lua VM and, under -race, lets the lease lapse first")
 		}
 		ctx := context.Background()
-		c := newCache[string](t, rdb, WithLease(300*time.Millisecond))
+		c := newCache[string](t, rdb, WithFillLease(300*time.Millisecond))
 		extended := make(chan bool, 16)
 		c.hooks.onExtend = func(_ string, ok bool, err error) {
 			if err != nil {

@@ -76,7 +76,7 @@ type localConfig struct {
 func WithLocal(maxBytes int64) Option {
 	return func(c *config) {
 		if maxBytes <= 0 {
-			c.invalid("local tier size %d must be positive", maxBytes)
+			c.errs.Invalid("local tier size %d must be positive", maxBytes)
 		}
 		c.local.maxBytes = maxBytes
 	}
@@ -86,7 +86,7 @@ func WithLocal(maxBytes int64) Option {
 func WithLocalStore[V any](s LocalStore[V]) Option {
 	return func(c *config) {
 		if s == nil {
-			c.invalid("nil local store")
+			c.errs.Invalid("nil local store")
 		}
 		c.local.store = s
 	}
@@ -108,7 +108,7 @@ func WithLocalTTL(ttl time.Duration) Option {
 func WithLocalStale(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
-			c.invalid("local stale bound %v must not be negative", d)
+			c.errs.Invalid("local stale bound %v must not be negative", d)
 		}
 		c.local.stale = d
 	}
@@ -118,7 +118,7 @@ func WithLocalStale(d time.Duration) Option {
 func WithHotKeys(hot HotKeys) Option {
 	return func(c *config) {
 		if hot == nil {
-			c.invalid("nil hot-key detector")
+			c.errs.Invalid("nil hot-key detector")
 		}
 		c.local.hot = hot
 	}
@@ -133,7 +133,7 @@ func WithLocalAdmitAll() Option { return func(c *config) { c.local.admitAll = tr
 func WithInvalidationChannel(name string) Option {
 	return func(c *config) {
 		if name == "" {
-			c.invalid("empty invalidation channel")
+			c.errs.Invalid("empty invalidation channel")
 		}
 		c.local.channel = name
 	}
@@ -292,7 +292,7 @@ func (c *Cache[V]) touchClock() {
 func WithInvalidationHealthCheck(interval, timeout time.Duration) Option {
 	return func(c *config) {
 		if interval <= 0 || timeout <= 0 {
-			c.invalid("invalidation health check interval %v and timeout %v must be positive", interval, timeout)
+			c.errs.Invalid("invalidation health check interval %v and timeout %v must be positive", interval, timeout)
 		}
 		c.local.healthInterval, c.local.healthTimeout = interval, timeout
 	}

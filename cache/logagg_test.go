@@ -149,7 +149,7 @@ func TestCacheLogsRepeatedErrorsOnce(t *testing.T) {
 	var handled int
 	var mu sync.Mutex
 	c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLogger(slog.New(h)), WithLogInterval(time.Hour),
-		WithErrorHandler(func(string, error) { mu.Lock(); handled++; mu.Unlock() }))
+		WithErrorHandler(func(error) { mu.Lock(); handled++; mu.Unlock() }))
 	if err != nil {
 		t.Fatal(err)
 	}

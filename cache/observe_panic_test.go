@@ -48,7 +48,7 @@ func TestObserverPanicIsContained(t *testing.T) {
 		t.Run(at, func(t *testing.T) {
 			var mu sync.Mutex
 			var reported []error
-			c := newCache[string](t, rdb, WithObserver(panicky{at}), WithErrorHandler(func(_ string, err error) {
+			c := newCache[string](t, rdb, WithObserver(panicky{at}), WithErrorHandler(func(err error) {
 				mu.Lock()
 				reported = append(reported, err)
 				mu.Unlock()

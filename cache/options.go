@@ -1,14 +1,16 @@
 package cache
 
 import (
-	"fmt"
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/option"
 )
 
 // Option configures a Cache. Options are checked by New, which rejects values
-// that make no sense with an error wrapping ErrInvalidOption.
+// that make no sense with an error wrapping ErrInvalidOption. A nil Option is
+// ignored.
 type Option func(*config)
 
 type config struct {
@@ -26,7 +28,7 @@ type config struct {
 	compressAt    int // WithCompression (compress.go)
 	codec         Codec
 	logger        *slog.Logger
-	onError       func(key string, err error)
+	onError       func(error)
 	logInterval   time.Duration // WithLogInterval (logagg.go)
 	filter        Filter
 	missFilter    Filter
@@ -48,7 +50,7 @@ type config struct {
 
 	tags any // WithTags: func(string, V) []string, checked by New (tags.go)
 
-	errs []error
+	errs option.Errors // the first invalid option
 }
 
 func defaultConfig() config {
@@ -63,6 +65,7 @@ func defaultConfig() config {
 		maxValueSize: 1 << 20,
 		codec:        JSONCodec{},
 		local:        defaultLocalConfig(),
+		errs:         option.For(ErrInvalidOption),
 	}
 }
 
@@ -77,16 +80,12 @@ const maxTTL = 100 * 365 * 24 * time.Hour
 func (c *config) checkTTL(what string, d, least time.Duration) {
 	switch {
 	case d <= 0:
-		c.invalid("%s %v must be positive", what, d)
+		c.errs.Invalid("%s %v must be positive", what, d)
 	case d < least:
-		c.invalid("%s %v is under %v, the shortest expiry Redis keeps", what, d, least)
+		c.errs.Invalid("%s %v is under %v, the shortest expiry Redis keeps", what, d, least)
 	case d > maxTTL:
-		c.invalid("%s %v is longer than %v: it would overflow once jittered", what, d, maxTTL)
+		c.errs.Invalid("%s %v is longer than %v: it would overflow once jittered", what, d, maxTTL)
 	}
-}
-
-func (c *config) invalid(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...))
 }
 
 // WithPrefix puts prefix in front of every key in Redis ("user:" turns key
@@ -110,7 +109,7 @@ func WithTTL(ttl time.Duration) Option {
 func WithJitter(f float64) Option {
 	return func(c *config) {
 		if math.IsNaN(f) || f < 0 || f >= 1 {
-			c.invalid("jitter %v must be in [0, 1)", f)
+			c.errs.Invalid("jitter %v must be in [0, 1)", f)
 		}
 		c.jitter = f
 	}
@@ -126,13 +125,14 @@ func WithNullTTL(ttl time.Duration) Option {
 	}
 }
 
-// WithLease sets the length of a fill lease (default 3 s). The holder extends
-// it every lease/3 while its loader runs, so it bounds how long a crashed
-// holder blocks other callers, not how long a load may take.
-func WithLease(ttl time.Duration) Option {
+// WithFillLease sets the length of a fill lease, the placeholder that makes
+// one caller across all processes load a missing key (default 3 s). The
+// holder extends it every lease/3 while its loader runs, so it bounds how
+// long a crashed holder blocks other callers, not how long a load may take.
+func WithFillLease(ttl time.Duration) Option {
 	return func(c *config) {
 		if ttl < 10*time.Millisecond {
-			c.invalid("lease %v must be at least 10ms", ttl)
+			c.errs.Invalid("fill lease %v must be at least 10ms", ttl)
 		}
 		c.lease = ttl
 	}
@@ -148,7 +148,7 @@ func WithLease(ttl time.Duration) Option {
 func WithWait(max time.Duration) Option {
 	return func(c *config) {
 		if max < 0 {
-			c.invalid("wait %v must not be negative", max)
+			c.errs.Invalid("wait %v must not be negative", max)
 		}
 		c.wait, c.waitSet = max, true
 	}
@@ -160,7 +160,7 @@ func WithWait(max time.Duration) Option {
 func WithLoadTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.invalid("load timeout %v must be positive", d)
+			c.errs.Invalid("load timeout %v must be positive", d)
 		}
 		c.loadTimeout = d
 	}
@@ -173,7 +173,7 @@ func WithLoadTimeout(d time.Duration) Option {
 func WithCloseTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.invalid("close timeout %v must be positive", d)
+			c.errs.Invalid("close timeout %v must be positive", d)
 		}
 		c.closeTimeout = d
 	}
@@ -192,7 +192,7 @@ func WithMaxValueSize(n int) Option { return func(c *config) { c.maxValueSize = 
 func WithCodec(codec Codec) Option {
 	return func(c *config) {
 		if codec == nil {
-			c.invalid("nil codec")
+			c.errs.Invalid("nil codec")
 		}
 		c.codec = codec
 	}
@@ -200,8 +200,8 @@ func WithCodec(codec Codec) Option {
 
 // WithLogger sets where errors that are not returned to a caller are logged
 // (a failed lease release, a rejected fill, a value too large to cache). The
-// default is slog.Default().
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+// default, and what a nil logger stands for, is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = option.Logger(l) } }
 
 // WithLogInterval sets how repeated errors are logged (default 10 s): the
 // first error of a kind (a stale entry served, a fill that failed, ...) is
@@ -212,7 +212,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 func WithLogInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
-			c.invalid("log interval %v must not be negative", d)
+			c.errs.Invalid("log interval %v must not be negative", d)
 		}
 		c.logInterval = d
 	}
@@ -220,8 +220,10 @@ func WithLogInterval(d time.Duration) Option {
 
 // WithErrorHandler registers fn to be called with every error that is not
 // returned to a caller, in addition to the logger; it is not aggregated like
-// the log (WithLogInterval). fn must be fast and safe for concurrent use.
-func WithErrorHandler(fn func(key string, err error)) Option {
+// the log (WithLogInterval). An error about one key is a *KeyError, which
+// names it (errors.As). fn must be fast and safe for concurrent use; nil
+// means no handler.
+func WithErrorHandler(fn func(error)) Option {
 	return func(c *config) { c.onError = fn }
 }
 
@@ -233,7 +235,7 @@ func WithErrorHandler(fn func(key string, err error)) Option {
 func WithEarlyRefresh(beta float64) Option {
 	return func(c *config) {
 		if math.IsNaN(beta) || beta < 0 {
-			c.invalid("early refresh beta %v must be >= 0", beta)
+			c.errs.Invalid("early refresh beta %v must be >= 0", beta)
 		}
 		c.earlyBeta = beta
 	}
@@ -244,7 +246,7 @@ func (c *config) validate() error {
 		c.nullTTL = c.ttl // the default adapts to a short TTL
 	}
 	if c.nullTTL > c.ttl {
-		c.invalid("null TTL %v longer than TTL %v", c.nullTTL, c.ttl)
+		c.errs.Invalid("null TTL %v longer than TTL %v", c.nullTTL, c.ttl)
 	}
 	if !c.waitSet {
 		c.wait = c.lease + c.lease/3 // see WithWait
@@ -253,20 +255,17 @@ func (c *config) validate() error {
 		// Silently ignored, they would leave the user believing hot keys
 		// are served from memory.
 		if c.local.hot != nil {
-			c.invalid("WithHotKeys needs a local tier (WithLocal or WithLocalStore)")
+			c.errs.Invalid("WithHotKeys needs a local tier (WithLocal or WithLocalStore)")
 		}
 		if c.local.admitAll {
-			c.invalid("WithLocalAdmitAll needs a local tier (WithLocal or WithLocalStore)")
+			c.errs.Invalid("WithLocalAdmitAll needs a local tier (WithLocal or WithLocalStore)")
 		}
 		if c.local.tracking {
-			c.invalid("WithTracking needs a local tier (WithLocal or WithLocalStore)")
+			c.errs.Invalid("WithTracking needs a local tier (WithLocal or WithLocalStore)")
 		}
 	}
 	if c.softLoadTimeout > 0 && c.softLoadTimeout >= c.loadTimeout {
-		c.invalid("soft load timeout %v must be shorter than the load timeout %v", c.softLoadTimeout, c.loadTimeout)
+		c.errs.Invalid("soft load timeout %v must be shorter than the load timeout %v", c.softLoadTimeout, c.loadTimeout)
 	}
-	if len(c.errs) > 0 {
-		return c.errs[0]
-	}
-	return nil
+	return c.errs.Err()
 }

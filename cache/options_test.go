@@ -17,7 +17,7 @@ func TestNewRejectsNonsense(t *testing.T) {
 		"NaN jitter":            {WithJitter(math.NaN())},
 		"null TTL over TTL":     {WithTTL(time.Minute), WithNullTTL(time.Hour)},
 		"zero null TTL":         {WithNullTTL(0)},
-		"tiny lease":            {WithLease(time.Millisecond)},
+		"tiny lease":            {WithFillLease(time.Millisecond)},
 		"negative wait":         {WithWait(-1)},
 		"nil codec":             {WithCodec(nil)},
 		"nil filter":            {WithBloom(nil)},
@@ -44,7 +44,7 @@ func TestNewRejectsNonsense(t *testing.T) {
 // slow fill that keeps extending its lease is waited for a full lease period.
 func TestDefaultWaitOutlastsLease(t *testing.T) {
 	rdb := sharedSingleFor(t)
-	for _, opts := range [][]Option{nil, {WithLease(10 * time.Second)}, {WithLease(50 * time.Millisecond)}} {
+	for _, opts := range [][]Option{nil, {WithFillLease(10 * time.Second)}, {WithFillLease(50 * time.Millisecond)}} {
 		c, err := New[string](rdb, opts...)
 		if err != nil {
 			t.Fatal(err)

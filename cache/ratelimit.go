@@ -61,7 +61,7 @@ type KeyLimiter interface {
 func WithKeyRateLimit(l KeyLimiter) Option {
 	return func(c *config) {
 		if l == nil {
-			c.invalid("nil key rate limiter")
+			c.errs.Invalid("nil key rate limiter")
 		}
 		c.limiter = l
 	}

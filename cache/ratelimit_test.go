@@ -104,7 +104,7 @@ func TestKeyRateLimitOnlyHotKeysAndReportsErrors(t *testing.T) {
 	g := &gate{reads: true, loads: true, err: boom}
 	var reported []error
 	c := newCache[string](t, rdb, WithKeyRateLimit(g), WithLocal(1<<20), WithHotKeys(&hotSet{hot: map[string]bool{"hot": true}}),
-		WithErrorHandler(func(_ string, err error) { reported = append(reported, err) }))
+		WithErrorHandler(func(err error) { reported = append(reported, err) }))
 	<-c.subscribed
 	load := func(_ context.Context, k string) (string, error) { return "v:" + k, nil }
 	for _, k := range []string{"cold", "hot"} {

@@ -35,7 +35,7 @@ import (
 func WithSoftLoadTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.invalid("soft load timeout %v must be positive", d)
+			c.errs.Invalid("soft load timeout %v must be positive", d)
 		}
 		c.softLoadTimeout = d
 	}

@@ -137,7 +137,7 @@ func TestSubscriberWithoutRole(t *testing.T) {
 	}
 	reported := make(chan error, 16)
 	c := newCache[string](t, rdb, WithLocal(1<<20), WithLocalAdmitAll(), testHealth,
-		WithErrorHandler(func(_ string, err error) {
+		WithErrorHandler(func(err error) {
 			select {
 			case reported <- err:
 			default:

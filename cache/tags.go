@@ -100,7 +100,7 @@ var ErrInvalidTag = fmt.Errorf("%w: invalid tag", ErrInvalidOption)
 func WithTags[V any](fn func(key string, v V) []string) Option {
 	return func(c *config) {
 		if fn == nil {
-			c.invalid("nil tag function")
+			c.errs.Invalid("nil tag function")
 			return
 		}
 		c.tags = fn

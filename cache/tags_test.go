@@ -232,7 +232,7 @@ func TestTagsBadInput(t *testing.T) {
 		t.Errorf("a nil tag function: %v", err)
 	}
 	var reported atomic.Pointer[error]
-	c := newCache[string](t, rdb, WithErrorHandler(func(_ string, err error) { reported.Store(&err) }),
+	c := newCache[string](t, rdb, WithErrorHandler(func(err error) { reported.Store(&err) }),
 		WithTags(func(_ string, v string) []string {
 			switch v {
 			case "many":

@@ -483,7 +483,7 @@ func TestTrackingRefusedLeavesConnectionWorking(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "notrack", Password: "pw"})
 	defer rdb.Close()
 	refused := make(chan error, 16)
-	onErr := func(_ string, err error) {
+	onErr := func(err error) {
 		if strings.Contains(err.Error(), "CLIENT TRACKING") {
 			select {
 			case refused <- err:

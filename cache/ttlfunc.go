@@ -38,7 +38,7 @@ import (
 func WithTTLFunc[V any](fn func(key string, v V) time.Duration) Option {
 	return func(c *config) {
 		if fn == nil {
-			c.invalid("nil TTL func")
+			c.errs.Invalid("nil TTL func")
 			return
 		}
 		c.ttlFunc = fn

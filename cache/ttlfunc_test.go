@@ -35,10 +35,15 @@ type reported struct {
 	errs map[string]error
 }
 
-func (r *reported) handler(key string, err error) {
+// handler files each error under the key its *KeyError names.
+func (r *reported) handler(err error) {
+	var ke *KeyError
+	if !errors.As(err, &ke) {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.errs[key] = err
+	r.errs[ke.Key] = ke.Err
 }
 
 func (r *reported) get(key string) error {

@@ -15,7 +15,7 @@ import (
 // node and a cluster: the second delete lands, and nothing is refused.
 func TestACLDelayedDoubleDelete(t *testing.T) {
 	vars := func(t *testing.T) map[string]string {
-		return map[string]string{"prefix": prefixFor(t) + "c:", "namespace": prefixFor(t) + "q"}
+		return map[string]string{"prefix": prefixFor(t) + "c:", "queue-prefix": prefixFor(t) + "q"}
 	}
 	redistest.OnACL(t, true, []string{"consistency", "cache"}, vars, func(t *testing.T, rdb, admin redis.UniversalClient) {
 		// What an earlier run left is cleared as the admin (SCAN is
@@ -26,7 +26,7 @@ func TestACLDelayedDoubleDelete(t *testing.T) {
 		ctx := context.Background()
 		var errs []error
 		q := newQueue(t, rdb, WithDelay(50*time.Millisecond), WithPollInterval(50*time.Millisecond), WithShards(2),
-			WithErrorHandler(func(_ string, _ []string, err error) { errs = append(errs, err) }))
+			WithErrorHandler(func(err error) { errs = append(errs, err) }))
 		c := newCache[string](t, rdb)
 		users := register(t, q, "users", c)
 		if err := users.Update(ctx, []string{"1"}, func(ctx context.Context) error {

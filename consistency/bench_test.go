@@ -12,7 +12,7 @@ import (
 func BenchmarkUpdate(b *testing.B) {
 	ctx := context.Background()
 	rdb := redistest.SharedSingle(b)
-	q, err := New(rdb, WithNamespace("bench:update"), WithLogger(quiet), WithoutWorker())
+	q, err := New(rdb, WithPrefix("bench:update"), WithLogger(quiet), WithoutWorker())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func BenchmarkDrain(b *testing.B) {
 	ctx := context.Background()
 	rdb := redistest.SharedSingle(b)
 	clk := newFakeClock()
-	q, err := New(rdb, WithNamespace("bench:drain"), WithLogger(quiet), WithoutWorker(), withClock(clk))
+	q, err := New(rdb, WithPrefix("bench:drain"), WithLogger(quiet), WithoutWorker(), withClock(clk))
 	if err != nil {
 		b.Fatal(err)
 	}

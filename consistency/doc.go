@@ -75,15 +75,15 @@
 // # Deadlines
 //
 // Every call takes a context and returns by its deadline, and the worker
-// bounds each of its Redis calls with WithOpTimeout, on any go-redis client.
+// bounds each of its Redis calls with WithTimeout, on any go-redis client.
 // A client made with default options ignores context deadlines while it
 // waits for a reply (against a frozen server a call lasts its ReadTimeout,
 // times its retries), so there a call that must end sooner runs on a
 // goroutine of its own and is left to finish in the background at the
-// deadline; Close waits for such calls, up to the op timeout. A write left
+// deadline; Close waits for such calls, up to the timeout. A write left
 // behind that way may still land: a recorded delete then runs as recorded.
 // The retry of a failed Invalidate and Update's move of its second delete
-// run detached from the caller's context, bounded by the op timeout, so a
+// run detached from the caller's context, bounded by the timeout, so a
 // caller that gives up does not stop them. With ContextTimeoutEnabled on the
 // client, go-redis applies deadlines itself and calls run on the caller's
 // goroutine, which is cheaper.

@@ -13,7 +13,7 @@ import (
 // and, after its budget, dead-lettered.
 //
 // The entries run a few at a time, and the whole pass stops at the
-// visibility timeout less two op timeouts, so that what settles them still
+// visibility timeout less two timeouts (WithTimeout), so that what settles them still
 // holds the claim; entries the pass did not reach are put back due at once,
 // with no attempt spent.
 
@@ -45,7 +45,7 @@ func (q *Queue) runEntries(ctx context.Context, t *Target, entries []held) []err
 			}
 		}
 	}
-	dctx, cancel := context.WithTimeout(ctx, q.cfg.opTimeout)
+	dctx, cancel := context.WithTimeout(ctx, q.cfg.timeout)
 	err := t.run(dctx, keys)
 	cancel()
 	if err == nil || len(entries) == 1 || ctx.Err() != nil {
@@ -54,7 +54,7 @@ func (q *Queue) runEntries(ctx context.Context, t *Target, entries []held) []err
 		}
 		return errs
 	}
-	pass, cancel := context.WithTimeout(ctx, q.cfg.visibility-2*q.cfg.opTimeout)
+	pass, cancel := context.WithTimeout(ctx, q.cfg.visibility-2*q.cfg.timeout)
 	defer cancel()
 	sem := make(chan struct{}, isolateParallel)
 	var wg sync.WaitGroup
@@ -70,7 +70,7 @@ func (q *Queue) runEntries(ctx context.Context, t *Target, entries []held) []err
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			ectx, cancel := context.WithTimeout(pass, q.cfg.opTimeout)
+			ectx, cancel := context.WithTimeout(pass, q.cfg.timeout)
 			defer cancel()
 			err := t.run(ectx, h.e.Keys)
 			if err != nil && pass.Err() != nil && ctx.Err() == nil {

@@ -48,7 +48,7 @@ func newQueue(t *testing.T, rdb redis.UniversalClient, opts ...Option) *Queue {
 	t.Helper()
 	clearOnce(t, rdb, "{"+prefixFor(t)+"q}")
 	clearOnce(t, rdb, "{"+prefixFor(t)+"q:") // shards 1..n
-	q, err := New(rdb, append([]Option{WithNamespace(prefixFor(t) + "q"), WithLogger(quiet)}, opts...)...)
+	q, err := New(rdb, append([]Option{WithPrefix(prefixFor(t) + "q"), WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

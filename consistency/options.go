@@ -1,20 +1,19 @@
 package consistency
 
 import (
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/option"
 )
 
 // Option configures a Queue. New rejects values that make no sense with an
-// error wrapping cache.ErrInvalidOption.
+// error wrapping ErrInvalidOption. A nil Option is ignored.
 type Option func(*config)
 
 type config struct {
-	namespace    string
+	prefix       string
 	delay        time.Duration
 	writeGrace   time.Duration
 	maxAttempts  int
@@ -23,13 +22,13 @@ type config struct {
 	batch        int
 	visibility   time.Duration
 	poll         time.Duration
-	opTimeout    time.Duration
+	timeout      time.Duration
 	deadLimit    int
 	shards       int
 	tombstoneTTL time.Duration
 	worker       bool
 	logger       *slog.Logger
-	onError      func(target string, keys []string, err error)
+	onError      func(error)
 
 	clock clock // tests inject a fake one
 	// pin replaces the server's clock in the scripts (tests that drive
@@ -37,12 +36,12 @@ type config struct {
 	pin   func() time.Time
 	hooks hooks
 
-	errs []error
+	errs option.Errors // the first invalid option
 }
 
 func defaultConfig() config {
 	return config{
-		namespace:    "cacheguard:consistency",
+		prefix:       "cacheguard:consistency",
 		delay:        500 * time.Millisecond,
 		writeGrace:   10 * time.Second,
 		maxAttempts:  10,
@@ -51,30 +50,27 @@ func defaultConfig() config {
 		batch:        100,
 		visibility:   30 * time.Second,
 		poll:         time.Second,
-		opTimeout:    5 * time.Second,
+		timeout:      5 * time.Second,
 		deadLimit:    10000,
 		shards:       1,
 		tombstoneTTL: time.Minute,
 		worker:       true,
 		clock:        realClock{},
+		errs:         option.For(ErrInvalidOption),
 	}
 }
 
-func (c *config) invalid(format string, args ...any) {
-	c.errs = append(c.errs, fmt.Errorf("%w: "+format, append([]any{cache.ErrInvalidOption}, args...)...))
-}
-
-// WithNamespace sets the prefix of the queue's Redis keys (default
-// "cacheguard:consistency"). All of them share the hash tag {namespace}, so
+// WithPrefix sets the prefix of the queue's Redis keys (default
+// "cacheguard:consistency"). All of them share the hash tag {prefix}, so
 // they live in one slot of a Redis Cluster and the queue's scripts can touch
 // several of them at once. Instances that should drain each other's deletes
-// must use the same namespace; unrelated applications should not.
-func WithNamespace(ns string) Option {
+// must use the same prefix; unrelated applications should not.
+func WithPrefix(prefix string) Option {
 	return func(c *config) {
-		if ns == "" || strings.ContainsAny(ns, "{}") {
-			c.invalid("namespace %q must be non-empty and contain no braces", ns)
+		if prefix == "" || strings.ContainsAny(prefix, "{}") {
+			c.errs.Invalid("prefix %q must be non-empty and contain no braces", prefix)
 		}
-		c.namespace = ns
+		c.prefix = prefix
 	}
 }
 
@@ -85,7 +81,7 @@ func WithNamespace(ns string) Option {
 func WithDelay(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
-			c.invalid("delay %v must not be negative", d)
+			c.errs.Invalid("delay %v must not be negative", d)
 		}
 		c.delay = d
 	}
@@ -100,7 +96,7 @@ func WithDelay(d time.Duration) Option {
 func WithWriteGrace(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
-			c.invalid("write grace %v must not be negative", d)
+			c.errs.Invalid("write grace %v must not be negative", d)
 		}
 		c.writeGrace = d
 	}
@@ -111,7 +107,7 @@ func WithWriteGrace(d time.Duration) Option {
 func WithMaxAttempts(n int) Option {
 	return func(c *config) {
 		if n < 1 {
-			c.invalid("max attempts %d must be at least 1", n)
+			c.errs.Invalid("max attempts %d must be at least 1", n)
 		}
 		c.maxAttempts = n
 	}
@@ -123,9 +119,7 @@ func WithMaxAttempts(n int) Option {
 // do not retry in step.
 func WithBackoff(min, max time.Duration) Option {
 	return func(c *config) {
-		if min <= 0 || max < min {
-			c.invalid("backoff %v..%v must satisfy 0 < min <= max", min, max)
-		}
+		c.errs.Backoff(min, max)
 		c.minBackoff, c.maxBackoff = min, max
 	}
 }
@@ -134,7 +128,7 @@ func WithBackoff(min, max time.Duration) Option {
 func WithBatchSize(n int) Option {
 	return func(c *config) {
 		if n < 1 {
-			c.invalid("batch size %d must be at least 1", n)
+			c.errs.Invalid("batch size %d must be at least 1", n)
 		}
 		c.batch = n
 	}
@@ -142,11 +136,12 @@ func WithBatchSize(n int) Option {
 
 // WithVisibilityTimeout sets how long a claimed batch stays hidden from other
 // instances (default 30 s). If the instance that claimed it dies, another one
-// claims the batch again after this long. It must exceed two delete timeouts.
+// claims the batch again after this long. It must exceed two timeouts
+// (WithTimeout).
 func WithVisibilityTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.invalid("visibility timeout %v must be positive", d)
+			c.errs.Invalid("visibility timeout %v must be positive", d)
 		}
 		c.visibility = d
 	}
@@ -158,20 +153,20 @@ func WithVisibilityTimeout(d time.Duration) Option {
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.invalid("poll interval %v must be positive", d)
+			c.errs.Invalid("poll interval %v must be positive", d)
 		}
 		c.poll = d
 	}
 }
 
-// WithOpTimeout bounds each Redis call the worker makes and each delete it
-// runs (default 5 s).
-func WithOpTimeout(d time.Duration) Option {
+// WithTimeout bounds each Redis call the queue makes and each delete its
+// worker runs (default 5 s).
+func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.invalid("op timeout %v must be positive", d)
+			c.errs.Invalid("timeout %v must be positive", d)
 		}
-		c.opTimeout = d
+		c.timeout = d
 	}
 }
 
@@ -180,7 +175,7 @@ func WithOpTimeout(d time.Duration) Option {
 func WithDeadLetterLimit(n int) Option {
 	return func(c *config) {
 		if n < 1 {
-			c.invalid("dead-letter limit %d must be at least 1", n)
+			c.errs.Invalid("dead-letter limit %d must be at least 1", n)
 		}
 		c.deadLimit = n
 	}
@@ -197,7 +192,7 @@ func WithDeadLetterLimit(n int) Option {
 func WithShards(n int) Option {
 	return func(c *config) {
 		if n < 1 || n > 1024 {
-			c.invalid("shards %d must be between 1 and 1024", n)
+			c.errs.Invalid("shards %d must be between 1 and 1024", n)
 		}
 		c.shards = n
 	}
@@ -208,12 +203,15 @@ func WithShards(n int) Option {
 func WithoutWorker() Option { return func(c *config) { c.worker = false } }
 
 // WithLogger sets where errors that no caller sees are logged (a failed
-// first delete, a retry, a dead letter). The default is slog.Default().
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+// first delete, a retry, a dead letter). The default, and what a nil logger
+// stands for, is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = option.Logger(l) } }
 
 // WithErrorHandler registers fn to be called, besides the logger, with every
-// error no caller sees. fn must be fast and safe for concurrent use.
-func WithErrorHandler(fn func(target string, keys []string, err error)) Option {
+// error no caller sees, as a *TargetError that names the target and keys
+// (errors.As). fn must be fast and safe for concurrent use; nil means no
+// handler.
+func WithErrorHandler(fn func(error)) Option {
 	return func(c *config) { c.onError = fn }
 }
 
@@ -235,13 +233,10 @@ func (c *config) validate() error {
 	if c.clock == nil {
 		c.clock = realClock{}
 	}
-	if c.visibility <= 2*c.opTimeout {
-		c.invalid("visibility timeout %v must exceed two op timeouts (%v)", c.visibility, 2*c.opTimeout)
+	if c.visibility <= 2*c.timeout {
+		c.errs.Invalid("visibility timeout %v must exceed two timeouts (%v)", c.visibility, 2*c.timeout)
 	}
-	if len(c.errs) > 0 {
-		return c.errs[0]
-	}
-	return nil
+	return c.errs.Err()
 }
 
 // WithTombstoneTTL sets how long a delete keeps the version of a versioned
@@ -255,7 +250,7 @@ func (c *config) validate() error {
 func WithTombstoneTTL(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 || (d > 0 && d < time.Millisecond) {
-			c.invalid("tombstone TTL %v must be 0 or at least 1ms", d)
+			c.errs.Invalid("tombstone TTL %v must be 0 or at least 1ms", d)
 		}
 		c.tombstoneTTL = d
 	}

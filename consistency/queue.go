@@ -11,6 +11,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/cache"
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,35 +54,28 @@ type hooks struct {
 }
 
 // New returns a Queue keeping its entries in rdb (any redis.UniversalClient;
-// all of the queue's keys share one hash tag, see WithNamespace) and starts
+// all of the queue's keys share one hash tag, see WithPrefix) and starts
 // its worker unless WithoutWorker() is given. It returns an error wrapping
-// cache.ErrInvalidOption when an option makes no sense.
+// ErrInvalidOption when an option makes no sense.
 func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil redis client", cache.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
 	}
 	cfg := defaultConfig()
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
+	option.Apply(&cfg, opts)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	q := &Queue{
 		rdb:     rdb,
 		cfg:     cfg,
-		log:     cfg.logger,
+		log:     option.Logger(cfg.logger),
 		clock:   cfg.clock,
 		targets: make(map[string]*Target),
 		wake:    make(chan struct{}, 1),
 	}
-	if q.log == nil {
-		q.log = slog.Default()
-	}
 	for i := range cfg.shards {
-		q.shards = append(q.shards, newLayout(cfg.namespace, i))
+		q.shards = append(q.shards, newLayout(cfg.prefix, i))
 	}
 	q.calls = call.For(rdb).Counting(&q.flight)
 	q.ctx, q.cancel = context.WithCancel(context.Background())
@@ -93,7 +87,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 }
 
 // Close stops the worker and waits for it, and for Redis calls left running
-// at their deadline (up to the op timeout). Deletes it interrupts are put
+// at their deadline (up to the timeout (WithTimeout)). Deletes it interrupts are put
 // back, due at once, for another instance; if even that fails, they are
 // claimed again after the visibility timeout. Nothing is lost. Close does
 // not close the Redis client. Calls after Close return ErrClosed.
@@ -107,8 +101,8 @@ func (q *Queue) Close() error {
 	q.mu.Unlock()
 	q.cancel()
 	q.wg.Wait()
-	if !q.flight.Wait(q.cfg.opTimeout) {
-		q.log.Warn("cacheguard: consistency: close: Redis calls still running", "waited", q.cfg.opTimeout)
+	if !q.flight.Wait(q.cfg.timeout) {
+		q.log.Warn("cacheguard: consistency: close: Redis calls still running", "waited", q.cfg.timeout)
 	}
 	return nil
 }
@@ -181,6 +175,6 @@ func (q *Queue) redisError(op string, err error) error {
 func (q *Queue) report(target string, keys []string, err error) {
 	q.log.Warn("cacheguard consistency", "target", target, "keys", keys, "err", err)
 	if q.cfg.onError != nil {
-		q.cfg.onError(target, slices.Clone(keys), err)
+		q.cfg.onError(&TargetError{Target: target, Keys: slices.Clone(keys), Err: err})
 	}
 }

@@ -148,7 +148,7 @@ func TestFrozenRedisBoundedThenDrained(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	w := newDrainWatch()
-	q := newQueue(t, rdb, WithOpTimeout(200*time.Millisecond), WithPollInterval(20*time.Millisecond), WithDelay(time.Millisecond),
+	q := newQueue(t, rdb, WithTimeout(200*time.Millisecond), WithPollInterval(20*time.Millisecond), WithDelay(time.Millisecond),
 		WithVisibilityTimeout(time.Second), withHooks(hooks{afterDrain: w.hook}))
 	c := newCounting(newCache[string](t, rdb))
 	users := register(t, q, "users", c)

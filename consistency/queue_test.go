@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,9 +27,12 @@ func TestFailingDeleteRetriedThenDeadLettered(t *testing.T) {
 	var logs logBuffer
 	var handled sync.Map
 	q := newQueue(t, rdb, withClock(clk), WithMaxAttempts(3), WithBackoff(time.Second, time.Second),
-		WithOpTimeout(time.Second), WithVisibilityTimeout(10*time.Second),
-		WithLogger(logs.logger()), WithErrorHandler(func(target string, keys []string, err error) {
-			handled.Store(err.Error(), keys)
+		WithTimeout(time.Second), WithVisibilityTimeout(10*time.Second),
+		WithLogger(logs.logger()), WithErrorHandler(func(err error) {
+			var te *TargetError
+			if errors.As(err, &te) {
+				handled.Store(err.Error(), te)
+			}
 		}),
 		withHooks(hooks{afterDrain: w.hook}))
 	users := register(t, q, "users", newCache[string](t, crdb))
@@ -71,12 +75,13 @@ func TestFailingDeleteRetriedThenDeadLettered(t *testing.T) {
 		t.Fatalf("no dead-letter log line in:\n%s", logs.String())
 	}
 	found := false
-	handled.Range(func(k, _ any) bool {
-		found = found || strings.Contains(k.(string), "dead-lettered")
+	handled.Range(func(k, v any) bool {
+		te := v.(*TargetError)
+		found = found || strings.Contains(k.(string), "dead-lettered") && te.Target == "users" && slices.Equal(te.Keys, []string{"1", "2"})
 		return true
 	})
 	if !found {
-		t.Fatal("error handler not told about the dead letter")
+		t.Fatal("error handler not told about the dead letter of users' keys 1 and 2")
 	}
 }
 
@@ -90,7 +95,7 @@ func TestFailingDeleteRetriedUntilRedisReturns(t *testing.T) {
 	clk := newFakeClock()
 	w := newDrainWatch()
 	q := newQueue(t, rdb, withClock(clk), WithBackoff(time.Second, time.Second),
-		WithOpTimeout(time.Second), WithVisibilityTimeout(10*time.Second),
+		WithTimeout(time.Second), WithVisibilityTimeout(10*time.Second),
 		withHooks(hooks{afterDrain: w.hook}))
 	c := newCache[string](t, crdb)
 	users := register(t, q, "users", c)
@@ -127,7 +132,7 @@ func TestInvalidateQueuesFailedDelete(t *testing.T) {
 	clk := newFakeClock()
 	w := newDrainWatch()
 	q := newQueue(t, rdb, withClock(clk), WithBackoff(time.Second, time.Second),
-		WithOpTimeout(time.Second), WithVisibilityTimeout(10*time.Second),
+		WithTimeout(time.Second), WithVisibilityTimeout(10*time.Second),
 		withHooks(hooks{afterDrain: w.hook}))
 	c := newCache[string](t, crdb)
 	users := register(t, q, "users", c)
@@ -281,7 +286,7 @@ func TestDrainRespectsDueTime(t *testing.T) {
 // Close stops the worker: no goroutine of the queue is left.
 func TestCloseStopsWorker(t *testing.T) {
 	rdb := redistest.SharedSingle(t)
-	q, err := New(rdb, WithNamespace(prefixFor(t)), WithLogger(quiet))
+	q, err := New(rdb, WithPrefix(prefixFor(t)), WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,22 +322,22 @@ func stacks() string {
 func TestOptionsAndRegisterValidate(t *testing.T) {
 	rdb := redistest.SharedSingle(t)
 	for name, o := range map[string]Option{
-		"namespace":  WithNamespace("a{b}"),
+		"prefix":     WithPrefix("a{b}"),
 		"delay":      WithDelay(-1),
 		"grace":      WithWriteGrace(-1),
 		"attempts":   WithMaxAttempts(0),
 		"backoff":    WithBackoff(2*time.Second, time.Second),
 		"batch":      WithBatchSize(0),
-		"visibility": WithVisibilityTimeout(time.Second), // not above two op timeouts
+		"visibility": WithVisibilityTimeout(time.Second), // not above two timeouts
 		"poll":       WithPollInterval(0),
-		"op timeout": WithOpTimeout(0),
+		"timeout":    WithTimeout(0),
 		"dead limit": WithDeadLetterLimit(0),
 	} {
-		if _, err := New(rdb, o); !errors.Is(err, cache.ErrInvalidOption) {
+		if _, err := New(rdb, o); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%s: err = %v, want ErrInvalidOption", name, err)
 		}
 	}
-	if _, err := New(nil); !errors.Is(err, cache.ErrInvalidOption) {
+	if _, err := New(nil); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("nil client: %v", err)
 	}
 	q := newQueue(t, rdb, WithoutWorker())
@@ -341,19 +346,19 @@ func TestOptionsAndRegisterValidate(t *testing.T) {
 	if _, err := q.Register("users", c); !errors.Is(err, ErrDuplicateTarget) {
 		t.Errorf("duplicate: %v", err)
 	}
-	if _, err := q.Register("", c); !errors.Is(err, cache.ErrInvalidOption) {
+	if _, err := q.Register("", c); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("empty name: %v", err)
 	}
-	if _, err := q.Register("nil", nil); !errors.Is(err, cache.ErrInvalidOption) {
+	if _, err := q.Register("nil", nil); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("nil invalidator: %v", err)
 	}
 	if _, err := q.Target("nope"); !errors.Is(err, ErrUnknownTarget) {
 		t.Errorf("unknown target: %v", err)
 	}
-	if _, err := q.Register("stale", newCounting(c), ServeStale(time.Second)); !errors.Is(err, cache.ErrInvalidOption) {
+	if _, err := q.Register("stale", newCounting(c), ServeStale(time.Second)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("ServeStale without MarkStale: %v", err)
 	}
-	if _, err := q.Register("stale0", c, ServeStale(0)); !errors.Is(err, cache.ErrInvalidOption) {
+	if _, err := q.Register("stale0", c, ServeStale(0)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("ServeStale(0): %v", err)
 	}
 }

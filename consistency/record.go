@@ -33,12 +33,12 @@ func (q *Queue) record(ctx context.Context, t *Target, id string, e entry, delay
 
 // recordDetached is record for a caller that may give up, or has given up,
 // while the delete must still be recorded: it runs detached from ctx,
-// bounded by the op timeout, and the caller waits for it while ctx allows.
+// bounded by the timeout (WithTimeout), and the caller waits for it while ctx allows.
 // Past that it goes on in the background: the error then matches
 // call.ErrAbandoned and ctx's error, and a failure that comes later goes to
 // late.
 func (q *Queue) recordDetached(ctx context.Context, t *Target, id string, e entry, delay time.Duration, late func(error)) error {
-	_, err := call.Do(q.calls, call.Detached(ctx, ctx.Err() != nil), q.cfg.opTimeout, func(ctx context.Context) (struct{}, error) {
+	_, err := call.Do(q.calls, call.Detached(ctx, ctx.Err() != nil), q.cfg.timeout, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, q.put(ctx, t, id, e, delay)
 	}, func(_ struct{}, err error) {
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,10 +30,10 @@ var ErrReplicaWait = errors.New("cacheguard: delete not confirmed by enough repl
 func WaitReplicas(n int, timeout time.Duration) TargetOption {
 	return func(t *Target) error {
 		if n < 1 || timeout <= 0 {
-			return fmt.Errorf("%w: WaitReplicas(%d, %v): need n >= 1 and a positive timeout", cache.ErrInvalidOption, n, timeout)
+			return fmt.Errorf("%w: WaitReplicas(%d, %v): need n >= 1 and a positive timeout", ErrInvalidOption, n, timeout)
 		}
 		if _, cluster := t.q.rdb.(*redis.ClusterClient); cluster {
-			return fmt.Errorf("%w: WaitReplicas needs a single-primary client, not a cluster client", cache.ErrInvalidOption)
+			return fmt.Errorf("%w: WaitReplicas needs a single-primary client, not a cluster client", ErrInvalidOption)
 		}
 		t.replicas, t.waitFor = n, timeout
 		return nil

@@ -18,7 +18,7 @@ func TestWaitReplicasOnPrimaryAndReplica(t *testing.T) {
 	rdb := primary.Client()
 	rep := replica.Client()
 	clk := newFakeClock()
-	q := newQueue(t, rdb, withClock(clk), WithoutWorker(), WithOpTimeout(time.Second))
+	q := newQueue(t, rdb, withClock(clk), WithoutWorker(), WithTimeout(time.Second))
 	c := newCache[string](t, rdb)
 	users := register(t, q, "users", c, WaitReplicas(1, 2*time.Second))
 	rkey := prefixFor(t) + "c:k"

@@ -26,7 +26,7 @@ func TestDueTimesFollowServerClock(t *testing.T) {
 	honest := newQueue(t, rdb, WithoutWorker())
 	ht := register(t, honest, "users", newCache[string](t, rdb))
 	mk := func(off time.Duration, opts ...Option) (*Queue, *Target) {
-		q, err := New(rdb, append([]Option{WithNamespace(ns), WithLogger(quiet), WithoutWorker(), withClock(skewedClock{off})}, opts...)...)
+		q, err := New(rdb, append([]Option{WithPrefix(ns), WithLogger(quiet), WithoutWorker(), withClock(skewedClock{off})}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

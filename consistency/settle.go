@@ -94,7 +94,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 	errs := q.runEntries(ctx, t, good)
 	sk := []string{l.Due(t.name), l.Data, l.Claims}
 	// Settle even when Close cancelled ctx meanwhile: the deletes ran.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.opTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.timeout)
 	defer cancel()
 	closing := ctx.Err() != nil
 	release := []any{token, q.nowArg()}
@@ -175,7 +175,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 			q.log.Error("cacheguard: consistency: delete dead-lettered after retry budget",
 				"target", t.name, "keys", deadKeys, "attempts", q.cfg.maxAttempts, "err", lastErr)
 			if q.cfg.onError != nil {
-				q.cfg.onError(t.name, deadKeys, fmt.Errorf("cacheguard: dead-lettered: %w", lastErr))
+				q.cfg.onError(&TargetError{Target: t.name, Keys: deadKeys, Err: fmt.Errorf("cacheguard: consistency: dead-lettered: %w", lastErr)})
 			}
 		}
 	}

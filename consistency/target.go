@@ -58,11 +58,11 @@ type TargetOption func(*Target) error
 func ServeStale(maxStale time.Duration) TargetOption {
 	return func(t *Target) error {
 		if maxStale <= 0 {
-			return fmt.Errorf("%w: max stale %v must be positive", cache.ErrInvalidOption, maxStale)
+			return fmt.Errorf("%w: max stale %v must be positive", ErrInvalidOption, maxStale)
 		}
 		m, ok := t.inv.(StaleMarker)
 		if !ok {
-			return fmt.Errorf("%w: ServeStale: %T cannot mark entries stale", cache.ErrInvalidOption, t.inv)
+			return fmt.Errorf("%w: ServeStale: %T cannot mark entries stale", ErrInvalidOption, t.inv)
 		}
 		t.stale, t.maxStale = m, maxStale
 		return nil
@@ -75,10 +75,10 @@ func ServeStale(maxStale time.Duration) TargetOption {
 // Registering also lets this instance's worker drain the name's deletes.
 func (q *Queue) Register(name string, inv Invalidator, opts ...TargetOption) (*Target, error) {
 	if name == "" {
-		return nil, fmt.Errorf("%w: empty target name", cache.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: empty target name", ErrInvalidOption)
 	}
 	if inv == nil {
-		return nil, fmt.Errorf("%w: nil invalidator for target %q", cache.ErrInvalidOption, name)
+		return nil, fmt.Errorf("%w: nil invalidator for target %q", ErrInvalidOption, name)
 	}
 	t := &Target{q: q, name: name, inv: inv}
 	t.keeper, _ = inv.(VersionKeeper)
@@ -153,7 +153,7 @@ func (t *Target) Delete(ctx context.Context, keys ...string) error {
 // delete's error, telling the caller that the keys may stay stale for a
 // while. Without ErrQueued, nothing was recorded either (Redis is likely
 // down for both), or ctx ended first: the recording then goes on in the
-// background, bounded by the op timeout, and the error also matches
+// background, bounded by the timeout (WithTimeout), and the error also matches
 // ctx's error.
 func (t *Target) Invalidate(ctx context.Context, keys ...string) error {
 	if err := t.check(keys); err != nil {
@@ -185,7 +185,7 @@ func (t *Target) InvalidateAfter(ctx context.Context, delay time.Duration, keys 
 		return err
 	}
 	if delay < 0 {
-		return fmt.Errorf("%w: negative delay %v", cache.ErrInvalidOption, delay)
+		return fmt.Errorf("%w: negative delay %v", ErrInvalidOption, delay)
 	}
 	if err := t.q.record(ctx, t, newID(), entry{Keys: keys}, delay); err != nil {
 		return err

@@ -212,7 +212,7 @@ func TestUpdateNotRunWhenQueueUnreachable(t *testing.T) {
 	srv, _ := redistest.Single(t)
 	rdb := noRetryClient(t, srv)
 	c := newCache[string](t, redistest.SharedSingle(t))
-	q := newQueue(t, rdb, WithOpTimeout(time.Second))
+	q := newQueue(t, rdb, WithTimeout(time.Second))
 	users := register(t, q, "users", c)
 	srv.Kill()
 	wrote := false

@@ -40,7 +40,7 @@ type Versioned[V any] struct {
 // for the deletes that follow a failed write.
 func NewVersioned[V any](c VersionedCache[V], fallback *Target) (*Versioned[V], error) {
 	if c == nil {
-		return nil, fmt.Errorf("%w: nil versioned cache", cache.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil versioned cache", ErrInvalidOption)
 	}
 	return &Versioned[V]{c: c, fallback: fallback}, nil
 }

@@ -105,7 +105,7 @@ func TestVersionedWriteFallsBackToQueuedDelete(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.SharedSingle(t)
 	clk := newFakeClock()
-	q := newQueue(t, rdb, withClock(clk), WithoutWorker(), WithOpTimeout(time.Second))
+	q := newQueue(t, rdb, withClock(clk), WithoutWorker(), WithTimeout(time.Second))
 
 	live := newCache[string](t, rdb)
 	users := register(t, q, "users", live)

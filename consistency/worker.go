@@ -81,7 +81,7 @@ func (q *Queue) drainShard(ctx context.Context, shard int) (n int, localNext tim
 		}
 		sent := q.clock.Now()
 		token := newID()
-		cctx, cancel := context.WithTimeout(ctx, q.cfg.opTimeout)
+		cctx, cancel := context.WithTimeout(ctx, q.cfg.timeout)
 		got, now, next, err := q.claim(cctx, shard, targets, token)
 		cancel()
 		if err != nil {

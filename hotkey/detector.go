@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/option"
 )
 
 // Entry is a key and its number of accesses within the window.
@@ -89,13 +91,7 @@ type snapshot struct {
 // starts a goroutine that ticks; Close stops it.
 func New(opts ...Option) (*Detector, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			cfg.fail("nil option")
-			continue
-		}
-		o(&cfg)
-	}
+	option.Apply(&cfg, opts)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

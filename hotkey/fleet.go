@@ -62,32 +62,28 @@ type fleetConfig struct {
 // their counts: IsHot, Top and the change events then answer for the group,
 // keys hot locally included. rdb may be any go-redis client, Cluster
 // included. The group must not contain '{' or '}' (it is the keys' hash
-// tag). Each detector sends one pipeline per window; see the package
-// documentation.
+// tag). It names who shares counts, not where keys live: the keys are
+// "cacheguard:hotkey:{group}:<window>", a fixed prefix that docs/acl.md
+// grants, so there is no WithPrefix. Each detector sends one pipeline per
+// window; see the package documentation.
 func WithFleet(rdb redis.UniversalClient, group string) Option {
 	return func(c *config) {
 		switch {
 		case rdb == nil:
-			c.fail("nil fleet client")
+			c.errs.Invalid("nil fleet client")
 		case group == "" || strings.ContainsAny(group, "{}"):
-			c.fail("fleet group %q is empty or holds a brace", group)
+			c.errs.Invalid("fleet group %q is empty or holds a brace", group)
 		default:
 			c.fleet = &fleetConfig{rdb: rdb, group: group}
 		}
 	}
 }
 
-// WithErrorHandler registers fn to be told of every failed fleet exchange.
-// It is called from the goroutine that runs Tick and must not call Tick or
-// Close.
+// WithErrorHandler registers fn to be told of every failed fleet exchange;
+// nil means no handler. It is called from the goroutine that runs Tick and
+// must not call Tick or Close.
 func WithErrorHandler(fn func(error)) Option {
-	return func(c *config) {
-		if fn == nil {
-			c.fail("nil error handler")
-			return
-		}
-		c.onError = fn
-	}
+	return func(c *config) { c.onError = fn }
 }
 
 // fleetWindows is how many windows a group's keys live after their last

@@ -214,11 +214,17 @@ func TestFleetDegradesToLocalWhenRedisFails(t *testing.T) {
 
 func TestWithFleetRejectsBadInput(t *testing.T) {
 	_, rdb := redistest.Single(t)
-	for _, o := range []Option{WithFleet(nil, "g"), WithFleet(rdb, ""), WithFleet(rdb, "a{b"), WithErrorHandler(nil)} {
+	for _, o := range []Option{WithFleet(nil, "g"), WithFleet(rdb, ""), WithFleet(rdb, "a{b")} {
 		if _, err := New(o); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("New: %v, want ErrInvalidOption", err)
 		}
 	}
+	// A nil Option is ignored, and a nil error handler means none.
+	d, err := New(nil, WithErrorHandler(nil), WithClock(time.Now))
+	if err != nil {
+		t.Fatalf("New(nil option, WithErrorHandler(nil)): %v", err)
+	}
+	d.Close()
 }
 
 // An instance that joins a busy fleet holds its hot keys from its first

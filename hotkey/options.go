@@ -1,17 +1,17 @@
 package hotkey
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/option"
 )
 
 // ErrInvalidOption is returned by New, wrapped with the reason, when an option
 // is out of range.
-var ErrInvalidOption = errors.New("cacheguard: hotkey: invalid option")
+var ErrInvalidOption = option.Sentinel("hotkey")
 
-// Option configures a Detector.
+// Option configures a Detector. A nil Option is ignored.
 type Option func(*config)
 
 // config holds the settings New validates. Bad values are recorded in err by
@@ -26,8 +26,8 @@ type config struct {
 	now       func() time.Time
 	onChange  func(Event)
 	rules     rules
-	shards    int // 0: derived from GOMAXPROCS
-	err       error
+	shards    int               // 0: derived from GOMAXPROCS
+	errs      option.Errors     // the first invalid option
 	tickSrc   <-chan time.Time  // test hook: replaces the time.Ticker
 	tickStep  func(step string) // test hook: called between the steps of a tick
 	serverNow func() time.Time  // test hook: the fleet's server clock, in place of TIME
@@ -53,27 +53,18 @@ func defaultConfig() config {
 		minCount: defaultMinCount,
 		sampling: 1,
 		now:      time.Now,
-	}
-}
-
-// fail keeps the first error an option reported.
-func (c *config) fail(format string, args ...any) {
-	if c.err == nil {
-		c.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+		errs:     option.For(ErrInvalidOption),
 	}
 }
 
 func (c *config) validate() error {
-	if c.err != nil {
-		return c.err
+	if c.errs.Err() == nil && c.window%c.tick != 0 {
+		c.errs.Invalid("window %v is not a multiple of tick %v", c.window, c.tick)
 	}
-	if c.window%c.tick != 0 {
-		return fmt.Errorf("%w: window %v is not a multiple of tick %v", ErrInvalidOption, c.window, c.tick)
+	if n := c.window / c.tick; c.errs.Err() == nil && n > maxSlots {
+		c.errs.Invalid("window %v holds %d ticks of %v, more than %d", c.window, n, c.tick, maxSlots)
 	}
-	if n := c.window / c.tick; n > maxSlots {
-		return fmt.Errorf("%w: window %v holds %d ticks of %v, more than %d", ErrInvalidOption, c.window, n, c.tick, maxSlots)
-	}
-	return nil
+	return c.errs.Err()
 }
 
 // WithK sets how many keys at most can be hot at once (default 100). It must
@@ -81,7 +72,7 @@ func (c *config) validate() error {
 func WithK(k int) Option {
 	return func(c *config) {
 		if k < 1 || k > maxK {
-			c.fail("k %d out of [1, %d]", k, maxK)
+			c.errs.Invalid("k %d out of [1, %d]", k, maxK)
 			return
 		}
 		c.k = k
@@ -93,7 +84,7 @@ func WithK(k int) Option {
 func WithWindow(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.fail("window %v is not positive", d)
+			c.errs.Invalid("window %v is not positive", d)
 			return
 		}
 		c.window = d
@@ -106,7 +97,7 @@ func WithWindow(d time.Duration) Option {
 func WithTick(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.fail("tick %v is not positive", d)
+			c.errs.Invalid("tick %v is not positive", d)
 			return
 		}
 		c.tick = d
@@ -125,7 +116,7 @@ func WithMinCount(n uint64) Option {
 func WithMinShare(f float64) Option {
 	return func(c *config) {
 		if math.IsNaN(f) || f < 0 || f > 1 {
-			c.fail("min share %v out of [0, 1]", f)
+			c.errs.Invalid("min share %v out of [0, 1]", f)
 			return
 		}
 		c.minShare = f
@@ -139,7 +130,7 @@ func WithMinShare(f float64) Option {
 func WithSampling(n int) Option {
 	return func(c *config) {
 		if n < 1 || uint64(n) > math.MaxUint32 {
-			c.fail("sampling 1 in %d out of range", n)
+			c.errs.Invalid("sampling 1 in %d out of range", n)
 			return
 		}
 		c.sampling = uint32(n)
@@ -155,7 +146,7 @@ func WithSampling(n int) Option {
 func WithClock(now func() time.Time) Option {
 	return func(c *config) {
 		if now == nil {
-			c.fail("nil clock")
+			c.errs.Invalid("nil clock")
 			return
 		}
 		c.now = now
@@ -170,7 +161,7 @@ func WithClock(now func() time.Time) Option {
 func WithOnChange(fn func(Event)) Option {
 	return func(c *config) {
 		if fn == nil {
-			c.fail("nil change callback")
+			c.errs.Invalid("nil change callback")
 			return
 		}
 		c.onChange = fn
@@ -185,7 +176,7 @@ func WithAllowPrefix(prefixes ...string) Option {
 	return func(c *config) {
 		for _, p := range prefixes {
 			if p == "" {
-				c.fail("empty allow prefix")
+				c.errs.Invalid("empty allow prefix")
 				return
 			}
 		}
@@ -200,7 +191,7 @@ func WithDenyPrefix(prefixes ...string) Option {
 	return func(c *config) {
 		for _, p := range prefixes {
 			if p == "" {
-				c.fail("empty deny prefix")
+				c.errs.Invalid("empty deny prefix")
 				return
 			}
 		}
@@ -215,7 +206,7 @@ func WithDenyPrefix(prefixes ...string) Option {
 func WithFilter(keep func(key string) bool) Option {
 	return func(c *config) {
 		if keep == nil {
-			c.fail("nil filter")
+			c.errs.Invalid("nil filter")
 			return
 		}
 		c.rules.filters = append(c.rules.filters, keep)

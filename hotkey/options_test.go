@@ -30,7 +30,6 @@ func TestBadOptions(t *testing.T) {
 		{"empty allow prefix", []Option{WithAllowPrefix("user:", "")}},
 		{"empty deny prefix", []Option{WithDenyPrefix("")}},
 		{"nil filter", []Option{WithFilter(nil)}},
-		{"nil option", []Option{nil}},
 		{"two bad options", []Option{WithK(0), WithTick(-1)}},
 	}
 	for _, tc := range cases {

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -26,12 +25,12 @@ type Client struct {
 // the client; see Option.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if rdb == nil {
-		return nil, errors.New("cacheguard: lock: nil redis client")
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
 	}
 	cfg := defaultConfig()
 	cfg.apply(opts)
-	if cfg.err != nil {
-		return nil, cfg.err
+	if cfg.errs.Err() != nil {
+		return nil, cfg.errs.Err()
 	}
 	id := newOwner()
 	c := &Client{rdb: rdb, cfg: cfg}
@@ -139,9 +138,7 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{e: c.engine, cfg: c.cfg}
 	m.cfg.apply(opts)
 	base, err := baseKey(m.cfg.prefix, name)
-	if err != nil && m.cfg.err == nil {
-		m.cfg.err = err
-	}
+	m.cfg.errs.Add(err)
 	newBackend := newMutexBackend
 	if m.cfg.unfenced {
 		newBackend = newUnfencedBackend

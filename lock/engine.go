@@ -102,8 +102,8 @@ func (e *engine) background(f func()) bool {
 // obtain takes the lock of b, waiting for it when wait is set.
 func (e *engine) obtain(ctx context.Context, b backend, cfg *config, wait bool) (hd *Handle, err error) {
 	defer e.observeObtain(cfg, b)(&hd, &err)
-	if cfg.err != nil {
-		return nil, cfg.err
+	if cfg.errs.Err() != nil {
+		return nil, cfg.errs.Err()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, notObtained(b.name(), err)

@@ -3,6 +3,8 @@ package lock
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cacheguard/cacheguard/internal/option"
 )
 
 var (
@@ -36,6 +38,11 @@ var (
 	// ErrTimeout is returned when a Redis call took longer than the
 	// operation timeout (see WithTimeout).
 	ErrTimeout = errors.New("cacheguard: lock: redis call timed out")
+
+	// ErrInvalidOption is wrapped by the error of an option (or a
+	// constructor's argument) that makes no sense: New and NewRedlock
+	// return it, a lock made with one returns it from its first call.
+	ErrInvalidOption = option.Sentinel("lock")
 
 	// ErrUpgrade is returned when an owner holding a read lock asks for the
 	// write lock of the same RWMutex. Waiting would deadlock on itself.

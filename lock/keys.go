@@ -42,12 +42,3 @@ func baseKey(prefix, name string) (string, error) {
 	}
 	return prefix + name, nil
 }
-
-// validPrefix reports whether prefix can precede a hash tag without
-// changing it.
-func validPrefix(prefix string) error {
-	if strings.ContainsAny(prefix, "{}") {
-		return fmt.Errorf("cacheguard: lock: key prefix %q contains '{' or '}'", prefix)
-	}
-	return nil
-}

@@ -55,7 +55,7 @@ func (c *Client) MultiLock(names []string, opts ...Option) *MultiLock {
 	slices.Sort(names)
 	names = slices.Compact(names)
 	if len(names) == 0 {
-		ml.cfg.fail("a multilock needs at least one name")
+		ml.cfg.errs.Invalid("a multilock needs at least one name")
 	}
 	newBackend := newMutexBackend
 	if ml.cfg.unfenced {
@@ -64,9 +64,7 @@ func (c *Client) MultiLock(names []string, opts ...Option) *MultiLock {
 	parts := make([]*holdBackend, 0, len(names))
 	for _, name := range names {
 		base, err := baseKey(ml.cfg.prefix, name)
-		if err != nil && ml.cfg.err == nil {
-			ml.cfg.err = err
-		}
+		ml.cfg.errs.Add(err)
 		parts = append(parts, newBackend(c.rdb, name, base, base+wire.LockReleasedSuffix, base+wire.LockWaitersSuffix, c.pub, &ml.cfg))
 	}
 	ml.b = newMultiBackend(ml.e, parts)
@@ -81,26 +79,26 @@ func (c *Client) MultiLock(names []string, opts ...Option) *MultiLock {
 // parts' Clients does not affect it, and Close does not close them.
 func NewMultiLock(parts []*Mutex, opts ...Option) (*MultiLock, error) {
 	if len(parts) == 0 {
-		return nil, errors.New("cacheguard: lock: a multilock needs at least one lock")
+		return nil, fmt.Errorf("%w: a multilock needs at least one lock", ErrInvalidOption)
 	}
 	ml := &MultiLock{cfg: defaultConfig(), own: true}
 	ml.cfg.apply(opts)
-	if ml.cfg.err != nil {
-		return nil, ml.cfg.err
+	if ml.cfg.errs.Err() != nil {
+		return nil, ml.cfg.errs.Err()
 	}
 	var rdbs []redis.UniversalClient
 	var hbs []*holdBackend
 	seen := map[string]bool{}
 	for i, m := range parts {
 		if m == nil {
-			return nil, fmt.Errorf("cacheguard: lock: multilock part %d is nil", i)
+			return nil, fmt.Errorf("%w: multilock part %d is nil", ErrInvalidOption, i)
 		}
-		if m.cfg.err != nil {
-			return nil, m.cfg.err
+		if m.cfg.errs.Err() != nil {
+			return nil, m.cfg.errs.Err()
 		}
 		hb, ok := m.b.(*holdBackend)
 		if !ok {
-			return nil, fmt.Errorf("cacheguard: lock: multilock part %d (%q) is a Redlock's; use Mutexes of Clients", i, m.Name())
+			return nil, fmt.Errorf("%w: multilock part %d (%q) is a Redlock's; use Mutexes of Clients", ErrInvalidOption, i, m.Name())
 		}
 		if id := partID(hb); !seen[id] {
 			seen[id] = true

@@ -289,16 +289,20 @@ func testWaitBoundedByLease(t *testing.T, rdb redis.UniversalClient) {
 func TestBadInput(t *testing.T) {
 	_, rdb := redistestSingle(t)
 	ctx := testCtx(t)
-	if _, err := New(nil); err == nil {
-		t.Fatal("New(nil) succeeded")
+	if _, err := New(nil); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("New(nil): %v, want ErrInvalidOption", err)
 	}
 	for _, opt := range []Option{
 		WithPrefix("a{b"), WithLease(0), WithWatchdog(time.Millisecond),
-		WithBackoff(0, 1), WithBackoff(2, 1), WithDriftFactor(0.7), WithNodeTimeout(0), WithLogger(nil),
+		WithBackoff(0, 1), WithBackoff(2, 1), WithDriftFactor(0.7), WithNodeTimeout(0), WithTimeout(0),
 	} {
-		if _, err := New(rdb, opt); err == nil {
-			t.Fatal("New accepted a bad option")
+		if _, err := New(rdb, opt); !errors.Is(err, ErrInvalidOption) {
+			t.Fatalf("New with a bad option: %v, want ErrInvalidOption", err)
 		}
+	}
+	// A nil Option is ignored; a nil logger stands for slog.Default().
+	if _, err := New(rdb, nil, WithLogger(nil)); err != nil {
+		t.Fatalf("New(nil option, WithLogger(nil)): %v", err)
 	}
 	c := newClient(t, rdb)
 	for _, name := range []string{"", "}x", "a}b"} {
@@ -309,13 +313,16 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("rw name %q accepted", name)
 		}
 	}
-	if _, err := c.Mutex("x", WithLease(-1)).Lock(ctx); err == nil {
-		t.Fatal("bad per-lock option accepted")
+	if _, err := c.Mutex("x", WithLease(-1)).Lock(ctx); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("bad per-lock option: %v, want ErrInvalidOption", err)
 	}
-	if _, err := NewRedlock(nil); err == nil {
-		t.Fatal("NewRedlock(nil) succeeded")
+	if _, err := c.Semaphore("s", 0).TryAcquire(ctx, 1); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("semaphore of size 0: %v, want ErrInvalidOption", err)
 	}
-	if _, err := NewRedlock([]redis.UniversalClient{nil}); err == nil {
-		t.Fatal("NewRedlock with a nil node succeeded")
+	if _, err := NewRedlock(nil); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("NewRedlock(nil): %v, want ErrInvalidOption", err)
+	}
+	if _, err := NewRedlock([]redis.UniversalClient{nil}); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("NewRedlock with a nil node: %v, want ErrInvalidOption", err)
 	}
 }

@@ -1,11 +1,12 @@
 package lock
 
 import (
-	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/option"
 )
 
 // Defaults. The watchdog lease follows Redisson's: long enough that a GC
@@ -36,7 +37,9 @@ const (
 
 // Option configures a Client, a Redlock, or one Mutex, RWMutex, Semaphore
 // or MultiLock. Options given to a lock override those of its client; options
-// that do not apply to a kind of lock are ignored by it.
+// that do not apply to a kind of lock are ignored by it. A nil Option is
+// ignored. An invalid option makes New (or the lock's first call) return an
+// error wrapping ErrInvalidOption.
 type Option func(*config)
 
 type config struct {
@@ -50,9 +53,9 @@ type config struct {
 	opTimeout   time.Duration // 0: each call bounded by its lease
 	calls       call.Bound    // how Redis calls are bounded (see bounded.go)
 	logger      *slog.Logger
-	observer    Observer // WithObserver (observe.go)
-	unfenced    bool     // WithoutFencing (unfenced.go)
-	err         error    // the first invalid option
+	observer    Observer      // WithObserver (observe.go)
+	unfenced    bool          // WithoutFencing (unfenced.go)
+	errs        option.Errors // the first invalid option
 }
 
 func defaultConfig() config {
@@ -63,23 +66,12 @@ func defaultConfig() config {
 		maxBackoff:  DefaultMaxBackoff,
 		drift:       DefaultDriftFactor,
 		nodeTimeout: DefaultNodeTimeout,
-		logger:      slog.New(slog.DiscardHandler),
+		logger:      slog.Default(),
+		errs:        option.For(ErrInvalidOption),
 	}
 }
 
-func (c *config) apply(opts []Option) {
-	for _, o := range opts {
-		if o != nil {
-			o(c)
-		}
-	}
-}
-
-func (c *config) fail(format string, args ...any) {
-	if c.err == nil {
-		c.err = fmt.Errorf("cacheguard: lock: "+format, args...)
-	}
-}
+func (c *config) apply(opts []Option) { option.Apply(c, opts) }
 
 // driftFor is the allowance subtracted from a lease when computing how long
 // the holder may trust it: clocks of the holder and of Redis advance at
@@ -108,8 +100,9 @@ const maxMarkTTL = 2 * time.Second
 // It may not contain '{' or '}', which would change the hash tag.
 func WithPrefix(prefix string) Option {
 	return func(c *config) {
-		if err := validPrefix(prefix); err != nil {
-			c.fail("%v", err)
+		// The prefix precedes a hash tag: a brace would change it.
+		if strings.ContainsAny(prefix, "{}") {
+			c.errs.Invalid("key prefix %q contains '{' or '}'", prefix)
 			return
 		}
 		c.prefix = prefix
@@ -122,7 +115,7 @@ func WithPrefix(prefix string) Option {
 func WithLease(d time.Duration) Option {
 	return func(c *config) {
 		if d < minLease {
-			c.fail("lease %v is shorter than %v", d, minLease)
+			c.errs.Invalid("lease %v is shorter than %v", d, minLease)
 			return
 		}
 		c.lease, c.fixed = d, true
@@ -135,7 +128,7 @@ func WithLease(d time.Duration) Option {
 func WithWatchdog(d time.Duration) Option {
 	return func(c *config) {
 		if d < minLease {
-			c.fail("watchdog lease %v is shorter than %v", d, minLease)
+			c.errs.Invalid("watchdog lease %v is shorter than %v", d, minLease)
 			return
 		}
 		c.lease, c.fixed = d, false
@@ -148,8 +141,7 @@ func WithWatchdog(d time.Duration) Option {
 // also capped by the remaining lease of the current holder.
 func WithBackoff(min, max time.Duration) Option {
 	return func(c *config) {
-		if min <= 0 || max < min {
-			c.fail("invalid backoff [%v, %v]", min, max)
+		if !c.errs.Backoff(min, max) {
 			return
 		}
 		c.minBackoff, c.maxBackoff = min, max
@@ -162,7 +154,7 @@ func WithBackoff(min, max time.Duration) Option {
 func WithDriftFactor(f float64) Option {
 	return func(c *config) {
 		if f < 0 || f >= 0.5 {
-			c.fail("drift factor %v outside [0, 0.5)", f)
+			c.errs.Invalid("drift factor %v outside [0, 0.5)", f)
 			return
 		}
 		c.drift = f
@@ -174,7 +166,7 @@ func WithDriftFactor(f float64) Option {
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.fail("node timeout %v is not positive", d)
+			c.errs.Invalid("node timeout %v is not positive", d)
 			return
 		}
 		c.nodeTimeout = d
@@ -183,15 +175,9 @@ func WithNodeTimeout(d time.Duration) Option {
 
 // WithLogger sets the logger for errors the package handles itself (failed
 // renewals, notification connection trouble, best-effort cleanups). The
-// default discards them.
+// default, and what a nil logger stands for, is slog.Default().
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		if l == nil {
-			c.fail("nil logger")
-			return
-		}
-		c.logger = l
-	}
+	return func(c *config) { c.logger = option.Logger(l) }
 }
 
 // WithTimeout bounds every Redis call of a lock (each attempt of Lock, each
@@ -201,7 +187,7 @@ func WithLogger(l *slog.Logger) Option {
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.fail("operation timeout %v is not positive", d)
+			c.errs.Invalid("timeout %v is not positive", d)
 			return
 		}
 		c.opTimeout = d

@@ -35,17 +35,17 @@ type Redlock struct {
 // algorithm. Close does not close the node clients.
 func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error) {
 	if len(nodes) == 0 {
-		return nil, errors.New("cacheguard: lock: redlock needs at least one node")
+		return nil, fmt.Errorf("%w: redlock needs at least one node", ErrInvalidOption)
 	}
 	for i, n := range nodes {
 		if n == nil {
-			return nil, fmt.Errorf("cacheguard: lock: redlock node %d is nil", i)
+			return nil, fmt.Errorf("%w: redlock node %d is nil", ErrInvalidOption, i)
 		}
 	}
 	cfg := defaultConfig()
 	cfg.apply(opts)
-	if cfg.err != nil {
-		return nil, cfg.err
+	if cfg.errs.Err() != nil {
+		return nil, cfg.errs.Err()
 	}
 	r := &Redlock{nodes: slices.Clone(nodes), quorum: len(nodes)/2 + 1, cfg: cfg}
 	r.engine = newEngine(cfg.logger, nil, renewEach)
@@ -71,9 +71,7 @@ func (r *Redlock) Mutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{e: r.engine, cfg: r.cfg}
 	m.cfg.apply(opts)
 	base, err := baseKey(m.cfg.prefix, name)
-	if err != nil && m.cfg.err == nil {
-		m.cfg.err = err
-	}
+	m.cfg.errs.Add(err)
 	b := &redlockBackend{lname: name, quorum: r.quorum, cfg: &m.cfg}
 	for _, n := range r.nodes {
 		b.nodes = append(b.nodes, newMutexBackend(n, name, base, "", "", publisher{}, &m.cfg))

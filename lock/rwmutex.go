@@ -36,9 +36,7 @@ func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
 	rw := &RWMutex{e: c.engine, cfg: c.cfg}
 	rw.cfg.apply(opts)
 	base, err := baseKey(rw.cfg.prefix, name)
-	if err != nil && rw.cfg.err == nil {
-		rw.cfg.err = err
-	}
+	rw.cfg.errs.Add(err)
 	keys := []string{base + wire.LockRWSuffix, base + wire.LockReadersSuffix, base + wire.LockHoldsSuffix, base + wire.LockFenceSuffix, base + wire.LockWritersSuffix}
 	channel := base + wire.LockRWSuffix + wire.LockReleasedSuffix
 	// Releases of an RWMutex wake every client: all of their readers may

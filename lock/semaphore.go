@@ -34,11 +34,9 @@ func (c *Client) Semaphore(name string, size int, opts ...Option) *Semaphore {
 	s := &Semaphore{e: c.engine, cfg: c.cfg, rdb: c.rdb, name: name, size: int64(size), pub: c.pub}
 	s.cfg.apply(opts)
 	base, err := baseKey(s.cfg.prefix, name)
-	if err != nil && s.cfg.err == nil {
-		s.cfg.err = err
-	}
-	if size <= 0 && s.cfg.err == nil {
-		s.cfg.err = fmt.Errorf("cacheguard: lock: semaphore %q: size %d is not positive", name, size)
+	s.cfg.errs.Add(err)
+	if size <= 0 {
+		s.cfg.errs.Invalid("semaphore %q: size %d is not positive", name, size)
 	}
 	s.key = base + wire.LockSemaphoreSuffix
 	s.channel = s.key + wire.LockReleasedSuffix
@@ -60,7 +58,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int) (*Handle, error) {
 }
 
 func (s *Semaphore) obtain(ctx context.Context, n int, wait bool) (*Handle, error) {
-	if s.cfg.err == nil && (n <= 0 || int64(n) > s.size) {
+	if s.cfg.errs.Err() == nil && (n <= 0 || int64(n) > s.size) {
 		return nil, fmt.Errorf("cacheguard: lock: semaphore %q: cannot take %d of %d permits", s.name, n, s.size)
 	}
 	b := &permitBackend{s: s, n: int64(n),

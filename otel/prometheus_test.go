@@ -53,7 +53,7 @@ func scrape(t *testing.T) map[string]bool {
 	if _, err := RegisterCache(mp.Meter(ScopeName), "users", c); err != nil {
 		t.Fatal(err)
 	}
-	q, err := consistency.New(rdb, consistency.WithNamespace("pq"))
+	q, err := consistency.New(rdb, consistency.WithPrefix("pq"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,12 +6,13 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/go-redis/redis_rate/v10"
 )
 
 // ErrInvalidOption is returned by New, wrapped with the reason, for an option
 // out of range.
-var ErrInvalidOption = errors.New("cacheguard: ratelimit: invalid option")
+var ErrInvalidOption = option.Sentinel("ratelimit")
 
 // ErrStore wraps the error of a Redis call that failed; the decision that
 // came with it was taken by the local fallback.

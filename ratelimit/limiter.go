@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -40,15 +41,9 @@ var _ cache.KeyLimiter = (*Limiter)(nil)
 // rdb, held by this instance alone.
 func New(rdb redis.UniversalClient, opts ...Option) (*Limiter, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			cfg.fail("nil option")
-			continue
-		}
-		o(&cfg)
-	}
-	if cfg.err != nil {
-		return nil, cfg.err
+	option.Apply(&cfg, opts)
+	if err := cfg.errs.Err(); err != nil {
+		return nil, err
 	}
 	l := &Limiter{cfg: cfg, share: 1, local: map[localKey]*bucket{}}
 	if rdb != nil {

@@ -81,7 +81,7 @@ func newProcess(t *testing.T, rdb redis.UniversalClient, opts ...cache.Option) *
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p.cache, err = cache.New[string](rdb, append([]cache.Option{cache.WithPrefix(t.Name() + ":"),
 		cache.WithLogger(quiet), cache.WithMaxValueSize(64), cache.WithKeyRateLimit(p.lim),
-		cache.WithErrorHandler(func(_ string, err error) {
+		cache.WithErrorHandler(func(err error) {
 			if errors.Is(err, ErrStore) {
 				p.errs.Add(1)
 			}
@@ -218,9 +218,13 @@ func TestPerInstanceWithoutRedis(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	for _, o := range []Option{WithLoads(Limit{Rate: 1}), WithReads(Limit{Rate: -1, Per: time.Second}),
-		WithInstances(0), WithPrefix(""), WithTimeout(0), WithRetryAfter(-1), WithMaxKeys(0), nil} {
+		WithInstances(0), WithPrefix(""), WithTimeout(0), WithRetryAfter(-1), WithMaxKeys(0)} {
 		if _, err := New(nil, o); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("New: %v, want ErrInvalidOption", err)
 		}
+	}
+	// A nil Option is ignored.
+	if _, err := New(nil, nil); err != nil {
+		t.Errorf("New(nil option): %v", err)
 	}
 }

@@ -1,13 +1,13 @@
 package ratelimit
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
-// Option configures a Limiter.
+// Option configures a Limiter. A nil Option is ignored.
 type Option func(*config)
 
 type config struct {
@@ -17,27 +17,19 @@ type config struct {
 	timeout      time.Duration
 	retryAfter   time.Duration
 	maxKeys      int
-	err          error
+	errs         option.Errors    // the first invalid option
 	now          func() time.Time // test hook: the limiter's clock (time.Now)
 }
 
 func defaultConfig() config {
 	return config{prefix: wire.RateLimitPrefix, instances: 1, timeout: 100 * time.Millisecond,
-		retryAfter: time.Second, maxKeys: 100_000, now: time.Now}
-}
-
-func (c *config) fail(format string, args ...any) {
-	if c.err == nil {
-		c.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
-	}
+		retryAfter: time.Second, maxKeys: 100_000, now: time.Now, errs: option.For(ErrInvalidOption)}
 }
 
 // WithReads limits the Redis reads of each key (default: no limit).
 func WithReads(l Limit) Option {
 	return func(c *config) {
-		if err := l.check("read"); err != nil && c.err == nil {
-			c.err = err
-		}
+		c.errs.Add(l.check("read"))
 		c.reads = l
 	}
 }
@@ -45,9 +37,7 @@ func WithReads(l Limit) Option {
 // WithLoads limits the loads (database reads) of each key (default: no limit).
 func WithLoads(l Limit) Option {
 	return func(c *config) {
-		if err := l.check("load"); err != nil && c.err == nil {
-			c.err = err
-		}
+		c.errs.Add(l.check("load"))
 		c.loads = l
 	}
 }
@@ -61,7 +51,7 @@ func WithLoads(l Limit) Option {
 func WithInstances(n int) Option {
 	return func(c *config) {
 		if n < 1 {
-			c.fail("instances %d must be at least 1", n)
+			c.errs.Invalid("instances %d must be at least 1", n)
 			return
 		}
 		c.instances = n
@@ -73,7 +63,7 @@ func WithInstances(n int) Option {
 func WithPrefix(p string) Option {
 	return func(c *config) {
 		if p == "" {
-			c.fail("empty prefix")
+			c.errs.Invalid("empty prefix")
 			return
 		}
 		c.prefix = p
@@ -85,7 +75,7 @@ func WithPrefix(p string) Option {
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
-			c.fail("timeout %v must be positive", d)
+			c.errs.Invalid("timeout %v must be positive", d)
 			return
 		}
 		c.timeout = d
@@ -97,7 +87,7 @@ func WithTimeout(d time.Duration) Option {
 func WithRetryAfter(d time.Duration) Option {
 	return func(c *config) {
 		if d < 0 {
-			c.fail("retry delay %v must not be negative", d)
+			c.errs.Invalid("retry delay %v must not be negative", d)
 			return
 		}
 		c.retryAfter = d
@@ -109,7 +99,7 @@ func WithRetryAfter(d time.Duration) Option {
 func WithMaxKeys(n int) Option {
 	return func(c *config) {
 		if n < 1 {
-			c.fail("max keys %d must be at least 1", n)
+			c.errs.Invalid("max keys %d must be at least 1", n)
 			return
 		}
 		c.maxKeys = n

@@ -75,7 +75,7 @@ type Admission struct {
 }
 
 // NewAdmission returns an Admission on rdb, configured by WithSKURate,
-// WithUserRate, WithInstances, WithInventory, WithNamespace and WithLogger.
+// WithUserRate, WithInstances, WithInventory, WithPrefix and WithLogger.
 // Without a rate it admits every request.
 func NewAdmission(rdb redis.UniversalClient, opts ...Option) (*Admission, error) {
 	if rdb == nil {

@@ -15,9 +15,9 @@ func defaultAdmissionConfig() admissionConfig {
 // WithSKURate sets an Admission's budget of one SKU across all processes
 // (no limit by default).
 func WithSKURate(r Rate) Option {
-	return option("WithSKURate", admissionPart, func(o *options) {
+	return configures("WithSKURate", admissionPart, func(o *options) {
 		if !r.valid() {
-			o.invalid("SKU rate %+v", r)
+			o.errs.Invalid("SKU rate %+v", r)
 		}
 		o.adm.perSKU = r
 	})
@@ -26,9 +26,9 @@ func WithSKURate(r Rate) Option {
 // WithUserRate sets an Admission's budget of one user on one SKU across all
 // processes (no limit by default).
 func WithUserRate(r Rate) Option {
-	return option("WithUserRate", admissionPart, func(o *options) {
+	return configures("WithUserRate", admissionPart, func(o *options) {
 		if !r.valid() {
-			o.invalid("user rate %+v", r)
+			o.errs.Invalid("user rate %+v", r)
 		}
 		o.adm.perUser = r
 	})
@@ -37,9 +37,9 @@ func WithUserRate(r Rate) Option {
 // WithInstances sets how many processes share an Admission's budgets: while
 // Redis fails, each process admits its share (1/n) of them (default 1).
 func WithInstances(n int) Option {
-	return option("WithInstances", admissionPart, func(o *options) {
+	return configures("WithInstances", admissionPart, func(o *options) {
 		if n < 1 {
-			o.invalid("instances %d", n)
+			o.errs.Invalid("instances %d", n)
 		}
 		o.adm.instances = n
 	})
@@ -49,9 +49,9 @@ func WithInstances(n int) Option {
 // WithLocalSoldOut): a SKU known sold out is refused with ErrSoldOut before
 // any Redis call.
 func WithInventory(inv *Inventory) Option {
-	return option("WithInventory", admissionPart, func(o *options) {
+	return configures("WithInventory", admissionPart, func(o *options) {
 		if inv == nil {
-			o.invalid("nil inventory")
+			o.errs.Invalid("nil inventory")
 		}
 		o.adm.inv = inv
 	})

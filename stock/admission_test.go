@@ -13,7 +13,7 @@ import (
 func TestAdmissionLimits(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		a, err := NewAdmission(rdb, WithNamespace(nsFor(t)),
+		a, err := NewAdmission(rdb, WithPrefix(nsFor(t)),
 			WithSKURate(Rate{Count: 5, Per: time.Hour}),
 			WithUserRate(Rate{Count: 1, Per: time.Hour}),
 			WithLogger(quiet))

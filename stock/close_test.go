@@ -21,7 +21,7 @@ func TestConsumerCloseFinishesTheBatchInFlight(t *testing.T) {
 	}
 	read, proceed := make(chan []string, 1), make(chan struct{})
 	var c *Consumer
-	c = newConsumer(t, inv, store, WithBatch(2), withConsumerHooks(consumerHooks{
+	c = newConsumer(t, inv, store, WithBatchSize(2), withConsumerHooks(consumerHooks{
 		afterRead: func(ids []string) error {
 			select {
 			case read <- ids:

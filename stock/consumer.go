@@ -64,7 +64,7 @@ func (c *Consumer) Stats() ConsumerStats {
 	}
 }
 
-// NewConsumer returns a consumer of inv's sales (its namespace and bucket
+// NewConsumer returns a consumer of inv's sales (its prefix and bucket
 // count) applying to sink. Start it with Run.
 func NewConsumer(inv *Inventory, sink Sink, opts ...Option) (*Consumer, error) {
 	if inv == nil || sink == nil {
@@ -121,7 +121,7 @@ func (c *Consumer) Pass(ctx context.Context) (int, error) {
 	defer c.life.passes.Done()
 	ctx, done := c.passContext(ctx)
 	defer done()
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
 	sales, err := do(c.calls, rctx, func(ctx context.Context) (map[string]string, error) {
 		return c.inv.rdb.HGetAll(ctx, salesKey(c.inv.cfg.ns)).Result()
 	})
@@ -174,7 +174,7 @@ func (c *Consumer) bucket(ctx context.Context, sku string, b int) (int, error) {
 
 func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, error) {
 	k := c.inv.keys(sku, b)
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
 	defer cancel()
 	work := 0
 	n, err := c.inv.expireDue(rctx, c.calls, sku, b, c.cfg.batch)
@@ -301,7 +301,7 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 		}
 	}
 	if len(acks) > 0 {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.opTimeout)
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.timeout)
 		err := doErr(c.calls, actx, func(ctx context.Context) error {
 			return c.inv.rdb.XAck(ctx, k.outbox, c.cfg.group, acks...).Err()
 		})
@@ -320,7 +320,7 @@ func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessag
 	if err != nil {
 		return err
 	}
-	actx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	actx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
 	defer cancel()
 	if ev.Op == opXfer {
 		if ev.to >= 1024 {
@@ -361,7 +361,7 @@ func (c *Consumer) deadLetter(ctx context.Context, stream string, m redis.XMessa
 	for k, v := range m.Values {
 		vals["f:"+k] = v
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.opTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.timeout)
 	defer cancel()
 	if err := doErr(c.calls, rctx, func(ctx context.Context) error {
 		return c.inv.rdb.XAdd(ctx, &redis.XAddArgs{Stream: deadKey(c.inv.cfg.ns), Values: vals}).Err()

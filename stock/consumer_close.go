@@ -78,7 +78,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 	}
 	// Calls a pass gave up on (its context ended while the client waited
 	// for a reply) end within the client's own timeouts.
-	wait := c.cfg.opTimeout
+	wait := c.cfg.timeout
 	if d, ok := ctx.Deadline(); ok {
 		wait = time.Until(d)
 	}

@@ -14,7 +14,7 @@ type consumerConfig struct {
 	maxDeliver int64
 	poll       time.Duration
 	parkAlert  time.Duration
-	opTimeout  time.Duration
+	timeout    time.Duration
 	hooks      consumerHooks
 }
 
@@ -35,17 +35,15 @@ func defaultConsumerConfig() consumerConfig {
 		maxDeliver: 5,
 		poll:       50 * time.Millisecond,
 		parkAlert:  time.Minute,
-		opTimeout:  5 * time.Second,
+		timeout:    5 * time.Second,
 	}
 }
 
 // WithGroup names a Consumer's group ("stock" by default). Consumers of one
 // group share the work; each group sees every entry.
 func WithGroup(name string) Option {
-	return option("WithGroup", consumerPart, func(o *options) {
-		if err := checkID(name, ErrInvalidOption, "group"); err != nil && o.err == nil {
-			o.err = err
-		}
+	return configures("WithGroup", consumerPart, func(o *options) {
+		o.errs.Add(checkID(name, ErrInvalidOption, "group"))
 		o.con.group = name
 	})
 }
@@ -54,20 +52,18 @@ func WithGroup(name string) Option {
 // pid and a random suffix). A process restarted under the same name gets
 // its own pending entries back at once; under a new name, after ClaimIdle.
 func WithConsumerName(name string) Option {
-	return option("WithConsumerName", consumerPart, func(o *options) {
-		if err := checkID(name, ErrInvalidOption, "consumer name"); err != nil && o.err == nil {
-			o.err = err
-		}
+	return configures("WithConsumerName", consumerPart, func(o *options) {
+		o.errs.Add(checkID(name, ErrInvalidOption, "consumer name"))
 		o.con.name = name
 	})
 }
 
-// WithBatch sets how many entries a Consumer's read or claim takes (default
-// 100).
-func WithBatch(n int) Option {
-	return option("WithBatch", consumerPart, func(o *options) {
+// WithBatchSize sets how many entries a Consumer's read or claim takes
+// (default 100).
+func WithBatchSize(n int) Option {
+	return configures("WithBatchSize", consumerPart, func(o *options) {
 		if n < 1 {
-			o.invalid("batch %d", n)
+			o.errs.Invalid("batch size %d", n)
 		}
 		o.con.batch = n
 	})
@@ -78,9 +74,9 @@ func WithBatch(n int) Option {
 // It must exceed the longest Apply; 0 claims at once (one consumer only).
 // The default is 30 s.
 func WithClaimIdle(d time.Duration) Option {
-	return option("WithClaimIdle", consumerPart, func(o *options) {
+	return configures("WithClaimIdle", consumerPart, func(o *options) {
 		if d < 0 {
-			o.invalid("claim idle %v", d)
+			o.errs.Invalid("claim idle %v", d)
 		}
 		o.con.claimIdle = d
 	})
@@ -95,9 +91,9 @@ func WithClaimIdle(d time.Duration) Option {
 // database outage (every entry fails, new ones too) every entry stays
 // pending, whatever WithClaimIdle: none is dead-lettered.
 func WithMaxDeliveries(n int) Option {
-	return option("WithMaxDeliveries", consumerPart, func(o *options) {
+	return configures("WithMaxDeliveries", consumerPart, func(o *options) {
 		if n < 1 {
-			o.invalid("max deliveries %d", n)
+			o.errs.Invalid("max deliveries %d", n)
 		}
 		o.con.maxDeliver = int64(n)
 	})
@@ -106,9 +102,9 @@ func WithMaxDeliveries(n int) Option {
 // WithPollInterval sets how long an idle Consumer waits between passes
 // (default 50 ms).
 func WithPollInterval(d time.Duration) Option {
-	return option("WithPollInterval", consumerPart, func(o *options) {
+	return configures("WithPollInterval", consumerPart, func(o *options) {
 		if d <= 0 {
-			o.invalid("poll interval %v", d)
+			o.errs.Invalid("poll interval %v", d)
 		}
 		o.con.poll = d
 	})
@@ -118,25 +114,25 @@ func WithPollInterval(d time.Duration) Option {
 // for its reservation before a Consumer counts an alert and logs it
 // (default 1 minute). It needs a Sink with a Parked method (SQLStore has one).
 func WithParkAlert(d time.Duration) Option {
-	return option("WithParkAlert", consumerPart, func(o *options) {
+	return configures("WithParkAlert", consumerPart, func(o *options) {
 		if d <= 0 {
-			o.invalid("park alert %v", d)
+			o.errs.Invalid("park alert %v", d)
 		}
 		o.con.parkAlert = d
 	})
 }
 
-// WithOpTimeout bounds each Redis call and each Apply of a Consumer (default
+// WithTimeout bounds each Redis call and each Apply of a Consumer (default
 // 5 s).
-func WithOpTimeout(d time.Duration) Option {
-	return option("WithOpTimeout", consumerPart, func(o *options) {
+func WithTimeout(d time.Duration) Option {
+	return configures("WithTimeout", consumerPart, func(o *options) {
 		if d <= 0 {
-			o.invalid("op timeout %v", d)
+			o.errs.Invalid("timeout %v", d)
 		}
-		o.con.opTimeout = d
+		o.con.timeout = d
 	})
 }
 
 func withConsumerHooks(h consumerHooks) Option {
-	return option("withConsumerHooks", consumerPart, func(o *options) { o.con.hooks = h })
+	return configures("withConsumerHooks", consumerPart, func(o *options) { o.con.hooks = h })
 }

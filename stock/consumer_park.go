@@ -17,7 +17,7 @@ func (c *Consumer) checkParked(ctx context.Context) {
 	if !ok || time.Since(time.Unix(0, last)) < c.cfg.parkAlert/2 || !c.lastPark.CompareAndSwap(last, time.Now().UnixNano()) {
 		return
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
 	defer cancel()
 	n, err := p.Parked(rctx, time.Now().Add(-c.cfg.parkAlert))
 	if err != nil {

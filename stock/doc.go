@@ -43,11 +43,12 @@
 // # Configuration
 //
 // New, NewConsumer and NewAdmission take one Option type. Each option says
-// what it configures (WithLogger all three; WithNamespace an Inventory and
-// an Admission; WithBatch and its kind a Consumer; WithSKURate and its kind
-// an Admission); a constructor given an option of another returns an error
-// wrapping ErrInvalidOption. The zero configuration works: New(rdb) sells
-// under the namespace "stock" with one bucket and one unit per user.
+// what it configures (WithLogger all three; WithPrefix an Inventory and
+// an Admission; WithBatchSize and its kind a Consumer; WithSKURate and its
+// kind an Admission); a constructor given an option of another returns an
+// error wrapping ErrInvalidOption, and a nil Option is ignored. The zero
+// configuration works: New(rdb) sells under the prefix "stock" with one
+// bucket and one unit per user.
 //
 // # Redis layout
 //

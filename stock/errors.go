@@ -1,13 +1,17 @@
 package stock
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cacheguard/cacheguard/internal/option"
+)
 
 // Errors returned by the package; match them with errors.Is. Errors from
 // Redis or the database are wrapped and returned as they are.
 var (
 	// ErrInvalidOption is returned by New and NewConsumer for an option that
 	// makes no sense (a negative limit, zero buckets...).
-	ErrInvalidOption = errors.New("cacheguard: stock: invalid option")
+	ErrInvalidOption = option.Sentinel("stock")
 	// ErrInvalidArgument: an argument other than an id, a quantity or a
 	// window that makes no sense (a bucket out of range, a limit <= 0, a nil
 	// ledger, a group name that is empty where one is needed, too long or

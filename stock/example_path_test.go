@@ -54,7 +54,7 @@ func ExampleNewConsumer() {
 	}
 	fmt.Println("ann:", r.Outcome)
 
-	c, err := stock.NewConsumer(inv, store, stock.WithLogger(quiet), stock.WithBatch(50))
+	c, err := stock.NewConsumer(inv, store, stock.WithLogger(quiet), stock.WithBatchSize(50))
 	if err != nil {
 		panic(err)
 	}

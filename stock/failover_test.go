@@ -84,7 +84,7 @@ func TestClusterFailoverMidSale(t *testing.T) {
 	load(t, inv, "sku", stock)
 	store := newSQLite(t)
 	store.SetStock(ctx, "sku", stock)
-	c := newConsumer(t, inv, store, WithClaimIdle(time.Second), WithOpTimeout(2*time.Second), WithPollInterval(20*time.Millisecond))
+	c := newConsumer(t, inv, store, WithClaimIdle(time.Second), WithTimeout(2*time.Second), WithPollInterval(20*time.Millisecond))
 	runCtx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(runCtx) }()

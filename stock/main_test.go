@@ -21,7 +21,7 @@ var (
 
 func newInv(t testing.TB, rdb redis.UniversalClient, opts ...Option) *Inventory {
 	t.Helper()
-	inv, err := New(rdb, append([]Option{WithNamespace(nsFor(t)), WithLogger(quiet)}, opts...)...)
+	inv, err := New(rdb, append([]Option{WithPrefix(nsFor(t)), WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
 package stock
 
 import (
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/option"
 )
 
 // MaxIDLen bounds SKUs, user ids and request ids (bytes). It keeps Redis
@@ -13,9 +14,10 @@ const MaxIDLen = 128
 
 // Option configures an Inventory (New), a Consumer (NewConsumer) or an
 // Admission (NewAdmission). Each option's comment says what it configures;
-// WithLogger configures all three, WithNamespace an Inventory and an
+// WithLogger configures all three, WithPrefix an Inventory and an
 // Admission. An option given to a constructor of something it does not
 // configure makes the constructor return an error wrapping ErrInvalidOption.
+// A nil Option is ignored.
 type Option func(*options)
 
 // options is what a constructor's options set: one part of it is read, the
@@ -26,7 +28,7 @@ type options struct {
 	inv    config
 	con    consumerConfig
 	adm    admissionConfig
-	err    error
+	errs   option.Errors // the first invalid option
 }
 
 // part names what an option configures, as a set.
@@ -53,7 +55,7 @@ func (p part) String() string {
 
 // apply returns the options opts set for what of is, or the first error.
 func apply(of part, opts []Option) (options, error) {
-	o := options{of: of, logger: slog.Default()}
+	o := options{of: of, logger: slog.Default(), errs: option.For(ErrInvalidOption)}
 	switch of {
 	case inventoryPart:
 		o.inv = defaultConfig()
@@ -62,31 +64,19 @@ func apply(of part, opts []Option) (options, error) {
 	case admissionPart:
 		o.adm = defaultAdmissionConfig()
 	}
-	for _, opt := range opts {
-		if opt == nil {
-			o.invalid("nil option")
-			continue
-		}
-		opt(&o)
-	}
-	return o, o.err
+	option.Apply(&o, opts)
+	return o, o.errs.Err()
 }
 
-// option is the Option named name, which configures parts with set: given
-// to the constructor of another part, it records an error instead.
-func option(name string, parts part, set func(o *options)) Option {
+// configures is the Option named name, which configures parts with set:
+// given to the constructor of another part, it records an error instead.
+func configures(name string, parts part, set func(o *options)) Option {
 	return func(o *options) {
 		if o.of&parts == 0 {
-			o.invalid("%s configures %s, not %s", name, parts, o.of)
+			o.errs.Invalid("%s configures %s, not %s", name, parts, o.of)
 			return
 		}
 		set(o)
-	}
-}
-
-func (o *options) invalid(format string, args ...any) {
-	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
 	}
 }
 
@@ -110,24 +100,20 @@ func defaultConfig() config {
 }
 
 // WithLogger sets where problems no caller sees are logged (an Inventory, a
-// Consumer and an Admission; slog.Default() by default).
+// Consumer and an Admission). The default, and what a nil logger stands
+// for, is slog.Default().
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l == nil {
-			o.invalid("nil logger")
-		}
-		o.logger = l
-	}
+	return func(o *options) { o.logger = option.Logger(l) }
 }
 
-// WithNamespace sets the prefix of every Redis key of an Inventory or an
+// WithPrefix sets the prefix of every Redis key of an Inventory or an
 // Admission ("stock" by default).
-func WithNamespace(ns string) Option {
-	return option("WithNamespace", inventoryPart|admissionPart, func(o *options) {
-		if ns == "" || len(ns) > MaxIDLen || hasBrace(ns) {
-			o.invalid("namespace %q", ns)
+func WithPrefix(prefix string) Option {
+	return configures("WithPrefix", inventoryPart|admissionPart, func(o *options) {
+		if prefix == "" || len(prefix) > MaxIDLen || hasBrace(prefix) {
+			o.errs.Invalid("prefix %q", prefix)
 		}
-		o.inv.ns, o.adm.ns = ns, ns
+		o.inv.ns, o.adm.ns = prefix, prefix
 	})
 }
 
@@ -135,9 +121,9 @@ func WithNamespace(ns string) Option {
 // tag, so that the slots of a Redis Cluster share a hot SKU. It must match
 // the value the sale was loaded with. The default is 1.
 func WithBuckets(n int) Option {
-	return option("WithBuckets", inventoryPart, func(o *options) {
+	return configures("WithBuckets", inventoryPart, func(o *options) {
 		if n < 1 || n > 1024 {
-			o.invalid("buckets %d (want 1..1024)", n)
+			o.errs.Invalid("buckets %d (want 1..1024)", n)
 		}
 		o.inv.buckets = n
 	})
@@ -147,9 +133,9 @@ func WithBuckets(n int) Option {
 // plus confirmed; released units no longer count). It is written into the
 // sale by Load, so every process enforces the same limit. The default is 1.
 func WithPerUserLimit(n int64) Option {
-	return option("WithPerUserLimit", inventoryPart, func(o *options) {
+	return configures("WithPerUserLimit", inventoryPart, func(o *options) {
 		if n < 1 || n > MaxQty {
-			o.invalid("per-user limit %d (1 to %d)", n, MaxQty)
+			o.errs.Invalid("per-user limit %d (1 to %d)", n, MaxQty)
 		}
 		o.inv.perUser = n
 	})
@@ -159,9 +145,9 @@ func WithPerUserLimit(n int64) Option {
 // returns to the sale (written into the sale by Load). 0 keeps reservations
 // until released. The default is 15 minutes.
 func WithHoldFor(d time.Duration) Option {
-	return option("WithHoldFor", inventoryPart, func(o *options) {
+	return configures("WithHoldFor", inventoryPart, func(o *options) {
 		if d < 0 {
-			o.invalid("hold %v", d)
+			o.errs.Invalid("hold %v", d)
 		}
 		o.inv.holdFor = d
 	})
@@ -176,9 +162,9 @@ func WithHoldFor(d time.Duration) Option {
 // be told SoldOut locally; such a client must check with Lookup. The
 // default, 0, keeps the memory off and every answer authoritative.
 func WithLocalSoldOut(d time.Duration) Option {
-	return option("WithLocalSoldOut", inventoryPart, func(o *options) {
+	return configures("WithLocalSoldOut", inventoryPart, func(o *options) {
 		if d < 0 {
-			o.invalid("local sold-out memory %v", d)
+			o.errs.Invalid("local sold-out memory %v", d)
 		}
 		o.inv.soldOutTTL = d
 	})
@@ -189,9 +175,9 @@ func WithLocalSoldOut(d time.Duration) Option {
 // cap is a guard against a consumer that never runs; 0 (the default) means
 // no cap, which is what guarantees that no message is lost.
 func WithOutboxMaxLen(n int64) Option {
-	return option("WithOutboxMaxLen", inventoryPart, func(o *options) {
+	return configures("WithOutboxMaxLen", inventoryPart, func(o *options) {
 		if n < 0 {
-			o.invalid("outbox max length %d", n)
+			o.errs.Invalid("outbox max length %d", n)
 		}
 		o.inv.maxOutbox = n
 	})

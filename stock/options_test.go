@@ -8,7 +8,7 @@ import (
 
 // One Option type configures an Inventory, a Consumer and an Admission;
 // each constructor refuses the options of the others, naming them, and
-// accepts the ones they share.
+// accepts the ones they share, and a nil Option.
 func TestOptionsOfAnotherConstructorRefused(t *testing.T) {
 	rdb := sharedSingle(t)
 	inv := newInv(t, rdb)
@@ -20,14 +20,14 @@ func TestOptionsOfAnotherConstructorRefused(t *testing.T) {
 		good []Option
 	}{
 		{"New", func(o Option) error { _, err := New(rdb, o); return err },
-			[]Option{WithBatch(1), WithSKURate(Rate{}), WithInventory(inv)},
-			[]Option{WithLogger(quiet), WithNamespace("ns")}},
+			[]Option{WithBatchSize(1), WithSKURate(Rate{}), WithInventory(inv)},
+			[]Option{WithLogger(quiet), WithPrefix("ns")}},
 		{"NewConsumer", func(o Option) error { _, err := NewConsumer(inv, sink, o); return err },
-			[]Option{WithBuckets(2), WithNamespace("ns"), WithInstances(2)},
-			[]Option{WithLogger(quiet), WithBatch(3)}},
+			[]Option{WithBuckets(2), WithPrefix("ns"), WithInstances(2)},
+			[]Option{WithLogger(quiet), WithBatchSize(3)}},
 		{"NewAdmission", func(o Option) error { _, err := NewAdmission(rdb, o); return err },
 			[]Option{WithBuckets(2), WithClaimIdle(0)},
-			[]Option{WithLogger(quiet), WithNamespace("ns"), WithInventory(inv), WithUserRate(Rate{Count: 1, Per: 1})}},
+			[]Option{WithLogger(quiet), WithPrefix("ns"), WithInventory(inv), WithUserRate(Rate{Count: 1, Per: 1})}},
 	} {
 		for i, o := range c.bad {
 			err := c.new(o)
@@ -40,8 +40,11 @@ func TestOptionsOfAnotherConstructorRefused(t *testing.T) {
 				t.Errorf("%s, option %d: %v", c.name, i, err)
 			}
 		}
-		if err := c.new(nil); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("%s, nil option: %v", c.name, err)
+		// A nil Option is ignored; a nil logger stands for slog.Default().
+		for _, o := range []Option{nil, WithLogger(nil)} {
+			if err := c.new(o); err != nil {
+				t.Errorf("%s, nil option or logger: %v", c.name, err)
+			}
 		}
 	}
 	if _, err := NewAdmission(rdb, WithSKURate(Rate{Count: 1})); !errors.Is(err, ErrInvalidOption) {

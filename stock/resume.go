@@ -29,7 +29,7 @@ func (c *Consumer) resume(ctx context.Context, sku string, b int, k bucketKeys) 
 		}
 		from = v.(string)
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.cfg.opTimeout)
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
 	streams, err := c.readGroup(rctx, k.outbox, from)
 	cancel()
 	if errors.Is(err, redis.Nil) {

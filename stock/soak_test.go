@@ -17,7 +17,7 @@ import (
 var soakFor = flag.Duration("stock.soak", 30*time.Second, "how long TestSoak sells")
 
 // pausableSink is a database that can be paused: while paused, Apply waits
-// until it is resumed or its context ends (the consumer's op timeout).
+// until it is resumed or its context ends (the consumer's timeout, WithTimeout).
 type pausableSink struct {
 	store *SQLStore
 	mu    sync.Mutex
@@ -87,7 +87,7 @@ func TestSoak(t *testing.T) {
 	var stats []func() ConsumerStats
 	start := func() *soakConsumer {
 		sc := &soakConsumer{done: make(chan struct{})}
-		sc.c = newConsumer(t, inv, sink, WithClaimIdle(time.Second), WithOpTimeout(time.Second),
+		sc.c = newConsumer(t, inv, sink, WithClaimIdle(time.Second), WithTimeout(time.Second),
 			WithPollInterval(20*time.Millisecond), withConsumerHooks(consumerHooks{
 				afterRead: func([]string) error {
 					if sc.crash.Load() {

@@ -92,7 +92,7 @@ func TestEveryEntryPointRefusesBadArguments(t *testing.T) {
 		{"consumer group", ErrInvalidOption, func() error { _, err := NewConsumer(inv, store, WithGroup(long)); return err }},
 		{"consumer name", ErrInvalidOption, func() error { _, err := NewConsumer(inv, store, WithConsumerName("\xff")); return err }},
 		{"consumer claim idle", ErrInvalidOption, func() error { _, err := NewConsumer(inv, store, WithClaimIdle(-1)); return err }},
-		{"consumer op timeout", ErrInvalidOption, func() error { _, err := NewConsumer(inv, store, WithOpTimeout(0)); return err }},
+		{"consumer timeout", ErrInvalidOption, func() error { _, err := NewConsumer(inv, store, WithTimeout(0)); return err }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

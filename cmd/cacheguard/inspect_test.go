@@ -60,7 +60,7 @@ func plant(t *testing.T, rdb redis.UniversalClient) {
 	must(t, err)
 	must(t, f.Add(ctx, "a", "b", "c"))
 
-	q, err := consistency.New(rdb, consistency.WithNamespace("wq"))
+	q, err := consistency.New(rdb, consistency.WithPrefix("wq"))
 	must(t, err)
 	defer q.Close()
 	tg, err := q.Register("users", c)

@@ -72,7 +72,7 @@ func TestInspectKnowsEveryShape(t *testing.T) {
 			must(t, rdb.PExpire(ctx, lock.DefaultPrefix+"{legacy}", time.Hour).Err())
 
 			// A sharded retry queue.
-			q, err := consistency.New(rdb, consistency.WithNamespace("sq"), consistency.WithShards(4))
+			q, err := consistency.New(rdb, consistency.WithPrefix("sq"), consistency.WithShards(4))
 			must(t, err)
 			defer q.Close()
 			tg, err := q.Register("users", c)

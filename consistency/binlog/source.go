@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -27,7 +27,12 @@ type Config struct {
 	ServerID uint32
 }
 
-// Option configures a Source.
+// ErrInvalidOption is wrapped by New's error for a configuration, a rule or
+// an option that makes no sense.
+var ErrInvalidOption = option.Sentinel("binlog")
+
+// Option configures a Source. New rejects values that make no sense with an
+// error wrapping ErrInvalidOption. A nil Option is ignored.
 type Option func(*options)
 
 type options struct {
@@ -41,14 +46,21 @@ type options struct {
 	saveLag     time.Duration
 	skipUnnamed bool
 	syncerCfg   func(*replication.BinlogSyncerConfig)
+	errs        option.Errors // the first invalid option
+}
+
+func defaultOptions() options {
+	return options{logger: slog.Default(), minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second,
+		flushKeys: 1000, saveEvery: 1000, saveLag: time.Second, errs: option.For(ErrInvalidOption)}
 }
 
 // WithLogger sets where errors that Run does not return are logged (failed
-// deletes being retried, skipped events). The default is slog.Default().
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+// deletes being retried, skipped events). The default, and what a nil
+// logger stands for, is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = option.Logger(l) } }
 
 // WithErrorHandler registers fn to be called, besides the logger, with every
-// error Run does not return.
+// error Run does not return; nil means no handler.
 func WithErrorHandler(fn func(error)) Option { return func(o *options) { o.onError = fn } }
 
 // WithOnCommit registers fn to be called each time the keys of the changes
@@ -59,17 +71,27 @@ func WithOnCommit(fn func(pos Position, keys []string)) Option {
 	return func(o *options) { o.onCommit = fn }
 }
 
-// WithRetryBackoff sets the pause between tries of a failed delete (default
+// WithBackoff sets the pause between tries of a failed delete (default
 // 100 ms doubling to 5 s, each pause jittered down by up to half). While a
 // delete fails, tailing stops: the position does not move past a change
 // whose keys were not invalidated.
-func WithRetryBackoff(min, max time.Duration) Option {
-	return func(o *options) { o.minBackoff, o.maxBackoff = min, max }
+func WithBackoff(min, max time.Duration) Option {
+	return func(o *options) {
+		o.errs.Backoff(min, max)
+		o.minBackoff, o.maxBackoff = min, max
+	}
 }
 
 // WithFlushKeys sets how many keys may pile up before they are invalidated
 // (default 1000), even in the middle of a transaction.
-func WithFlushKeys(n int) Option { return func(o *options) { o.flushKeys = n } }
+func WithFlushKeys(n int) Option {
+	return func(o *options) {
+		if n < 1 {
+			o.errs.Invalid("flush keys %d must be at least 1", n)
+		}
+		o.flushKeys = n
+	}
+}
 
 // WithSaveEvery bounds how far the saved position may trail the changes
 // already invalidated: it is saved once the binlog has no event waiting,
@@ -79,7 +101,12 @@ func WithFlushKeys(n int) Option { return func(o *options) { o.flushKeys = n } }
 // backlog fast. A crash replays at most that many transactions: their keys
 // are invalidated twice, never skipped.
 func WithSaveEvery(n int, lag time.Duration) Option {
-	return func(o *options) { o.saveEvery, o.saveLag = n, lag }
+	return func(o *options) {
+		if n < 1 || lag <= 0 {
+			o.errs.Invalid("save every %d transactions / %v: want n >= 1 and a positive lag", n, lag)
+		}
+		o.saveEvery, o.saveLag = n, lag
+	}
 }
 
 // WithSkipUnnamedRows makes rows of watched tables whose events carry no
@@ -117,53 +144,39 @@ type Source struct {
 func New(cfg Config, positions PositionStore, rules []Rule, opts ...Option) (*Source, error) {
 	switch {
 	case cfg.Addr == "":
-		return nil, fmt.Errorf("%w: binlog: empty address", cache.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: empty address", ErrInvalidOption)
 	case cfg.ServerID == 0:
-		return nil, fmt.Errorf("%w: binlog: server id must be non-zero", cache.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: server id must be non-zero", ErrInvalidOption)
 	case positions == nil:
-		return nil, fmt.Errorf("%w: binlog: nil position store", cache.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil position store", ErrInvalidOption)
 	case len(rules) == 0:
-		return nil, fmt.Errorf("%w: binlog: no rules", cache.ErrInvalidOption)
+		return nil, fmt.Errorf("%w: no rules", ErrInvalidOption)
 	}
 	if cfg.Flavor == "" {
 		cfg.Flavor = mysql.MySQLFlavor
 	}
 	if cfg.Flavor != mysql.MySQLFlavor && cfg.Flavor != mysql.MariaDBFlavor {
-		return nil, fmt.Errorf("%w: binlog: flavor %q", cache.ErrInvalidOption, cfg.Flavor)
+		return nil, fmt.Errorf("%w: flavor %q", ErrInvalidOption, cfg.Flavor)
 	}
 	if _, _, err := splitAddr(cfg.Addr); err != nil {
-		return nil, fmt.Errorf("%w: binlog: address %q: %v", cache.ErrInvalidOption, cfg.Addr, err)
+		return nil, fmt.Errorf("%w: address %q: %v", ErrInvalidOption, cfg.Addr, err)
 	}
-	s := &Source{cfg: cfg, positions: positions, rules: make(map[string]Rule),
-		opt: options{minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second, flushKeys: 1000,
-			saveEvery: 1000, saveLag: time.Second}}
+	s := &Source{cfg: cfg, positions: positions, rules: make(map[string]Rule), opt: defaultOptions()}
 	for _, r := range rules {
 		if r.Schema == "" || r.Table == "" || r.Target == nil || r.Keys == nil || r.SecondDelete < 0 {
-			return nil, fmt.Errorf("%w: binlog: rule for %s.%s incomplete", cache.ErrInvalidOption, r.Schema, r.Table)
+			return nil, fmt.Errorf("%w: rule for %s.%s incomplete", ErrInvalidOption, r.Schema, r.Table)
 		}
 		name := r.Schema + "." + r.Table
 		if _, dup := s.rules[name]; dup {
-			return nil, fmt.Errorf("%w: binlog: two rules for %s", cache.ErrInvalidOption, name)
+			return nil, fmt.Errorf("%w: two rules for %s", ErrInvalidOption, name)
 		}
 		s.rules[name] = r
 	}
-	for _, o := range opts {
-		if o != nil {
-			o(&s.opt)
-		}
-	}
-	if s.opt.minBackoff <= 0 || s.opt.maxBackoff < s.opt.minBackoff || s.opt.flushKeys < 1 {
-		return nil, fmt.Errorf("%w: binlog: backoff %v..%v, flush keys %d", cache.ErrInvalidOption,
-			s.opt.minBackoff, s.opt.maxBackoff, s.opt.flushKeys)
-	}
-	if s.opt.saveEvery < 1 || s.opt.saveLag <= 0 {
-		return nil, fmt.Errorf("%w: binlog: save every %d transactions / %v", cache.ErrInvalidOption,
-			s.opt.saveEvery, s.opt.saveLag)
+	option.Apply(&s.opt, opts)
+	if err := s.opt.errs.Err(); err != nil {
+		return nil, err
 	}
 	s.log = s.opt.logger
-	if s.log == nil {
-		s.log = slog.Default()
-	}
 	return s, nil
 }
 

@@ -246,7 +246,7 @@ func TestPositionWaitsForFailedDeletes(t *testing.T) {
 	e := newEnv(t, 2, crdb)
 	p0, _, _ := e.pos.Load(ctx)
 	errs := make(chan error, 1000)
-	e.start(t, 103, WithRetryBackoff(5*time.Millisecond, 20*time.Millisecond),
+	e.start(t, 103, WithBackoff(5*time.Millisecond, 20*time.Millisecond),
 		WithErrorHandler(func(err error) {
 			select {
 			case errs <- err:
@@ -299,13 +299,22 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		},
 		"duplicate": func() error { _, err := New(Config{Addr: "x:1", ServerID: 1}, pos, append(good, good...)); return err },
 		"backoff": func() error {
-			_, err := New(Config{Addr: "x:1", ServerID: 1}, pos, good, WithRetryBackoff(time.Second, time.Millisecond))
+			_, err := New(Config{Addr: "x:1", ServerID: 1}, pos, good, WithBackoff(time.Second, time.Millisecond))
+			return err
+		},
+		"flush keys": func() error { _, err := New(Config{Addr: "x:1", ServerID: 1}, pos, good, WithFlushKeys(0)); return err },
+		"save every": func() error {
+			_, err := New(Config{Addr: "x:1", ServerID: 1}, pos, good, WithSaveEvery(1, 0))
 			return err
 		},
 	} {
-		if err := f(); !errors.Is(err, cache.ErrInvalidOption) {
+		if err := f(); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
 		}
+	}
+	// A nil Option is ignored; a nil logger stands for slog.Default().
+	if _, err := New(Config{Addr: "x:1", ServerID: 1}, pos, good, nil, WithLogger(nil)); err != nil {
+		t.Errorf("nil option, nil logger: %v", err)
 	}
 }
 

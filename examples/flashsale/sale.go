@@ -82,7 +82,7 @@ func run(ctx context.Context, cfg config, addr string, w io.Writer) (int, error)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ns := "flashsale-" + fmt.Sprint(time.Now().UnixNano())
-	inv, err := stock.New(rs.Client, stock.WithNamespace(ns), stock.WithBuckets(cfg.Buckets),
+	inv, err := stock.New(rs.Client, stock.WithPrefix(ns), stock.WithBuckets(cfg.Buckets),
 		stock.WithHoldFor(cfg.Hold), stock.WithLocalSoldOut(20*time.Millisecond), stock.WithLogger(quiet))
 	if err != nil {
 		return 0, err
@@ -109,7 +109,7 @@ func run(ctx context.Context, cfg config, addr string, w io.Writer) (int, error)
 		}
 		return store.Apply(c, ev)
 	})
-	c1, err := stock.NewConsumer(inv, dying, stock.WithConsumerName("consumer-1"), stock.WithLogger(quiet), stock.WithBatch(20))
+	c1, err := stock.NewConsumer(inv, dying, stock.WithConsumerName("consumer-1"), stock.WithLogger(quiet), stock.WithBatchSize(20))
 	if err != nil {
 		return 0, err
 	}

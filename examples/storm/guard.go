@@ -86,7 +86,7 @@ func newGuard(rdb redis.UniversalClient, prefix string, s guardSettings, load ca
 		// Errors no caller sees are counted and shown in the report; the
 		// log would only repeat them line by line.
 		cache.WithLogger(slog.New(slog.DiscardHandler)),
-		cache.WithErrorHandler(func(_ string, err error) { g.noteBackground(err) }),
+		cache.WithErrorHandler(func(err error) { g.noteBackground(err) }),
 	)...)
 	if err != nil {
 		hot.Close()

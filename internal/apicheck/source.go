@@ -28,6 +28,17 @@ func (f file) pos(p token.Pos) string {
 // of its own.
 func parse(t testing.TB, root string) []file {
 	t.Helper()
+	return walk(t, root, func(path string) bool {
+		_, err := os.Stat(filepath.Join(path, "go.mod"))
+		return err == nil
+	})
+}
+
+// walk returns the non-test Go files below root, skipping testdata, vendor
+// and hidden directories and every directory below root for which skip
+// says so.
+func walk(t testing.TB, root string, skip func(dir string) bool) []file {
+	t.Helper()
 	var files []file
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -38,10 +49,8 @@ func parse(t testing.TB, root string) []file {
 			if path != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".")) {
 				return filepath.SkipDir
 			}
-			if path != root {
-				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-					return filepath.SkipDir
-				}
+			if path != root && skip(path) {
+				return filepath.SkipDir
 			}
 			return nil
 		}

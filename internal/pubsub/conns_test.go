@@ -102,13 +102,13 @@ func TestOneConnectionPerMaster(t *testing.T) {
 	for i := 0; i < caches; i++ {
 		prefix := fmt.Sprintf("measure%d:", i)
 		c, err := cache.New[string](rdb, cache.WithPrefix(prefix), cache.WithLocal(1<<20), cache.WithLocalAdmitAll(),
-			cache.WithLogger(logger), cache.WithWait(time.Minute), cache.WithLease(time.Minute), cache.WithLoadTimeout(time.Minute))
+			cache.WithLogger(logger), cache.WithWait(time.Minute), cache.WithFillLease(time.Minute), cache.WithLoadTimeout(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
 		closers = append(closers, func() { c.Close() })
 		holder, err := cache.New[string](other, cache.WithPrefix(prefix), cache.WithLogger(logger),
-			cache.WithLease(time.Minute), cache.WithLoadTimeout(time.Minute))
+			cache.WithFillLease(time.Minute), cache.WithLoadTimeout(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,71 @@
+package option
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+var errPkg = Sentinel("pkg")
+
+// The first invalid option is kept, formatted under the package's prefix,
+// and matches the package's sentinel; an error added is kept as it is.
+func TestErrorsKeepTheFirst(t *testing.T) {
+	e := For(errPkg)
+	if e.Err() != nil {
+		t.Fatalf("empty record: %v", e.Err())
+	}
+	e.Invalid("size %d", -1)
+	e.Invalid("second")
+	e.Add(errors.New("third"))
+	if got, want := e.Err().Error(), "cacheguard: pkg: invalid option: size -1"; got != want {
+		t.Errorf("Err() = %q, want %q", got, want)
+	}
+	if !errors.Is(e.Err(), errPkg) {
+		t.Errorf("Err() does not match the sentinel")
+	}
+
+	other := errors.New("cacheguard: pkg: bad name")
+	e = For(errPkg)
+	e.Add(nil)
+	e.Add(other)
+	e.Invalid("later")
+	if e.Err() != other {
+		t.Errorf("Add(%v) then Invalid: Err() = %v, want the added error", other, e.Err())
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for _, c := range []struct {
+		min, max time.Duration
+		ok       bool
+	}{{time.Millisecond, time.Second, true}, {time.Second, time.Second, true},
+		{0, time.Second, false}, {-1, time.Second, false}, {time.Second, time.Millisecond, false}} {
+		e := For(errPkg)
+		if ok := e.Backoff(c.min, c.max); ok != c.ok || (e.Err() == nil) != c.ok {
+			t.Errorf("Backoff(%v, %v) = %v, err %v; want %v", c.min, c.max, ok, e.Err(), c.ok)
+		}
+	}
+}
+
+type config struct{ n int }
+type opt func(*config)
+
+func TestApplyIgnoresNil(t *testing.T) {
+	var c config
+	Apply(&c, []opt{func(c *config) { c.n++ }, nil, func(c *config) { c.n += 10 }})
+	if c.n != 11 {
+		t.Errorf("n = %d, want 11", c.n)
+	}
+}
+
+func TestLoggerDefault(t *testing.T) {
+	if Logger(nil) != slog.Default() {
+		t.Error("Logger(nil) is not slog.Default()")
+	}
+	l := slog.New(slog.DiscardHandler)
+	if Logger(l) != l {
+		t.Error("Logger(l) is not l")
+	}
+}

@@ -253,13 +253,13 @@ func (c *config) validate() error {
 		// Silently ignored, they would leave the user believing hot keys
 		// are served from memory.
 		if c.local.hot != nil {
-			c.invalid("WithHotKeys needs a local tier (WithLocal or WithLocalStore)")
+			c.invalid("WithHotKeys needs a local tier (WithLocal, WithLocalRistretto or WithLocalStore)")
 		}
 		if c.local.admitAll {
-			c.invalid("WithLocalAdmitAll needs a local tier (WithLocal or WithLocalStore)")
+			c.invalid("WithLocalAdmitAll needs a local tier (WithLocal, WithLocalRistretto or WithLocalStore)")
 		}
 		if c.local.tracking {
-			c.invalid("WithTracking needs a local tier (WithLocal or WithLocalStore)")
+			c.invalid("WithTracking needs a local tier (WithLocal, WithLocalRistretto or WithLocalStore)")
 		}
 	}
 	if c.softLoadTimeout > 0 && c.softLoadTimeout >= c.loadTimeout {

@@ -18,6 +18,7 @@ import (
 // (WithLocalRistretto, local_ristretto.go); another can be plugged in with
 // WithLocalStore. Package localstoretest checks an implementation against
 // this contract:
+//
 //   - Safe for concurrent use. Set may drop an entry (admission policies
 //     do) and may store it later, on a goroutine of its own (ristretto does).
 //   - Once Del or Clear returned, Get must not return an entry Set before
@@ -110,7 +111,8 @@ func WithLocalRistretto(maxBytes int64) Option {
 }
 
 // WithLocalStore turns on the local tier with a store of your own (check it
-// with package localstoretest). The cache closes s when it closes.
+// with package localstoretest). The cache owns s: it closes s when it
+// closes, or when New fails after building the local tier.
 func WithLocalStore[V any](s LocalStore[V]) Option {
 	return func(c *config) {
 		c.chooseLocalStore("WithLocalStore")

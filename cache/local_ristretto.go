@@ -12,19 +12,20 @@ import (
 // ristretto v2 (TinyLFU admission, sampled LFU eviction, cost in bytes).
 // Ristretto stores a new key later, on a goroutine of its own, and its
 // Close closes channels that its other calls send on. So:
+//
 //   - Del waits for that goroutine (ristretto's Wait) after deleting: a Set
 //     that returned before the Del may still be queued, and would store its
 //     entry after the Del returned. Clear discards the queued Sets itself.
-//   - Every call holds a read lock that Close takes for writing, and so does
-//     Clear (ristretto's Clear stops and restarts its goroutine and is not
-//     atomic against other calls): calls after Close do nothing.
+//   - Get, Set and Del hold a read lock; Close takes it for writing, and so
+//     does Clear (ristretto's Clear stops and restarts its goroutine and is
+//     not atomic against other calls). Calls after Close do nothing.
 //   - Entries are stored without ristretto's TTL: with one, every Get reads
 //     the wall clock. The cache checks freshness itself (see otterStore),
 //     and ristretto's expiry sweep runs every 12 hours instead of every
 //     2.5 s, finding nothing.
 //
-// A Set of a new key is visible once ristretto's goroutine applied it
-// (usually microseconds later), if its admission policy kept it.
+// A Set of a new key is visible once ristretto's goroutine applied it, if
+// its admission policy kept it.
 type ristrettoStore[V any] struct {
 	c        *ristretto.Cache[string, *LocalEntry[V]]
 	maxBytes int64

@@ -21,8 +21,9 @@
 //   - DelAndClearWithConcurrentSets: the same while other goroutines keep
 //     Setting the keys: an entry whose Set returned before Del or Clear was
 //     called is never returned after it returned.
-//   - TTL: with room, an entry is kept for its ttl; past it, Get returns the
-//     entry or a miss, nothing else (stores need not expire entries).
+//   - TTL: with room, an entry Set for an hour is still there a moment
+//     later; past its ttl, Get returns the entry or a miss, nothing else
+//     (stores need not expire entries).
 //   - CostBound: the costs of the entries a store holds stay within its
 //     size (with a quarter of slack), and an entry bigger than the whole
 //     store is not kept, neither for a new key nor replacing an entry.

@@ -23,8 +23,8 @@ const (
 // memory. Baselines are a raw ristretto v2 Get (configured as cacheguard
 // configures it) and a raw otter v2 GetIfPresent of a *row. cacheguard runs
 // with its default store, otter v2 (admitting every key, or only hot keys
-// with a detector recording every Get), and with a ristretto store plugged in
-// through WithLocalStore. The other libraries with a local tier keep encoded
+// with a detector recording every Get), and with its ristretto store
+// (WithLocalRistretto). The other libraries with a local tier keep encoded
 // bytes there, so their local hit includes decoding.
 func BenchmarkLocalHit(b *testing.B) {
 	ctx := context.Background()
@@ -81,7 +81,7 @@ func BenchmarkLocalHit(b *testing.B) {
 			return []cache.Option{cache.WithLocal(localBytes), cache.WithHotKeys(det)}
 		}},
 		{"cacheguard+ristretto", func(*testing.B) []cache.Option {
-			return []cache.Option{cache.WithLocalStore[row](newRistrettoStore[row](localBytes)), cache.WithLocalAdmitAll()}
+			return []cache.Option{cache.WithLocalRistretto(localBytes), cache.WithLocalAdmitAll()}
 		}},
 	} {
 		b.Run("impl="+v.name, func(b *testing.B) {
@@ -170,7 +170,7 @@ func BenchmarkLocalHit(b *testing.B) {
 		store func() cache.Option
 	}{
 		{"cacheguard", func() cache.Option { return cache.WithLocal(localBytes) }},
-		{"cacheguard+ristretto", func() cache.Option { return cache.WithLocalStore[row](newRistrettoStore[row](localBytes)) }},
+		{"cacheguard+ristretto", func() cache.Option { return cache.WithLocalRistretto(localBytes) }},
 	} {
 		name := v.name
 		b.Run("impl="+name+"/parallel", func(b *testing.B) {

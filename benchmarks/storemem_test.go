@@ -13,8 +13,8 @@ import (
 
 // BenchmarkLocalStoreMemory reports the heap that a local store holding
 // entries rows takes, per row, beyond the rows themselves: the default store
-// (otter v2, through a cache's WithLocal) against a ristretto store plugged
-// in with WithLocalStore, both sized for localBytes. Every row is admitted
+// (otter v2, through a cache's WithLocal) against the ristretto store
+// (WithLocalRistretto), both sized for localBytes. Every row is admitted
 // by a Get that loads it.
 func BenchmarkLocalStoreMemory(b *testing.B) {
 	for _, entries := range []int{1000, 10_000} {
@@ -23,7 +23,7 @@ func BenchmarkLocalStoreMemory(b *testing.B) {
 			store func() cache.Option
 		}{
 			{"otter", func() cache.Option { return cache.WithLocal(localBytes) }},
-			{"ristretto", func() cache.Option { return cache.WithLocalStore[int](newRistrettoStore[int](localBytes)) }},
+			{"ristretto", func() cache.Option { return cache.WithLocalRistretto(localBytes) }},
 		} {
 			b.Run(fmt.Sprintf("entries=%d/store=%s", entries, v.name), func(b *testing.B) {
 				rdb := newClient(b)

@@ -214,6 +214,9 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	c.hub = pubsub.Acquire(rdb)
 	if cfg.local.enabled() {
 		if err := c.startLocal(); err != nil {
+			if c.local != nil {
+				c.local.Close() // a store built here may run goroutines of its own
+			}
 			c.close()
 			_ = c.closeSync()
 			_ = c.hub.Release(time.Time{}) // nothing subscribed yet: nothing to wait for

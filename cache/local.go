@@ -13,18 +13,31 @@ import (
 // served from it as fresh. A fresh-expired entry is kept a little longer
 // (WithLocalStale) only to answer for a key while Redis is failing.
 
-// LocalStore is the in-process tier's storage. The default is otter v2
-// (WithLocal, local_otter.go); another implementation, ristretto for one,
-// can be plugged in with WithLocalStore.
-// Implementations must be safe for concurrent use; Set may drop an entry
-// (admission policies do); once Del or Clear returned, Get must not return
-// an entry Set before it was called (a store that applies Sets later, as
-// ristretto does, must apply or discard them first). Close may be called
-// while other calls are still finishing; calls after it must do nothing
-// (Get reports a miss).
+// LocalStore is the in-process tier's storage. Two are built in: otter v2,
+// the default (WithLocal, local_otter.go), and ristretto v2
+// (WithLocalRistretto, local_ristretto.go); another can be plugged in with
+// WithLocalStore. Package localstoretest checks an implementation against
+// this contract:
+//
+//   - Safe for concurrent use. Set may drop an entry (admission policies
+//     do) and may store it later, on a goroutine of its own (ristretto does).
+//   - Once Del or Clear returned, Get must not return an entry Set before
+//     it was called (a store that applies Sets later must apply or discard
+//     them first).
+//   - cost is the entry's size in bytes; the store keeps the sum of the
+//     costs it holds within its size.
+//   - ttl is how long the entry can be of use (its local TTL and stale
+//     bound): the store may drop it then, or keep it until it is evicted or
+//     replaced; the cache checks every entry's age itself and never serves
+//     one past it. Neither built-in store expires entries (so that no Get
+//     reads the clock).
+//   - Close may be called while other calls are still finishing, and more
+//     than once; calls after it must do nothing (Get reports a miss). The
+//     cache owns its store: its Close closes the store, and no goroutine of
+//     the store may outlive that.
 type LocalStore[V any] interface {
 	Get(key string) (*LocalEntry[V], bool)
-	// Set stores e with a cost in bytes, for at most ttl.
+	// Set stores e with a cost in bytes; e is of use for ttl.
 	Set(key string, e *LocalEntry[V], cost int64, ttl time.Duration)
 	Del(key string)
 	Clear()
@@ -58,37 +71,68 @@ type HotKeys interface {
 }
 
 type localConfig struct {
-	maxBytes int64
-	store    any // LocalStore[V], checked in New
-	ttl      time.Duration
-	stale    time.Duration
-	admitAll bool
-	hot      HotKeys
-	channel  string
+	maxBytes  int64
+	ristretto bool   // WithLocalRistretto
+	store     any    // LocalStore[V], checked in New
+	storeBy   string // the option that chose the store: only one may
+	ttl       time.Duration
+	stale     time.Duration
+	admitAll  bool
+	hot       HotKeys
+	channel   string
 
 	healthInterval, healthTimeout time.Duration // WithInvalidationHealthCheck
 	tracking                      bool          // WithTracking (tracking.go)
 }
 
 // WithLocal turns on the local tier with room for maxBytes of values, on
-// otter v2. Admission follows WithHotKeys (only hot keys, the usual choice)
-// or WithLocalAdmitAll; one of them is required.
+// otter v2, the default store. Admission follows WithHotKeys (only hot keys,
+// the usual choice) or WithLocalAdmitAll; one of them is required. WithLocal,
+// WithLocalRistretto and WithLocalStore each choose the store: give one.
 func WithLocal(maxBytes int64) Option {
 	return func(c *config) {
-		if maxBytes <= 0 {
-			c.errs.Invalid("local tier size %d must be positive", maxBytes)
-		}
-		c.local.maxBytes = maxBytes
+		c.chooseLocalStore("WithLocal")
+		c.checkLocalSize(maxBytes)
+		c.local.maxBytes, c.local.ristretto = maxBytes, false
 	}
 }
 
-// WithLocalStore turns on the local tier with a store of your own.
+// WithLocalRistretto turns on the local tier with room for maxBytes of
+// values, on ristretto v2 instead of otter. Pick it where ristretto is what
+// your service already runs and tunes; otherwise keep WithLocal, which
+// serves a local hit with less work (see the package comment, "Local
+// stores"). Admission as for WithLocal.
+func WithLocalRistretto(maxBytes int64) Option {
+	return func(c *config) {
+		c.chooseLocalStore("WithLocalRistretto")
+		c.checkLocalSize(maxBytes)
+		c.local.maxBytes, c.local.ristretto = maxBytes, true
+	}
+}
+
+// WithLocalStore turns on the local tier with a store of your own (check it
+// with package localstoretest). The cache owns s: it closes s when it
+// closes, or when New fails after building the local tier.
 func WithLocalStore[V any](s LocalStore[V]) Option {
 	return func(c *config) {
+		c.chooseLocalStore("WithLocalStore")
 		if s == nil {
 			c.errs.Invalid("nil local store")
 		}
 		c.local.store = s
+	}
+}
+
+func (c *config) chooseLocalStore(by string) {
+	if c.local.storeBy != "" && c.local.storeBy != by {
+		c.errs.Invalid("%s and %s both choose the local store: give one", c.local.storeBy, by)
+	}
+	c.local.storeBy = by
+}
+
+func (c *config) checkLocalSize(maxBytes int64) {
+	if maxBytes <= 0 {
+		c.errs.Invalid("local tier size %d must be positive", maxBytes)
 	}
 }
 
@@ -154,6 +198,9 @@ func newLocalStore[V any](l localConfig) (LocalStore[V], error) {
 			return nil, fmt.Errorf("%w: local store is a %T, not a LocalStore for this value type", ErrInvalidOption, l.store)
 		}
 		return s, nil
+	}
+	if l.ristretto {
+		return newRistrettoStore[V](l.maxBytes)
 	}
 	return newOtterStore[V](l.maxBytes)
 }

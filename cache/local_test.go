@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -251,41 +253,81 @@ func TestLocalOptions(t *testing.T) {
 	if _, err := New[string](rdb, WithLocal(-1)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("negative size: %v", err)
 	}
+	if _, err := New[string](rdb, WithLocalRistretto(0), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("zero ristretto size: %v", err)
+	}
 	s, _ := newOtterStore[int](1 << 20)
 	defer s.Close()
 	if _, err := New[string](rdb, WithLocalStore[int](s), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("store of another value type: %v", err)
+	}
+	if _, err := New[string](rdb, WithLocalStore[string](nil), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("nil store: %v", err)
+	}
+	for _, two := range [][]Option{
+		{WithLocal(1 << 20), WithLocalRistretto(1 << 20)},
+		{WithLocalRistretto(1 << 20), WithLocal(1 << 20)},
+		{WithLocal(1 << 20), WithLocalStore[string](&mapStore[string]{})},
+		{WithLocalStore[string](&mapStore[string]{}), WithLocalRistretto(1 << 20)},
+	} {
+		if _, err := New[string](rdb, append(two, WithLocalAdmitAll())...); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("two options choosing the local store: %v", err)
+		}
 	}
 	if _, err := New[string](rdb, WithLocalTTL(0)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("zero local TTL: %v", err)
 	}
 }
 
-// LocalStore's contract: Get must not return an entry after Del returned,
-// and a Set is seen by the next Get (the tier's tests read right after an
-// admission); after Close, Get misses.
-func TestDefaultStoreSetDelClose(t *testing.T) {
-	s, err := newOtterStore[int](1 << 20)
+// The ristretto store serves local hits through the cache once it applied
+// the admission, and neither a cache's Close nor a New that fails after
+// building the store leaves ristretto's goroutines running.
+func TestRistrettoStoreInCache(t *testing.T) {
+	srv, rdb := newSingle(t)
+	ctx := context.Background()
+	c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLocalRistretto(1<<20), WithLocalAdmitAll())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 5000 {
-		k := fmt.Sprint("k", i%64)
-		s.Set(k, &LocalEntry[int]{Value: i}, 8, time.Second)
-		if e, ok := s.Get(k); !ok || e.Value != i {
-			t.Fatalf("iteration %d: Get after Set: %v %v", i, e, ok)
+	<-c.subscribed
+	load := func(context.Context, string) (string, error) { return "v", nil }
+	for deadline := time.Now().Add(10 * time.Second); c.Stats().LocalHits == 0; {
+		if v, err := c.Get(ctx, "k", load); err != nil || v != "v" {
+			t.Fatal(v, err)
 		}
-		s.Del(k) // the Del returned: from now on no Get may see i
-		if e, ok := s.Get(k); ok && e.Value == i {
-			t.Fatalf("iteration %d: Get after Del returned the deleted entry", i)
+		if time.Now().After(deadline) {
+			t.Fatal("never served from the local tier")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.Close()
+	noRistrettoGoroutines(t, "after Close")
+
+	// New fails after the store was built: WithTracking on a Ring.
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}})
+	defer ring.Close()
+	if _, err := New[string](ring, WithLocalRistretto(1<<20), WithLocalAdmitAll(), WithTracking()); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("WithTracking on a Ring: %v, want ErrInvalidOption", err)
+	}
+	noRistrettoGoroutines(t, "after New failed")
+}
+
+// noRistrettoGoroutines fails t if goroutines running ristretto's code stay
+// (no other test runs a ristretto store at the same time).
+func noRistrettoGoroutines(t *testing.T, when string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	n := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		n = 0
+		for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "dgraph-io/ristretto/") {
+				n++
+			}
+		}
+		if n == 0 {
+			return
 		}
 	}
-	s.Set("k", &LocalEntry[int]{Value: 1}, 8, time.Second)
-	s.Close()
-	if _, ok := s.Get("k"); ok {
-		t.Error("Get after Close hit")
-	}
-	s.Set("k", &LocalEntry[int]{Value: 2}, 8, time.Second) // no-ops after Close
-	s.Del("k")
-	s.Clear()
+	t.Fatalf("%d goroutines of ristretto's still running %s", n, when)
 }

@@ -15,7 +15,7 @@ import (
 // Random Gets, GetManys, Sets and Deletes on a few keys: a read that starts
 // after a write returned never answers an older version; Stats add up.
 func TestReadsNeverGoBackAfterWrite(t *testing.T) {
-	for local, name := range []string{"no local tier", "default store", "locked map store"} {
+	for local, name := range []string{"no local tier", "default store", "locked map store", "ristretto store"} {
 		t.Run(name, func(t *testing.T) {
 			onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 				ctx := context.Background()
@@ -27,6 +27,9 @@ func TestReadsNeverGoBackAfterWrite(t *testing.T) {
 					<-c.subscribed
 				case 2:
 					c = newCache[int](t, rdb, WithLocalStore[int](store), WithLocalAdmitAll())
+					<-c.subscribed
+				case 3:
+					c = newCache[int](t, rdb, WithLocalRistretto(1<<20), WithLocalAdmitAll())
 					<-c.subscribed
 				default:
 					c = newCache[int](t, rdb)

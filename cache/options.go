@@ -255,13 +255,13 @@ func (c *config) validate() error {
 		// Silently ignored, they would leave the user believing hot keys
 		// are served from memory.
 		if c.local.hot != nil {
-			c.errs.Invalid("WithHotKeys needs a local tier (WithLocal or WithLocalStore)")
+			c.errs.Invalid("WithHotKeys needs a local tier (WithLocal, WithLocalRistretto or WithLocalStore)")
 		}
 		if c.local.admitAll {
-			c.errs.Invalid("WithLocalAdmitAll needs a local tier (WithLocal or WithLocalStore)")
+			c.errs.Invalid("WithLocalAdmitAll needs a local tier (WithLocal, WithLocalRistretto or WithLocalStore)")
 		}
 		if c.local.tracking {
-			c.errs.Invalid("WithTracking needs a local tier (WithLocal or WithLocalStore)")
+			c.errs.Invalid("WithTracking needs a local tier (WithLocal, WithLocalRistretto or WithLocalStore)")
 		}
 	}
 	if c.softLoadTimeout > 0 && c.softLoadTimeout >= c.loadTimeout {

@@ -272,7 +272,7 @@ var tables = []table{
 		ratioTo: "LocalHit/impl=ristretto", ratioTitle: "vs ristretto",
 		notes: map[string]string{
 			"cacheguard+hotkeys":   "detector records every Get",
-			"cacheguard+ristretto": "ristretto plugged in with WithLocalStore",
+			"cacheguard+ristretto": "ristretto store (WithLocalRistretto)",
 			"gocache":              "chain: GET of the ristretto layer, then JSON decoding",
 		},
 	},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/script"
 )
 
 // Shutting down. A process that stops while it holds fill leases (a rolling
@@ -145,11 +146,11 @@ func (c *Cache[V]) releaseLeases(ctx context.Context, ls []lease) {
 		if len(ls) == 1 {
 			return ls[0].release(ctx, c.rdb)
 		}
-		calls := make([]scriptCall, len(ls))
+		calls := make([]script.Call, len(ls))
 		for i, l := range ls {
-			calls[i] = scriptCall{releaseScript, []string{l.key}, l.releaseArgs()}
+			calls[i] = script.Call{Script: releaseScript, Keys: []string{l.key}, Args: l.releaseArgs()}
 		}
-		_, err := runScripts(ctx, c.rdb, calls)
+		_, err := script.Run(ctx, c.rdb, calls)
 		return err
 	})
 	if err != nil {

@@ -110,6 +110,25 @@ func (c *Cache[V]) untilClosed(ctx context.Context) (context.Context, context.Ca
 	return ctx, func() { stop(); cancel() }
 }
 
+// detached runs fn for work that outlives the call that started it (a
+// shared fill, a GetMany's fill, a fallback load, an early refresh): on
+// ctx detached from its cancellation (its values kept) and cancelled by
+// Close, with a panic of fn (a codec's, say) returned as an error,
+// "cacheguard: <what> of <subject> panicked: ...", and T's zero value: on
+// a background goroutine nobody could recover it. The goroutine, counted
+// for Close (goBackground), is the caller's.
+func detached[T, V any](c *Cache[V], ctx context.Context, what string, subject any, fn func(context.Context) (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			var zero T
+			v, err = zero, fmt.Errorf("cacheguard: %s of %q panicked: %v", what, subject, p)
+		}
+	}()
+	ctx, cancel := c.untilClosed(context.WithoutCancel(ctx))
+	defer cancel()
+	return fn(ctx)
+}
+
 // hold and unhold keep the registry of leases Close must release.
 func (c *Cache[V]) hold(ls ...lease) {
 	for _, l := range ls {

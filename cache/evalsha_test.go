@@ -41,20 +41,16 @@ func (h *pipelineNames) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	}
 }
 
-func (h *pipelineNames) take() map[string]int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := h.count
-	h.count = map[string]int{}
-	return out
-}
+// take returns the pipelines' counts since the last take, takePlain the
+// plain commands' since the last takePlain.
+func (h *pipelineNames) take() map[string]int      { return h.swap(&h.count) }
+func (h *pipelineNames) takePlain() map[string]int { return h.swap(&h.plain) }
 
-// takePlain returns the plain commands' counts since the last takePlain.
-func (h *pipelineNames) takePlain() map[string]int {
+func (h *pipelineNames) swap(m *map[string]int) map[string]int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := h.plain
-	h.plain = map[string]int{}
+	out := *m
+	*m = map[string]int{}
 	return out
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"iter"
 
-	"github.com/cacheguard/cacheguard/internal/pipe"
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -92,29 +92,15 @@ func (r *Redis) batches(keys []string) []batch {
 	return out
 }
 
-// pipeline runs script once per batch in one round trip. EVALSHA cannot fall
-// back to EVAL inside a pipeline, so an unknown script (a restarted or new
-// node) makes it resend the whole pipeline with the script bodies; every
-// script here may safely run twice.
-func (r *Redis) pipeline(ctx context.Context, script *redis.Script, keys []string, batches []batch) ([]*redis.Cmd, error) {
-	run := func(eval bool) ([]*redis.Cmd, error) {
-		cmds := make([]*redis.Cmd, len(batches))
-		_, err := pipe.Run(ctx, r.rdb.Pipeline(), func(p redis.Pipeliner) error {
-			for i, b := range batches {
-				if eval {
-					cmds[i] = script.Eval(ctx, p, keys, b.args...)
-				} else {
-					cmds[i] = script.EvalSha(ctx, p, keys, b.args...)
-				}
-			}
-			return nil
-		})
-		return cmds, err
+// pipeline runs s once per batch in one round trip, by SHA; the calls a
+// server answers NOSCRIPT (a restarted or new node) are sent again with the
+// script's body, and only those (internal/script).
+func (r *Redis) pipeline(ctx context.Context, s *redis.Script, keys []string, batches []batch) ([]*redis.Cmd, error) {
+	calls := make([]script.Call, len(batches))
+	for i, b := range batches {
+		calls[i] = script.Call{Script: s, Keys: keys, Args: b.args}
 	}
-	cmds, err := run(false)
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmds, err = run(true)
-	}
+	cmds, err := script.Run(ctx, r.rdb, calls)
 	if err != nil {
 		return nil, r.wrap(err)
 	}

@@ -233,36 +233,30 @@ func (c *Cache[V]) fallbackLoad(ctx context.Context, key string, load Loader[V],
 	}
 	// The shared load runs detached from any one caller (Close cancels it
 	// and waits for it); each caller waits only as long as its own context.
-	detached := context.WithoutCancel(ctx)
 	ch := make(chan singleflight.Result, 1)
 	started := c.goBackground(func() {
-		v, err, shared := c.fallbackGroup.Do(key, func() (r any, err error) {
-			defer func() {
-				if p := recover(); p != nil {
-					r, err = nil, fmt.Errorf("cacheguard: fallback load of %q panicked: %v", key, p)
+		v, err, shared := c.fallbackGroup.Do(key, func() (any, error) {
+			// Inside Do's function: a panic leaving it would be raised
+			// again in every caller of Do, where nobody recovers it.
+			return detached(c, ctx, "fallback load", key, func(ctx context.Context) (any, error) {
+				select {
+				case c.fallbackSem <- struct{}{}:
+				default:
+					c.stats.fallbackRejected.Add(1)
+					return nil, redisErr
 				}
-			}()
-			ctx, cancel := context.WithCancel(detached)
-			defer cancel()
-			stop := context.AfterFunc(c.closing, cancel)
-			defer stop()
-			select {
-			case c.fallbackSem <- struct{}{}:
-			default:
-				c.stats.fallbackRejected.Add(1)
-				return nil, redisErr
-			}
-			defer func() { <-c.fallbackSem }()
-			c.stats.fallbackLoads.Add(1)
-			v, err := c.callLoader(ctx, key, load)
-			if errors.Is(err, ErrNotFound) {
-				return result[V]{null: true}, nil
-			}
-			if err != nil {
-				c.stats.loadErrors.Add(1)
-				return nil, err
-			}
-			return result[V]{v: v}, nil
+				defer func() { <-c.fallbackSem }()
+				c.stats.fallbackLoads.Add(1)
+				v, err := c.callLoader(ctx, key, load)
+				if errors.Is(err, ErrNotFound) {
+					return result[V]{null: true}, nil
+				}
+				if err != nil {
+					c.stats.loadErrors.Add(1)
+					return nil, err
+				}
+				return result[V]{v: v}, nil
+			})
 		})
 		ch <- singleflight.Result{Val: v, Err: err, Shared: shared}
 	})

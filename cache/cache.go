@@ -13,6 +13,7 @@ import (
 	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
@@ -264,7 +265,7 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 	_, err = boundedWrite(c, ctx, []string{key}, func(ctx context.Context) (struct{}, error) {
 		// Through the queue of the key's node: a burst of Sets shares
 		// round trips (readbatch.go).
-		_, err := c.runScripts(ctx, []scriptCall{{setKeepingVersionScript, []string{c.rkey(key)}, []any{env, px(ttl)}}})
+		_, err := c.runScripts(ctx, []script.Call{{Script: setKeepingVersionScript, Keys: []string{c.rkey(key)}, Args: []any{env, px(ttl)}}})
 		return struct{}{}, err
 	}, nil)
 	err = callerErr(ctx, err)

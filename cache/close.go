@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/script"
 )
 
 // Shutting down. A process that stops while it holds fill leases (a rolling
@@ -109,6 +110,25 @@ func (c *Cache[V]) untilClosed(ctx context.Context) (context.Context, context.Ca
 	return ctx, func() { stop(); cancel() }
 }
 
+// detached runs fn for work that outlives the call that started it (a
+// shared fill, a GetMany's fill, a fallback load, an early refresh): on
+// ctx detached from its cancellation (its values kept) and cancelled by
+// Close, with a panic of fn (a codec's, say) returned as an error,
+// "cacheguard: <what> of <subject> panicked: ...", and T's zero value: on
+// a background goroutine nobody could recover it. The goroutine, counted
+// for Close (goBackground), is the caller's.
+func detached[T, V any](c *Cache[V], ctx context.Context, what string, subject any, fn func(context.Context) (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			var zero T
+			v, err = zero, fmt.Errorf("cacheguard: %s of %q panicked: %v", what, subject, p)
+		}
+	}()
+	ctx, cancel := c.untilClosed(context.WithoutCancel(ctx))
+	defer cancel()
+	return fn(ctx)
+}
+
 // hold and unhold keep the registry of leases Close must release.
 func (c *Cache[V]) hold(ls ...lease) {
 	for _, l := range ls {
@@ -145,11 +165,11 @@ func (c *Cache[V]) releaseLeases(ctx context.Context, ls []lease) {
 		if len(ls) == 1 {
 			return ls[0].release(ctx, c.rdb)
 		}
-		calls := make([]scriptCall, len(ls))
+		calls := make([]script.Call, len(ls))
 		for i, l := range ls {
-			calls[i] = scriptCall{releaseScript, []string{l.key}, l.releaseArgs()}
+			calls[i] = script.Call{Script: releaseScript, Keys: []string{l.key}, Args: l.releaseArgs()}
 		}
-		_, err := runScripts(ctx, c.rdb, calls)
+		_, err := script.Run(ctx, c.rdb, calls)
 		return err
 	})
 	if err != nil {

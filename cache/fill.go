@@ -9,27 +9,14 @@ import (
 
 // sharedFill runs the fill of flight f, detached from any one caller's
 // context (keeping its values) so that the first caller giving up does not
-// fail the others, and ends f with its result; Close cancels it. Flights of
-// one key run one after another, so a key has one fill under way here.
+// fail the others, and ends f with its result; Close cancels it (detached).
+// Flights of one key run one after another, so a key has one fill under
+// way here.
 func (c *Cache[V]) sharedFill(ctx context.Context, f *flight[V], key, rkey string, load Loader[V]) {
-	detached := context.WithoutCancel(ctx)
 	started := c.goBackground(func() {
-		var r result[V]
-		var err error
-		func() {
-			// A panic here (a codec's, say) would be raised on a
-			// goroutine nobody can recover on.
-			defer func() {
-				if p := recover(); p != nil {
-					r, err = result[V]{}, fmt.Errorf("cacheguard: fill of %q panicked: %v", key, p)
-				}
-			}()
-			fctx, cancel := context.WithCancel(detached)
-			defer cancel()
-			stop := context.AfterFunc(c.closing, cancel)
-			defer stop()
-			r, err = c.fill(fctx, key, rkey, load)
-		}()
+		r, err := detached(c, ctx, "fill", key, func(ctx context.Context) (result[V], error) {
+			return c.fill(ctx, key, rkey, load)
+		})
 		c.flights.finish(f, flightResult[V]{r: r, tier: TierFill, err: err})
 	})
 	if !started {
@@ -108,26 +95,19 @@ var errLoadTimeout = fmt.Errorf("cacheguard: load timeout: %w", context.Deadline
 // fillDetached runs fillMany for a GetMany's misses as a Get's fill runs:
 // detached from the caller's context (keeping its values), so that the
 // caller giving up does not fail the others who joined its reads, and
-// cancelled by Close. If ctx ends first, the caller keeps what the fill
-// decided so far and leaves; the fill goes on and ends the keys' flights.
+// cancelled by Close (detached). If ctx ends first, the caller keeps what
+// the fill decided so far and leaves; the fill goes on and ends the keys'
+// flights.
 func (c *Cache[V]) fillDetached(ctx context.Context, keys []string, load BatchLoader[V], b *batch[V]) error {
 	fb := &batch[V]{res: make(map[string]flightResult[V], len(keys)), errs: map[string]error{}, end: b.end, mu: new(sync.Mutex)}
 	done := make(chan struct{})
 	var err error
-	detached := context.WithoutCancel(ctx)
 	started := c.goBackground(func() {
 		defer close(done)
-		defer func() {
-			if p := recover(); p != nil { // a codec's, say: nobody could recover it here
-				err = fmt.Errorf("cacheguard: fill of %q panicked: %v", keys, p)
-			}
-			fb.endUndecided(keys, err)
-		}()
-		fctx, cancel := context.WithCancel(detached)
-		defer cancel()
-		stop := context.AfterFunc(c.closing, cancel)
-		defer stop()
-		err = c.fillMany(fctx, keys, load, fb)
+		_, err = detached(c, ctx, "fill", keys, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, c.fillMany(ctx, keys, load, fb)
+		})
+		fb.endUndecided(keys, err)
 	})
 	if !started {
 		return ErrClosed

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/cacheguard/cacheguard/internal/pipe"
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -229,12 +230,12 @@ func (c *Cache[V]) keepAlive(ctx context.Context, leases []lease, stop <-chan st
 			return
 		case <-t.C:
 		}
-		calls := make([]scriptCall, len(leases))
+		calls := make([]script.Call, len(leases))
 		for i, l := range leases {
-			calls[i] = scriptCall{extendScript, []string{l.key}, []any{l.ph, px(c.cfg.lease)}}
+			calls[i] = script.Call{Script: extendScript, Keys: []string{l.key}, Args: []any{l.ph, px(c.cfg.lease)}}
 		}
 		cmds, err := call.Do(bound, ctx, period, func(ctx context.Context) ([]*redis.Cmd, error) {
-			return runScripts(ctx, c.rdb, calls)
+			return script.Run(ctx, c.rdb, calls)
 		}, nil)
 		if err != nil && ctx.Err() == nil {
 			c.report(logLeaseExtend, leases[0].key, c.redisError(leases[0].key, "extend lease", fmt.Errorf("%w (retrying)", err)))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,7 +32,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		return nil, err
 	}
 	rs := make([]result[V], len(keys))
-	calls := make([]scriptCall, len(keys))
+	calls := make([]script.Call, len(keys))
 	for i, k := range keys {
 		v, found := rows[k]
 		var env []byte
@@ -50,10 +51,10 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 			env, ttl = c.taggedEntry(false, 0, delta, payload, base, tags, created, st.seenTimes())
 		}
 		if env == nil { // release instead of fill
-			calls[i] = scriptCall{releaseScript, []string{leases[i].key}, leases[i].releaseArgs()}
+			calls[i] = script.Call{Script: releaseScript, Keys: []string{leases[i].key}, Args: leases[i].releaseArgs()}
 			continue
 		}
-		calls[i] = scriptCall{fillScript, []string{leases[i].key}, leases[i].fillArgs(env, ttl)}
+		calls[i] = script.Call{Script: fillScript, Keys: []string{leases[i].key}, Args: leases[i].fillArgs(env, ttl)}
 	}
 	cmds, err := c.runScripts(ctx, calls)
 	if err != nil {
@@ -62,7 +63,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		// leases that did not fill.
 		c.releaseLeases(ctx, leases)
 		for i, k := range keys {
-			if calls[i].script == fillScript {
+			if calls[i].Script == fillScript {
 				c.event(ctx, evFillAbandoned, k, err)
 			}
 			b.put(k, rs[i], TierFill)
@@ -70,7 +71,7 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 		return nil, nil
 	}
 	for i, k := range keys {
-		if calls[i].script != fillScript {
+		if calls[i].Script != fillScript {
 			b.put(k, rs[i], TierFill)
 			continue
 		}
@@ -98,10 +99,10 @@ func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []
 // healMany takes, in one pipeline, the keys (pending[i] for i in idx) whose
 // placeholder has no TTL (see healScript); it returns the leases it took.
 func (c *Cache[V]) healMany(ctx context.Context, pending []string, leases []lease, acq []*redis.StatusCmd, idx []int) (map[string]lease, error) {
-	calls := make([]scriptCall, len(idx))
+	calls := make([]script.Call, len(idx))
 	for j, i := range idx {
 		prev, _ := acq[i].Bytes()
-		calls[j] = scriptCall{healScript, []string{leases[i].key}, []any{prev, leases[i].ph, px(c.cfg.lease)}}
+		calls[j] = script.Call{Script: healScript, Keys: []string{leases[i].key}, Args: []any{prev, leases[i].ph, px(c.cfg.lease)}}
 	}
 	cmds, err := c.runScripts(ctx, calls)
 	healed := map[string]lease{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -118,11 +119,11 @@ func (c *Cache[V]) notifyTarget(rkey string) notifyTarget {
 // markWaited marks the placeholders prev[i] of keys as waited for, in one
 // pipeline; it returns which ones still held them (false: look again now).
 func (c *Cache[V]) markWaited(ctx context.Context, keys []string, prev [][]byte) ([]bool, error) {
-	calls := make([]scriptCall, len(keys))
+	calls := make([]script.Call, len(keys))
 	for i, k := range keys {
-		calls[i] = scriptCall{markWaitScript, []string{k}, []any{wire.PlaceholderBase(prev[i])}}
+		calls[i] = script.Call{Script: markWaitScript, Keys: []string{k}, Args: []any{wire.PlaceholderBase(prev[i])}}
 	}
-	cmds, err := runScripts(ctx, c.rdb, calls)
+	cmds, err := script.Run(ctx, c.rdb, calls)
 	held := make([]bool, len(keys))
 	for i, cmd := range cmds {
 		n, _ := cmd.Int()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/cacheguard/cacheguard/internal/pipe"
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +27,7 @@ import (
 // the rest go in the next one), so N concurrent callers cost about one
 // round trip per batch instead of one connection each. A script answered
 // NOSCRIPT (the server lost its script cache) is sent again with its body,
-// in the queue's next pipeline or, alone, as a plain EVAL (pipescript.go):
+// in one more pipeline or, alone, as a plain EVAL (internal/script):
 // a script that ran never runs twice.
 //
 // A caller whose context ends while its command waits leaves at once with
@@ -97,7 +98,7 @@ type cmdQueue struct {
 // signalled, and never after leaving on its context's end.
 type queued struct {
 	cmd      redis.Cmder
-	script   *scriptCall     // non-nil: cmd is this script's EVALSHA (a *redis.Cmd)
+	script   *script.Call    // non-nil: cmd is this script's EVALSHA (a *redis.Cmd)
 	ctx      context.Context // the caller's, for its values
 	deadline time.Time       // the caller's, zero if none
 	done     chan struct{}
@@ -135,7 +136,7 @@ func (c *Cache[V]) getRaw(ctx context.Context, rkey string) ([]byte, error) {
 // sent plain is bounded by ctx as far as the client applies it: the writes
 // bound their calls themselves (boundedWrite), and must see the outcome of
 // a write that landed.
-func (c *Cache[V]) send(ctx context.Context, rkey string, cmd redis.Cmder, sc *scriptCall) error {
+func (c *Cache[V]) send(ctx context.Context, rkey string, cmd redis.Cmder, sc *script.Call) error {
 	return c.sendCmd(ctx, rkey, cmd, sc, false)
 }
 
@@ -144,7 +145,7 @@ func (c *Cache[V]) send(ctx context.Context, rkey string, cmd redis.Cmder, sc *s
 // ContextTimeoutEnabled a read whose context ends is then left to finish on
 // a goroutine of its own, and the caller leaves with ctx's error, giving
 // the read's place in the queue back.
-func (c *Cache[V]) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc *scriptCall, read bool) error {
+func (c *Cache[V]) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc *script.Call, read bool) error {
 	q := c.reads.queue(ctx, c.rdb, rkey).of(read)
 	q.mu.Lock()
 	if q.busy < readsInFlight && len(q.waiting) == 0 {
@@ -206,12 +207,13 @@ func (q *cmdQueue) leave(g *queued, read bool) *sentBatch {
 }
 
 // sendPlain sends cmd as one plain command (a script's EVALSHA answered
-// NOSCRIPT again as EVAL, as go-redis's Script.Run does).
-func (c *Cache[V]) sendPlain(ctx context.Context, cmd redis.Cmder, sc *scriptCall) {
-	_ = c.rdb.Process(ctx, cmd)
-	if sc != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		adopt(cmd.(*redis.Cmd), sc.script.Eval(ctx, c.rdb, sc.keys, sc.args...))
+// NOSCRIPT again as EVAL: script.Process).
+func (c *Cache[V]) sendPlain(ctx context.Context, cmd redis.Cmder, sc *script.Call) {
+	if sc != nil {
+		script.Process(ctx, c.rdb, cmd.(*redis.Cmd), *sc)
+		return
 	}
+	_ = c.rdb.Process(ctx, cmd)
 }
 
 // sendQueued gives back the place of one of q's plain commands: if callers
@@ -290,7 +292,7 @@ func (c *Cache[V]) sendCmds(batch []*queued) {
 	}
 	defer cancel()
 	p := c.rdb.Pipeline()
-	var calls []scriptCall
+	var calls []script.Call
 	var scripts []*redis.Cmd
 	var gets []redis.Cmder // GETs handed to the batchReads hook
 	for _, g := range batch {
@@ -313,7 +315,7 @@ func (c *Cache[V]) sendCmds(batch []*queued) {
 		replied()
 	}
 	if panicked == nil && len(calls) > 0 {
-		panicked = guard("script", func() { evalAgain(ctx, c.rdb, calls, scripts) })
+		panicked = guard("script", func() { script.Retry(ctx, c.rdb, calls, scripts) })
 	}
 	for _, g := range batch {
 		if panicked != nil {

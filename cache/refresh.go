@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -111,17 +110,18 @@ func (c *Cache[V]) maybeRefresh(ctx context.Context, key, rkey string, env envel
 	header := []byte(gen)
 	// The refresh is no part of the call that started it: its load must not
 	// mark that call's observation.
-	detached := context.WithValue(context.WithoutCancel(ctx), observationKey{}, (*observation)(nil))
+	rctx := context.WithValue(ctx, observationKey{}, (*observation)(nil))
 	done := make(chan refreshed[V], 1)
 	started := c.goBackground(func() {
 		defer c.refreshing.CompareAndDelete(rkey, gen)
-		rctx, cancel := context.WithCancel(detached)
-		defer cancel()
-		stop := context.AfterFunc(c.closing, cancel)
-		defer stop()
 		var out refreshed[V]
 		defer func() { done <- out }()
-		out = c.refresh(rctx, key, rkey, header, load)
+		out, err := detached(c, rctx, "refresh", key, func(ctx context.Context) (refreshed[V], error) {
+			return c.refresh(ctx, key, rkey, header, load), nil
+		})
+		if err != nil { // a panic
+			c.report(logRefreshFailed, key, err)
+		}
 	})
 	if !started {
 		c.refreshing.CompareAndDelete(rkey, gen)
@@ -139,11 +139,6 @@ type refreshed[V any] struct {
 }
 
 func (c *Cache[V]) refresh(ctx context.Context, key, rkey string, header []byte, load Loader[V]) (out refreshed[V]) {
-	defer func() {
-		if p := recover(); p != nil {
-			c.report(logRefreshFailed, key, fmt.Errorf("cacheguard: refresh of %q panicked: %v", key, p))
-		}
-	}()
 	marked := append([]byte(nil), header...)
 	marked[wire.FlagsOffset] |= wire.FlagRefreshing
 	ok, err := markRefreshScript.Run(ctx, c.rdb, []string{rkey}, header, marked[wire.FlagsOffset:wire.FlagsOffset+1]).Int()

@@ -5,6 +5,7 @@ import (
 	"github.com/cacheguard/cacheguard/internal/wire"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -59,15 +60,15 @@ func boundedWrite[V, T any](c *Cache[V], ctx context.Context, keys []string, sen
 	})
 }
 
-// writeEach is writeKeys running script once per key (prefixed), with args,
-// in one pipeline by SHA (runScripts).
-func (c *Cache[V]) writeEach(ctx context.Context, op string, script *redis.Script, keys []string, args ...any) error {
+// writeEach is writeKeys running s once per key (prefixed), with args, in
+// one pipeline by SHA (script.Run).
+func (c *Cache[V]) writeEach(ctx context.Context, op string, s *redis.Script, keys []string, args ...any) error {
 	return c.writeKeys(ctx, op, keys, func(ctx context.Context) error {
-		calls := make([]scriptCall, len(keys))
+		calls := make([]script.Call, len(keys))
 		for i, k := range keys {
-			calls[i] = scriptCall{script, []string{c.rkey(k)}, args}
+			calls[i] = script.Call{Script: s, Keys: []string{c.rkey(k)}, Args: args}
 		}
-		_, err := runScripts(ctx, c.rdb, calls)
+		_, err := script.Run(ctx, c.rdb, calls)
 		return err
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -57,10 +58,9 @@ type acquired struct {
 // pipelined is implemented by single-Redis backends whose renewals the
 // watchdog can send in one pipeline.
 type pipelined interface {
-	queueRenew(ctx context.Context, pipe redis.Pipeliner, owner string, lease time.Duration) *redis.Cmd
+	// renewCall is the script call that renews owner's hold to lease.
+	renewCall(owner string, lease time.Duration) script.Call
 	renewResult(cmd *redis.Cmd, start time.Time, lease time.Duration) (time.Time, error)
-	// renewScript is the script queueRenew runs, to load it after NOSCRIPT.
-	renewScript() *redis.Script
 }
 
 // publisher says how releases are announced on one Redis deployment.

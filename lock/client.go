@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
-	"github.com/cacheguard/cacheguard/internal/pipe"
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -64,69 +64,45 @@ func (c *Client) renewBatch(ctx context.Context, batch []renewReq) []renewal {
 		out[0].validUntil, out[0].err = r.h.b.renew(ctx, r.h.owner, r.lease)
 		return out
 	}
-	todo := make([]int, len(batch))
-	for i := range todo {
-		todo[i] = i
-	}
-	for attempt := 0; attempt < 2 && len(todo) > 0; attempt++ {
-		todo = c.renewPipelined(ctx, batch, out, todo)
-	}
-	for _, i := range todo {
-		// Still no script, or not pipelinable: one call each.
+	for _, i := range c.renewPipelined(ctx, batch, out) {
+		// Not pipelinable: one call each.
 		r := batch[i]
 		out[i].validUntil, out[i].err = r.h.b.renew(ctx, r.h.owner, r.lease)
 	}
 	return out
 }
 
-// renewPipelined renews batch[i] for i in todo in one pipeline and returns
-// the ones that met a script cache without the script (after loading it
-// again) or that cannot be pipelined.
-func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []renewal, todo []int) []int {
-	p := c.rdb.Pipeline()
-	cmds := make(map[int]*redis.Cmd, len(todo))
-	var left []int
-	start := time.Now()
-	for _, i := range todo {
-		if pb, ok := batch[i].h.b.(pipelined); ok {
-			cmds[i] = pb.queueRenew(ctx, p, batch[i].h.owner, batch[i].lease)
+// renewPipelined renews the holds of batch that can be pipelined in one
+// pipeline by SHA (a renewal a server answered NOSCRIPT, its script cache
+// flushed or a node new to the script, sent again with the body:
+// internal/script), and returns the others.
+func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []renewal) []int {
+	var left, idx []int
+	var calls []script.Call
+	for i, r := range batch {
+		if pb, ok := r.h.b.(pipelined); ok {
+			idx = append(idx, i)
+			calls = append(calls, pb.renewCall(r.h.owner, r.lease))
 		} else {
 			left = append(left, i)
 		}
 	}
-	// Errors are read per command below. A pipeline abandoned at the
-	// deadline fails every renewal in it (transient: retried).
-	if err := call.Err(c.cfg.calls, ctx, 0, func(ctx context.Context) error {
-		_, _ = pipe.Exec(ctx, p) // a renewal left unanswered fails: pipe.ErrNoReply
-		return nil
-	}); err != nil {
-		for _, i := range todo {
-			if _, ok := cmds[i]; ok {
-				out[i].err = fmt.Errorf("cacheguard: lock: renew %q: %w", batch[i].h.b.name(), err)
-			}
-		}
+	if len(calls) == 0 {
 		return left
 	}
-	missing := map[*redis.Script]bool{}
-	for _, i := range todo {
-		cmd, ok := cmds[i]
-		if !ok {
+	start := time.Now()
+	// Errors are read per command below. A pipeline abandoned at the
+	// deadline fails every renewal in it (transient: retried).
+	cmds, err := call.Do(c.cfg.calls, ctx, 0, func(ctx context.Context) ([]*redis.Cmd, error) {
+		cmds, _ := script.Run(ctx, c.rdb, calls) // a renewal left unanswered fails: pipe.ErrNoReply
+		return cmds, nil
+	}, nil)
+	for j, i := range idx {
+		if err != nil {
+			out[i].err = fmt.Errorf("cacheguard: lock: renew %q: %w", batch[i].h.b.name(), err)
 			continue
 		}
-		p := batch[i].h.b.(pipelined)
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			// The script cache was flushed, or this node never saw the
-			// script: load it (on every node) and renew these again.
-			missing[p.renewScript()] = true
-			left = append(left, i)
-			continue
-		}
-		out[i].validUntil, out[i].err = p.renewResult(cmd, start, batch[i].lease)
-	}
-	for s := range missing {
-		if err := s.Load(ctx, c.rdb).Err(); err != nil {
-			c.logger.Warn("cacheguard: lock: loading a script", "err", err)
-		}
+		out[i].validUntil, out[i].err = batch[i].h.b.(pipelined).renewResult(cmds[j], start, batch[i].lease)
 	}
 	return left
 }

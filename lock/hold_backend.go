@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -144,11 +145,9 @@ func parseAcquired(v []int64, start time.Time, cfg *config) (acquired, error) {
 	}, nil
 }
 
-func (b *holdBackend) queueRenew(ctx context.Context, pipe redis.Pipeliner, owner string, lease time.Duration) *redis.Cmd {
-	return b.renewS.EvalSha(ctx, pipe, b.keys[:1], owner, b.args.leaseArg(lease))
+func (b *holdBackend) renewCall(owner string, lease time.Duration) script.Call {
+	return script.Call{Script: b.renewS, Keys: b.keys[:1], Args: []any{owner, b.args.leaseArg(lease)}}
 }
-
-func (b *holdBackend) renewScript() *redis.Script { return b.renewS }
 
 func (b *holdBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Duration) (time.Time, error) {
 	n, err := cmd.Int64()

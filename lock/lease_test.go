@@ -22,6 +22,42 @@ func leaseTests(t *testing.T, rdb redis.UniversalClient) {
 	t.Run("deleted key is noticed", func(t *testing.T) { testDeletedKey(t, rdb) })
 	t.Run("taken key is noticed", func(t *testing.T) { testTakenKey(t, rdb) })
 	t.Run("killed holder frees within a lease", func(t *testing.T) { testKilledHolder(t, rdb) })
+	t.Run("renewals after SCRIPT FLUSH", func(t *testing.T) { testRenewAfterScriptFlush(t, rdb) })
+}
+
+// testRenewAfterScriptFlush: a batch of renewals (mutexes and a read lock,
+// pipelined) lands on a server that lost its script cache (SCRIPT FLUSH, as
+// a restart or a new cluster node): each lock gets the longer lease asked.
+func testRenewAfterScriptFlush(t *testing.T, rdb redis.UniversalClient) {
+	ctx := testCtx(t)
+	const lease = 30 * time.Second // no renewal of the watchdog's own falls due meanwhile
+	c := newClient(t, rdb, WithWatchdog(lease))
+	var batch []renewReq
+	for _, name := range []string{"flushed-a", "flushed-b", "flushed-c"} {
+		h, err := c.Mutex(name).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Unlock(ctx)
+		batch = append(batch, renewReq{h: h.h, lease: 3 * lease})
+	}
+	r, err := c.RWMutex("flushed-rw").RLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Unlock(ctx)
+	batch = append(batch, renewReq{h: r.h, lease: 3 * lease})
+	redistest.EachMaster(t, rdb, func(ctx context.Context, c *redis.Client) error { return c.ScriptFlush(ctx).Err() })
+	sent := time.Now()
+	for i, res := range c.renewBatch(ctx, batch) {
+		if res.err != nil {
+			t.Fatalf("renewal %d after SCRIPT FLUSH: %v", i, res.err)
+		}
+		// Longer than the lease taken: the renewal ran.
+		if left := res.validUntil.Sub(sent); left < 2*lease {
+			t.Fatalf("renewal %d after SCRIPT FLUSH: valid for %v; want about %v", i, left, 3*lease)
+		}
+	}
 }
 
 // testPausedHolder: a holder with a fixed lease stops (as if paused by GC or

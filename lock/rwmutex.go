@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -112,11 +113,9 @@ func (b *readBackend) giveBack(owner string) {
 	}
 }
 
-func (b *readBackend) queueRenew(ctx context.Context, pipe redis.Pipeliner, owner string, lease time.Duration) *redis.Cmd {
-	return readRenewScript.EvalSha(ctx, pipe, b.keys, owner, b.args.leaseArg(lease))
+func (b *readBackend) renewCall(owner string, lease time.Duration) script.Call {
+	return script.Call{Script: readRenewScript, Keys: b.keys, Args: []any{owner, b.args.leaseArg(lease)}}
 }
-
-func (b *readBackend) renewScript() *redis.Script { return readRenewScript }
 
 func (b *readBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Duration) (time.Time, error) {
 	n, err := cmd.Int64()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -84,4 +85,25 @@ func TestBucketsGatherScatteredUnits(t *testing.T) {
 	if st.Reserved != 3 || st.Remaining+st.InFlight != 1 {
 		t.Fatalf("status %+v", st)
 	}
+}
+
+// Units borrowed from the other buckets (one pipeline of scripts) after the
+// servers lost their script cache (SCRIPT FLUSH, as a restart or a new
+// cluster node) still make up the purchase, each bucket's move made once.
+func TestBorrowAfterScriptFlush(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		inv := newInv(t, rdb, WithBuckets(4), WithPerUserLimit(4))
+		load(t, inv, "sku", 4) // one unit per bucket
+		redistest.EachMaster(t, rdb, func(ctx context.Context, c *redis.Client) error { return c.ScriptFlush(ctx).Err() })
+		if res, err := inv.Reserve(ctx, "sku", "big", "r1", 3); err != nil || res.Outcome != Reserved {
+			t.Fatalf("3 of 4 scattered units after SCRIPT FLUSH: %+v %v", res, err)
+		}
+		if ops := outboxOps(t, inv, "sku"); ops["xfer"] != 3 || ops["reserve"] != 1 {
+			t.Fatalf("outbox %v; want 3 moves (one per other bucket) and 1 reservation", ops)
+		}
+		if st := mustStatus(t, inv, "sku"); st.Reserved != 3 || st.Remaining != 1 || st.InFlight != 0 {
+			t.Fatalf("status %+v", st)
+		}
+	})
 }

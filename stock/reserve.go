@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cacheguard/cacheguard/internal/pipe"
+	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -218,64 +218,33 @@ func (inv *Inventory) rememberSoldOut(sku string) {
 	}
 }
 
-// borrow takes up to qty units from each other bucket, for bucket to, and returns the transfers as (id, qty) pairs for the reserve script.
-// A transfer whose reply is lost is credited by the consumer.
+// borrow takes up to qty units from each other bucket, for bucket to, in
+// one pipeline by SHA (a move a server answered NOSCRIPT, never made,
+// sent again with the script's body: internal/script), and returns the
+// transfers as (id, qty) pairs for the reserve script. A transfer whose
+// reply is lost is credited by the consumer.
 func (inv *Inventory) borrow(ctx context.Context, sku string, to int, qty int64) ([]any, error) {
 	n := inv.cfg.buckets
-	var credits []any
-	todo := make([]bool, n)
-	for b := range todo {
-		todo[b] = b != to
+	ids := make([]string, 0, n-1)
+	calls := make([]script.Call, 0, n-1)
+	for b := 0; b < n; b++ {
+		if b != to {
+			k := inv.keys(sku, b)
+			ids = append(ids, newID())
+			calls = append(calls, script.Call{Script: borrowScript, Keys: []string{k.meta, k.outbox}, Args: []any{to, qty, ids[len(ids)-1], inv.cfg.maxOutbox}})
+		}
 	}
-	// EVALSHA in a pipeline cannot fall back to EVAL by itself: on NOSCRIPT
-	// (a restarted server) load the script and send the missing ones again.
-	for attempt := 0; attempt < 2; attempt++ {
-		ids := make([]string, n)
-		for b := range ids {
-			if todo[b] {
-				ids[b] = newID()
-			}
+	cmds, err := do(inv.calls, ctx, func(ctx context.Context) ([]*redis.Cmd, error) {
+		return script.Run(ctx, inv.rdb, calls)
+	})
+	var credits []any
+	for i, c := range cmds {
+		if got, e := c.Int64(); e == nil && got > 0 {
+			credits = append(credits, ids[i], got)
 		}
-		cmds, err := do(inv.calls, ctx, func(ctx context.Context) ([]*redis.Cmd, error) {
-			cmds := make([]*redis.Cmd, n)
-			_, err := pipe.Run(ctx, inv.rdb.Pipeline(), func(p redis.Pipeliner) error {
-				for b := 0; b < n; b++ {
-					if todo[b] {
-						k := inv.keys(sku, b)
-						cmds[b] = borrowScript.EvalSha(ctx, p, []string{k.meta, k.outbox}, to, qty, ids[b], inv.cfg.maxOutbox)
-					}
-				}
-				return nil
-			})
-			return cmds, err
-		})
-		noscript := false
-		for b, c := range cmds {
-			if c == nil {
-				continue
-			}
-			got, e := c.Int64()
-			switch {
-			case e == nil:
-				todo[b] = false
-				if got > 0 {
-					credits = append(credits, ids[b], got)
-				}
-			case redis.HasErrorPrefix(e, "NOSCRIPT"):
-				noscript = true
-			}
-		}
-		if !noscript {
-			if err != nil && len(credits) == 0 {
-				return nil, fmt.Errorf("cacheguard: stock: reserve %s: borrow: %w", sku, err)
-			}
-			break
-		}
-		if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
-			return borrowScript.Load(ctx, inv.rdb).Err()
-		}); err != nil {
-			return credits, nil
-		}
+	}
+	if err != nil && len(credits) == 0 {
+		return nil, fmt.Errorf("cacheguard: stock: reserve %s: borrow: %w", sku, err)
 	}
 	return credits, nil
 }

@@ -27,7 +27,7 @@ func TestCodecPanicInDetachedWorkIsAnError(t *testing.T) {
 	codec := &armedCodec{}
 	reported := make(chan error, 16)
 	c := newCache[user](t, rdb, WithCodec(codec), WithEarlyRefresh(1), WithJitter(0),
-		WithErrorHandler(func(_ string, err error) { reported <- err }))
+		WithErrorHandler(func(err error) { reported <- err }))
 	codec.armed.Store(true)
 	_, err := c.GetMany(ctx, []string{"a", "b"}, func(_ context.Context, keys []string) (map[string]user, error) {
 		return map[string]user{"a": {1, "a"}, "b": {2, "b"}}, nil

@@ -204,35 +204,9 @@ func testWokenByRelease(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	holder := newClient(t, rdb)
 	waiterC := newClient(t, rdb, WithBackoff(time.Hour, time.Hour))
-	hook := hookWaiting(waiterC.engine)
-	h, err := holder.Mutex("wake", WithLease(time.Hour)).Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan error, 1)
-	var token int64
-	go func() {
-		h2, err := waiterC.Mutex("wake").Lock(ctx)
-		if err == nil {
-			token = h2.Token()
-			err = h2.Unlock(ctx)
-		}
-		got <- err
-	}()
-	hook.next(t, "wake")
-	if err := h.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiter not woken by the release")
-	}
-	if token <= h.Token() {
-		t.Fatalf("waiter token %d, holder %d", token, h.Token())
+	held, woken := wokenByRelease(t, ctx, holder, waiterC, hookWaiting(waiterC.engine), "wake", "mutex", WithLease(time.Hour))
+	if woken <= held {
+		t.Fatalf("waiter token %d, holder %d", woken, held)
 	}
 }
 

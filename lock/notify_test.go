@@ -37,13 +37,14 @@ func testSubscriptionLifecycle(t *testing.T, rdb redis.UniversalClient) {
 	}
 }
 
-// wokenByRelease: holder takes the Mutex name, a Lock of c blocks on it
-// (hook sees it wait, subscribed), and holder's Unlock wakes it: c must
-// not back off for long (an hour in the tests), so only the release
-// notification reaches it in time.
-func wokenByRelease(t *testing.T, ctx context.Context, holder, c *Client, hook *waitingHook, name, what string) {
+// wokenByRelease: holder takes the Mutex name (with holderOpts), a Lock of
+// c blocks on it (hook sees it wait, subscribed), and holder's Unlock wakes
+// it: c must not back off for long (an hour in the tests), so only the
+// release notification reaches it in time. It returns the fencing tokens of
+// the holder and of the woken waiter.
+func wokenByRelease(t *testing.T, ctx context.Context, holder, c *Client, hook *waitingHook, name, what string, holderOpts ...Option) (held, woken int64) {
 	t.Helper()
-	h, err := holder.Mutex(name).Lock(ctx)
+	h, err := holder.Mutex(name, holderOpts...).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +52,7 @@ func wokenByRelease(t *testing.T, ctx context.Context, holder, c *Client, hook *
 	go func() {
 		h2, err := c.Mutex(name).Lock(ctx)
 		if err == nil {
+			woken = h2.Token()
 			err = h2.Unlock(ctx)
 		}
 		got <- err
@@ -65,8 +67,9 @@ func wokenByRelease(t *testing.T, ctx context.Context, holder, c *Client, hook *
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: waiter not woken", what)
+		t.Fatalf("%s: waiter not woken by the release", what)
 	}
+	return h.Token(), woken
 }
 
 // testReleaseNamesOneClient: a Mutex release names one client of the wait

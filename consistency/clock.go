@@ -6,9 +6,14 @@ import "time"
 // deadlines are not computed from it: the scripts read the Redis server's
 // clock (TIME), so instances with skewed clocks agree on when a delete is
 // due. The local clock only times the worker's sleeps between looks.
+//
+// A timer is set for a time, not a duration: the worker chooses when to look
+// next from one reading of the clock, and a clock that moves before the
+// timer is set (a descheduled goroutine, a test's fake clock) must not push
+// the look back by as much as it moved.
 type clock interface {
 	Now() time.Time
-	NewTimer(d time.Duration) timer
+	TimerAt(at time.Time) timer
 }
 
 type timer interface {
@@ -18,8 +23,8 @@ type timer interface {
 
 type realClock struct{}
 
-func (realClock) Now() time.Time                 { return time.Now() }
-func (realClock) NewTimer(d time.Duration) timer { return realTimer{time.NewTimer(d)} }
+func (realClock) Now() time.Time             { return time.Now() }
+func (realClock) TimerAt(at time.Time) timer { return realTimer{time.NewTimer(time.Until(at))} }
 
 type realTimer struct{ t *time.Timer }
 

@@ -117,11 +117,11 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) timer {
+func (c *fakeClock) TimerAt(at time.Time) timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{clk: c, at: c.now.Add(d), c: make(chan time.Time, 1)}
-	if d <= 0 {
+	t := &fakeTimer{clk: c, at: at, c: make(chan time.Time, 1)}
+	if !at.After(c.now) {
 		t.c <- c.now
 		return t
 	}

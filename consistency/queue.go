@@ -49,8 +49,9 @@ type Queue struct {
 
 // hooks are interleaving points for tests; nil in production.
 type hooks struct {
-	afterClaim func(ids []string) // a batch was claimed, before its deletes run
-	afterDrain func(n int)        // one worker pass ended after n entries
+	afterClaim  func(ids []string) // a batch was claimed, before its deletes run
+	afterDrain  func(n int)        // one worker pass ended after n entries
+	beforeSleep func(at time.Time) // the worker chose when to look next, before its timer is set
 }
 
 // New returns a Queue keeping its entries in rdb (any redis.UniversalClient;

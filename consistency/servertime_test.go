@@ -12,8 +12,11 @@ import (
 // clock is wrong.
 type skewedClock struct{ off time.Duration }
 
-func (c skewedClock) Now() time.Time                 { return time.Now().Add(c.off) }
-func (c skewedClock) NewTimer(d time.Duration) timer { return realClock{}.NewTimer(d) }
+func (c skewedClock) Now() time.Time { return time.Now().Add(c.off) }
+
+// TimerAt takes a time on this clock and fires when the real clock, moved by
+// the same offset, gets there.
+func (c skewedClock) TimerAt(at time.Time) timer { return realClock{}.TimerAt(at.Add(-c.off)) }
 
 // Due times and visibility deadlines come from the Redis server's clock: an
 // instance whose clock runs an hour ahead neither runs a delete before it is

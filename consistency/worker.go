@@ -33,10 +33,14 @@ func (q *Queue) run() {
 		if err == nil && !next.IsZero() {
 			wait = max(0, min(wait, next.Sub(now)))
 		}
+		at := now.Add(wait)
 		q.wakeMu.Lock()
-		q.wakeAt = now.Add(wait)
+		q.wakeAt = at
 		q.wakeMu.Unlock()
-		t := q.clock.NewTimer(wait)
+		if q.cfg.hooks.beforeSleep != nil {
+			q.cfg.hooks.beforeSleep(at)
+		}
+		t := q.clock.TimerAt(at)
 		select {
 		case <-q.ctx.Done():
 			t.Stop()

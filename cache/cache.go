@@ -109,8 +109,9 @@ type Cache[V any] struct {
 	// without a local tier).
 	hub      *pubsub.Hub
 	invalSub *pubsub.Sub
-	// syncRDB runs the generation sync, closed by closeSync (generation.go).
-	syncRDB   redis.Scripter
+	// syncRDB runs New's version probe and the generation sync, closed by
+	// closeSync (generation.go).
+	syncRDB   redis.UniversalClient
 	closeSync func() error
 	// fills wakes lease waiters when a fill lands (notify.go).
 	fills fillListener
@@ -157,6 +158,12 @@ type hooks struct {
 // New returns a Cache backed by rdb, which may be a *redis.Client, a
 // *redis.ClusterClient, a failover client or a ring. It returns an error
 // wrapping ErrInvalidOption when an option makes no sense.
+//
+// New asks Redis twice, for its version (ErrUnsupportedServer below 7.0) and
+// for the cache's generation; each question waits at most the health-check
+// timeout (WithInvalidationHealthCheck, default 1 s), whatever rdb's own
+// timeouts (a ring's shards excepted: they are asked as they are). Redis need not be up: a question left unanswered is asked again
+// in the background.
 func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
@@ -173,10 +180,12 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkServerVersion(rdb); err != nil {
+	syncRDB, closeSync := newSyncClient(rdb)
+	if err := checkServerVersion(syncRDB, cfg.local.healthTimeout); err != nil {
+		_ = closeSync()
 		return nil, err
 	}
-	c := &Cache[V]{rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: option.Logger(cfg.logger), hot: cfg.local.hot, ttlFunc: ttlFunc}
+	c := &Cache[V]{syncRDB: syncRDB, closeSync: closeSync, rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: option.Logger(cfg.logger), hot: cfg.local.hot, ttlFunc: ttlFunc}
 	c.calls = call.For(rdb).Counting(&c.flight)
 	c.logs = newLogAggregator(c.log, cfg.logInterval, nil)
 	c.hooks = cfg.hooks
@@ -207,7 +216,6 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 		c.fallbackSem = make(chan struct{}, cfg.fallbackLoads)
 	}
 	c.closing, c.close = context.WithCancel(context.Background())
-	c.syncRDB, c.closeSync = newSyncClient(rdb)
 	if err := c.syncGeneration(context.Background()); err != nil {
 		// Synced again every health interval (generation.go).
 		c.report(logGeneration, "", c.redisError("", "sync generation", err))

@@ -20,7 +20,8 @@
 //	u, err := users.Get(ctx, id, repo.FindUser) // FindUser returns cache.ErrNotFound for a missing row
 //	err = users.Delete(ctx, id)                 // after the row changed
 //
-// Everything else is an option (With...); New with none works.
+// Everything else is an option (With...); the only one New requires is
+// WithPrefix, which names the cache's keys in Redis.
 //
 // What that buys, failure by failure:
 //

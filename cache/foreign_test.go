@@ -90,16 +90,16 @@ func TestOptionEdgeCases(t *testing.T) {
 		name string
 		new  func() error
 	}{
-		{"huge TTL", func() error { _, err := New[string](rdb, WithTTL(math.MaxInt64)); return err }},
-		{"huge null TTL", func() error { _, err := New[string](rdb, WithNullTTL(math.MaxInt64)); return err }},
+		{"huge TTL", func() error { _, err := New[string](rdb, WithPrefix("opt:"), WithTTL(math.MaxInt64)); return err }},
+		{"huge null TTL", func() error { _, err := New[string](rdb, WithPrefix("opt:"), WithNullTTL(math.MaxInt64)); return err }},
 		{"huge local TTL", func() error {
-			_, err := New[string](rdb, WithLocal(1<<20), WithLocalAdmitAll(), WithLocalTTL(math.MaxInt64))
+			_, err := New[string](rdb, WithPrefix("opt:"), WithLocal(1<<20), WithLocalAdmitAll(), WithLocalTTL(math.MaxInt64))
 			return err
 		}},
-		{"interface value with JSON", func() error { _, err := New[any](rdb); return err }},
-		{"Stringer value with JSON", func() error { _, err := New[fmt.Stringer](rdb); return err }},
-		{"hot keys without a local tier", func() error { _, err := New[string](rdb, WithHotKeys(allHot{})); return err }},
-		{"local admit-all without a local tier", func() error { _, err := New[string](rdb, WithLocalAdmitAll()); return err }},
+		{"interface value with JSON", func() error { _, err := New[any](rdb, WithPrefix("opt:")); return err }},
+		{"Stringer value with JSON", func() error { _, err := New[fmt.Stringer](rdb, WithPrefix("opt:")); return err }},
+		{"hot keys without a local tier", func() error { _, err := New[string](rdb, WithPrefix("opt:"), WithHotKeys(allHot{})); return err }},
+		{"local admit-all without a local tier", func() error { _, err := New[string](rdb, WithPrefix("opt:"), WithLocalAdmitAll()); return err }},
 	}
 	for _, tc := range cases {
 		err := tc.new()
@@ -112,7 +112,7 @@ func TestOptionEdgeCases(t *testing.T) {
 		}
 	}
 	// An interface value with a codec that records types is fine.
-	c, err := New[any](rdb, WithCodec(GobCodec{}))
+	c, err := New[any](rdb, WithPrefix("opt:"), WithCodec(GobCodec{}))
 	if err != nil {
 		t.Fatalf("interface value with gob: %v", err)
 	}

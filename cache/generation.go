@@ -121,7 +121,7 @@ func (c *Cache[V]) syncGenerationReported() {
 // (go-redis otherwise reads a reply within the client's read timeout
 // whatever the context says), and which Close closes. Other clients (a
 // ring) are used as they are.
-func newSyncClient(rdb redis.UniversalClient) (redis.Scripter, func() error) {
+func newSyncClient(rdb redis.UniversalClient) (redis.UniversalClient, func() error) {
 	switch r := rdb.(type) {
 	case *redis.Client:
 		o := pubsub.CopyOptions(r.Options())

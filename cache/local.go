@@ -335,7 +335,9 @@ func (c *Cache[V]) touchClock() {
 // the reply (default 1 s). The local tier is served only while the last
 // reply is recent, so interval + timeout bounds how long a local entry can be
 // served stale when the subscriber's connection dies silently (see the
-// package comment); a missed reply makes the subscriber reconnect.
+// package comment); a missed reply makes the subscriber reconnect. The
+// timeout also bounds each of New's questions to Redis and each generation
+// sync.
 func WithInvalidationHealthCheck(interval, timeout time.Duration) Option {
 	return func(c *config) {
 		if interval <= 0 || timeout <= 0 {

@@ -247,21 +247,21 @@ func TestHotKeyServedStaleWhileRedisDown(t *testing.T) {
 
 func TestLocalOptions(t *testing.T) {
 	_, rdb := newSingle(t)
-	if _, err := New[string](rdb, WithLocal(1<<20)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocal(1<<20)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("local tier without an admission rule: %v", err)
 	}
-	if _, err := New[string](rdb, WithLocal(-1)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocal(-1)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("negative size: %v", err)
 	}
-	if _, err := New[string](rdb, WithLocalRistretto(0), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocalRistretto(0), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("zero ristretto size: %v", err)
 	}
 	s, _ := newOtterStore[int](1 << 20)
 	defer s.Close()
-	if _, err := New[string](rdb, WithLocalStore[int](s), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocalStore[int](s), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("store of another value type: %v", err)
 	}
-	if _, err := New[string](rdb, WithLocalStore[string](nil), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocalStore[string](nil), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("nil store: %v", err)
 	}
 	for _, two := range [][]Option{
@@ -270,11 +270,11 @@ func TestLocalOptions(t *testing.T) {
 		{WithLocal(1 << 20), WithLocalStore[string](&mapStore[string]{})},
 		{WithLocalStore[string](&mapStore[string]{}), WithLocalRistretto(1 << 20)},
 	} {
-		if _, err := New[string](rdb, append(two, WithLocalAdmitAll())...); !errors.Is(err, ErrInvalidOption) {
+		if _, err := New[string](rdb, append(two, WithLocalAdmitAll(), WithPrefix("opt:"))...); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("two options choosing the local store: %v", err)
 		}
 	}
-	if _, err := New[string](rdb, WithLocalTTL(0)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocalTTL(0)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("zero local TTL: %v", err)
 	}
 }
@@ -306,7 +306,7 @@ func TestRistrettoStoreInCache(t *testing.T) {
 	// New fails after the store was built: WithTracking on a Ring.
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}})
 	defer ring.Close()
-	if _, err := New[string](ring, WithLocalRistretto(1<<20), WithLocalAdmitAll(), WithTracking()); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](ring, WithPrefix("opt:"), WithLocalRistretto(1<<20), WithLocalAdmitAll(), WithTracking()); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("WithTracking on a Ring: %v, want ErrInvalidOption", err)
 	}
 	noRistrettoGoroutines(t, "after New failed")

@@ -168,7 +168,7 @@ func TestCacheLogsRepeatedErrorsOnce(t *testing.T) {
 	if handled != 100 {
 		t.Fatalf("error handler saw %d errors, want 100", handled)
 	}
-	if _, err := New[string](rdb, WithLogInterval(-time.Second)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](rdb, WithPrefix("opt:"), WithLogInterval(-time.Second)); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("negative interval: %v", err)
 	}
 }

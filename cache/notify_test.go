@@ -21,7 +21,7 @@ func ownClient(t testing.TB, rdb redis.UniversalClient) redis.UniversalClient {
 	case *redis.ClusterClient:
 		c = redis.NewClusterClient(r.Options())
 	case *redis.Client:
-		c = redis.NewClient(r.Options())
+		c = redistest.ClientLike(r.Options())
 	default:
 		t.Fatalf("unexpected client %T", rdb)
 	}

@@ -15,6 +15,7 @@ type Option func(*config)
 
 type config struct {
 	prefix        string
+	prefixSet     bool
 	ttl           time.Duration
 	jitter        float64
 	nullTTL       time.Duration
@@ -89,8 +90,13 @@ func (c *config) checkTTL(what string, d, least time.Duration) {
 }
 
 // WithPrefix puts prefix in front of every key in Redis ("user:" turns key
-// "42" into "user:42"). Give each Cache its own prefix.
-func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
+// "42" into "user:42"). It is the one option New requires: give each Cache
+// its own prefix, since two caches sharing keys overwrite each other's
+// entries. WithPrefix("") keeps keys as they are, for a cache that has a
+// Redis database to itself.
+func WithPrefix(prefix string) Option {
+	return func(c *config) { c.prefix, c.prefixSet = prefix, true }
+}
 
 // WithTTL sets how long a value stays cached (default 10 minutes), before
 // jitter. It must be at least 1 ms: Redis keeps expiries in whole
@@ -242,6 +248,9 @@ func WithEarlyRefresh(beta float64) Option {
 }
 
 func (c *config) validate() error {
+	if !c.prefixSet {
+		c.errs.Invalid("no key prefix: name this cache's keys with WithPrefix (caches on one Redis without one share keys and overwrite each other's entries; WithPrefix(\"\") keeps keys unprefixed)")
+	}
 	if !c.nullTTLSet && c.nullTTL > c.ttl {
 		c.nullTTL = c.ttl // the default adapts to a short TTL
 	}

@@ -20,16 +20,16 @@ var ErrUnsupportedServer = errors.New("cacheguard: unsupported redis server")
 // minRedisMajor is the first Redis major version with SET ... NX GET.
 const minRedisMajor = 7
 
-// versionProbeTimeout bounds New's version probe; a server that does not
-// answer in time is not refused (New does not need Redis to be up).
-const versionProbeTimeout = time.Second
-
 // checkServerVersion asks every server behind rdb (each master of a cluster,
 // each shard of a ring) for INFO server, once, and refuses one that reports a
 // version below 7.0. A server whose version cannot be read (unreachable, a
 // stand-in without INFO, an unfamiliar format) is not refused.
-func checkServerVersion(rdb redis.UniversalClient) error {
-	ctx, cancel := context.WithTimeout(context.Background(), versionProbeTimeout)
+//
+// The probe waits at most timeout, on a client that honours context
+// deadlines (newSyncClient); a server that does not answer in time is not
+// refused (New does not need Redis to be up).
+func checkServerVersion(rdb redis.UniversalClient, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var (
 		mu  sync.Mutex

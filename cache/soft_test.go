@@ -220,7 +220,7 @@ func TestSoftLoadTimeoutBadInput(t *testing.T) {
 		{WithSoftLoadTimeout(time.Second), WithLoadTimeout(time.Second)},
 		{WithSoftLoadTimeout(11 * time.Second)}, // the default load timeout is 10 s
 	} {
-		if _, err := New[string](rdb, opts...); !errors.Is(err, ErrInvalidOption) {
+		if _, err := New[string](rdb, append(opts, WithPrefix("opt:"))...); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%d options: err %v, want ErrInvalidOption", len(opts), err)
 		}
 	}

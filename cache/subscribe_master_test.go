@@ -15,7 +15,7 @@ import (
 // channel or a shard channel.
 func subscribers(t *testing.T, node *redistest.Server, ch string) int64 {
 	t.Helper()
-	c := redis.NewClient(node.Options())
+	c := redistest.ClientLike(node.Options())
 	defer c.Close()
 	ctx := context.Background()
 	n, err := c.PubSubShardNumSub(ctx, ch).Result()

@@ -225,10 +225,10 @@ func TestTagsWithSetAndVersionedWrites(t *testing.T) {
 func TestTagsBadInput(t *testing.T) {
 	_, rdb := newSingle(t)
 	ctx := context.Background()
-	if _, err := New[string](rdb, WithTags(func(string, int) []string { return nil })); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](rdb, WithPrefix("opt:"), WithTags(func(string, int) []string { return nil })); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("a tag function of another value type: %v", err)
 	}
-	if _, err := New[string](rdb, WithTags[string](nil)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](rdb, WithPrefix("opt:"), WithTags[string](nil)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("a nil tag function: %v", err)
 	}
 	var reported atomic.Pointer[error]

@@ -143,10 +143,10 @@ func TestTTLFuncFillsAndWrites(t *testing.T) {
 
 func TestTTLFuncBadInput(t *testing.T) {
 	_, rdb := newSingle(t)
-	if _, err := New[int](rdb, WithTTLFunc(ttlByValue)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[int](rdb, WithPrefix("opt:"), WithTTLFunc(ttlByValue)); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("a TTL func of string values on a cache of int: %v", err)
 	}
-	if _, err := New[string](rdb, WithTTLFunc[string](nil)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New[string](rdb, WithPrefix("opt:"), WithTTLFunc[string](nil)); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("nil TTL func: %v", err)
 	}
 }

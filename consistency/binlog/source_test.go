@@ -282,7 +282,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	_, rdb := redistest.Single(t)
 	q, _ := consistency.New(rdb, consistency.WithoutWorker())
 	defer q.Close()
-	c, _ := cache.New[string](rdb)
+	c, _ := cache.New[string](rdb, cache.WithPrefix("users:"))
 	defer c.Close()
 	tg, _ := q.Register("users", c)
 	pos := RedisPositions(rdb, "p")

@@ -70,7 +70,7 @@ func run(ctx context.Context, rdb redis.UniversalClient, db *userDB) error {
 	defer hot.Close()
 
 	users, err := cache.New[User](rdb,
-		cache.WithPrefix("quickstart:user:"), // one prefix per cache
+		cache.WithPrefix("quickstart:user:"), // required: one prefix per cache
 		cache.WithTTL(10*time.Minute),
 		cache.WithJitter(0.1),          // avalanche: expiries spread ±10 %
 		cache.WithNullTTL(time.Minute), // absences the filter let by, cached

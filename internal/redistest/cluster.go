@@ -61,7 +61,7 @@ func (cl *Cluster) form(ctx context.Context) error {
 	per := slots / len(cl.Masters)
 	first := cl.Masters[0]
 	for i, m := range cl.Masters {
-		c := redis.NewClient(m.Options())
+		c := ClientLike(m.Options())
 		lo, hi := i*per, (i+1)*per-1
 		if i == len(cl.Masters)-1 {
 			hi = slots - 1
@@ -86,7 +86,7 @@ func (cl *Cluster) form(ctx context.Context) error {
 
 func waitClusterOK(ctx context.Context, s *Server, nodes int) error {
 	addr := s.Addr
-	c := redis.NewClient(s.Options())
+	c := ClientLike(s.Options())
 	defer c.Close()
 	for {
 		info, err := c.ClusterInfo(ctx).Result()

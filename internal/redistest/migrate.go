@@ -14,7 +14,7 @@ func (cl *Cluster) MigrateSlot(ctx context.Context, slot, to int) (int, error) {
 	clients := make([]*redis.Client, len(cl.Masters))
 	ids := make([]string, len(cl.Masters))
 	for i, m := range cl.Masters {
-		clients[i] = redis.NewClient(m.Options())
+		clients[i] = ClientLike(m.Options())
 		defer clients[i].Close()
 		id, err := clients[i].Do(ctx, "CLUSTER", "MYID").Text()
 		if err != nil {

@@ -75,7 +75,7 @@ func startClusterWithReplicas(t testing.TB, start starter, extra []string) (*Rep
 func (rc *ReplicatedCluster) attachReplicas(ctx context.Context) error {
 	host, port := splitAddr(rc.Masters[0].Addr)
 	for _, r := range rc.Replicas {
-		c := redis.NewClient(r.Options())
+		c := ClientLike(r.Options())
 		err := c.Do(ctx, "CLUSTER", "MEET", host, port).Err()
 		c.Close()
 		if err != nil {
@@ -87,7 +87,7 @@ func (rc *ReplicatedCluster) attachReplicas(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c := redis.NewClient(r.Options())
+		c := ClientLike(r.Options())
 		// REPLICATE needs the master in the node table, which gossip fills.
 		for err == nil {
 			nodes, nerr := c.ClusterNodes(ctx).Result()
@@ -159,7 +159,7 @@ func (rc *ReplicatedCluster) KillMasterInSync(i int) {
 	rc.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m := redis.NewClient(rc.Masters[i].Options())
+	m := ClientLike(rc.Masters[i].Options())
 	defer m.Close()
 	if err := m.Do(ctx, "CLIENT", "PAUSE", 30000, "WRITE").Err(); err != nil {
 		rc.t.Fatalf("redistest: CLIENT PAUSE on master %d: %v", i, err)
@@ -168,7 +168,7 @@ func (rc *ReplicatedCluster) KillMasterInSync(i int) {
 	if err != nil {
 		rc.t.Fatalf("redistest: master %d: %v", i, err)
 	}
-	r := redis.NewClient(rc.Replicas[i].Options())
+	r := ClientLike(rc.Replicas[i].Options())
 	defer r.Close()
 	for {
 		got, err := replOffset(ctx, r, "slave_repl_offset")
@@ -220,7 +220,7 @@ func (rc *ReplicatedCluster) Failover(i int) {
 	rc.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := redis.NewClient(rc.Replicas[i].Options())
+	c := ClientLike(rc.Replicas[i].Options())
 	defer c.Close()
 	// A manual failover that does not complete within Redis's own limit
 	// (5 s: the replica could not catch up with its paused master, as on a
@@ -258,7 +258,7 @@ func (rc *ReplicatedCluster) WaitDemotedListed(i int) {
 	if err != nil {
 		rc.t.Fatalf("redistest: %v", err)
 	}
-	c := redis.NewClient(rc.Replicas[i].Options())
+	c := ClientLike(rc.Replicas[i].Options())
 	defer c.Close()
 	for {
 		nodes, err := c.Do(ctx, "CLUSTER", "REPLICAS", pid).StringSlice()
@@ -278,7 +278,7 @@ func (rc *ReplicatedCluster) WaitDemotedListed(i int) {
 const manualFailoverLimit = 6 * time.Second
 
 func nodeID(ctx context.Context, s *Server) (string, error) {
-	c := redis.NewClient(s.Options())
+	c := ClientLike(s.Options())
 	defer c.Close()
 	return c.Do(ctx, "CLUSTER", "MYID").Text()
 }
@@ -286,7 +286,7 @@ func nodeID(ctx context.Context, s *Server) (string, error) {
 // waitInfo polls INFO on s until it contains want.
 func waitInfo(ctx context.Context, s *Server, want string) error {
 	addr := s.Addr
-	c := redis.NewClient(s.Options())
+	c := ClientLike(s.Options())
 	defer c.Close()
 	for {
 		info, err := c.Info(ctx, "replication").Result()
@@ -303,7 +303,7 @@ func waitInfo(ctx context.Context, s *Server, want string) error {
 // number of nodes it knows (a killed one stays in the table).
 func waitClusterState(ctx context.Context, s *Server) error {
 	addr := s.Addr
-	c := redis.NewClient(s.Options())
+	c := ClientLike(s.Options())
 	defer c.Close()
 	for {
 		info, err := c.ClusterInfo(ctx).Result()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // WaitViewsAgree waits, after Failover(i), until every node of the cluster
@@ -20,7 +18,7 @@ func (rc *ReplicatedCluster) WaitViewsAgree(i int) {
 	promoted, demoted := rc.Replicas[i].Addr, rc.Masters[i].Addr
 	for _, n := range append(append([]*Server{}, rc.Masters...), rc.Replicas...) {
 		addr := n.Addr
-		c := redis.NewClient(n.Options())
+		c := ClientLike(n.Options())
 		for {
 			nodes, err := c.ClusterNodes(ctx).Result()
 			if err == nil && nodeFlagged(nodes, promoted, "master") && nodeFlagged(nodes, demoted, "slave") {

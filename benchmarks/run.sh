@@ -33,7 +33,7 @@ cd "$(dirname "$0")"
 COUNT=${COUNT:-6}
 BENCHTIME=${BENCHTIME:-500ms}
 # The benchmarks the report turns into tables (report/main.go, tables).
-BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LockUncontendedPaired|LocalHit|LocalHitRatio|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace|Curve|CurveCluster|BatchRead)$'}
+BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LockUncontendedPaired|LocalHit|LocalHitRatio|LocalStoreMemory|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace|Curve|CurveCluster|BatchRead)$'}
 RESULTS=${RESULTS:-RESULTS.md}
 # The chart of the concurrency curves (report/curves.go).
 CHART=${CHART:-curves.svg}

@@ -87,6 +87,12 @@ var tables = []table{
 		columns: []column{{"hit-%", "hit %"}},
 	},
 	{
+		title:   "Local store memory",
+		about:   "Heap in use per cached entry (an int value under a short string key), measured around filling a cache's local tier with every entry; the cache's fixed cost is spread over the entries.",
+		prefix:  "LocalStoreMemory/",
+		columns: []column{{"heap-B/entry", "heap bytes per entry"}},
+	},
+	{
 		title:   "Zipfian reads over 100 000 rows",
 		about:   "8 goroutines read along a zipfian trace (s = 1.1); every row is in Redis. `throughput` is relative to cacheguard without a local tier.",
 		prefix:  "Zipfian/",

@@ -240,15 +240,6 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 
 func (c *Cache[V]) isClosed() bool { return c.closed.Load() }
 
-// Stats returns a snapshot of the counters.
-func (c *Cache[V]) Stats() Stats {
-	s := c.stats.snapshot()
-	c.inval.fill(&s)
-	c.track.fill(&s)
-	s.Breaker = c.breakerState()
-	return s
-}
-
 // Set stores v under key with the configured (jittered) TTL, replacing any
 // value or lease. A fill in flight for key is then refused, so it cannot
 // overwrite v with what it loaded earlier.

@@ -110,3 +110,12 @@ func (c *counters) snapshot() Stats {
 		Generations:      c.generations.Load(),
 	}
 }
+
+// Stats returns a snapshot of the counters.
+func (c *Cache[V]) Stats() Stats {
+	s := c.stats.snapshot()
+	c.inval.fill(&s)
+	c.track.fill(&s)
+	s.Breaker = c.breakerState()
+	return s
+}

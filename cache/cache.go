@@ -256,25 +256,13 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 		return err
 	}
 	env, ttl := c.taggedEntry(false, 0, 0, payload, base, tags, c.now(), nil)
-	done, err := c.allow(key)
-	if err != nil {
-		return err
-	}
 	// The key's version stays (versionkeep.go).
-	_, err = boundedWrite(c, ctx, []string{key}, func(ctx context.Context) (struct{}, error) {
+	return c.writeKeys(ctx, "set", []string{key}, func(ctx context.Context) error {
 		// Through the queue of the key's node: a burst of Sets shares
 		// round trips (readbatch.go).
 		_, err := c.runScripts(ctx, []script.Call{{Script: setKeepingVersionScript, Keys: []string{c.rkey(key)}, Args: []any{env, px(ttl)}}})
-		return struct{}{}, err
-	}, nil)
-	err = callerErr(ctx, err)
-	done(err)
-	if err != nil {
-		return c.redisError(key, "set", err)
-	}
-	c.forget([]string{key})
-	c.afterWrite(ctx, key)
-	return nil
+		return err
+	})
 }
 
 // Delete removes the keys' entries (values, cached absences and leases), so

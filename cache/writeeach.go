@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// writeKeys runs send as a write of keys that invalidates them (Delete,
-// MarkStale, DeleteKeepingVersion): the keys are checked, the call goes
+// writeKeys runs send as a write of keys that invalidates them (Set,
+// Delete, MarkStale, DeleteKeepingVersion): the keys are checked, the call goes
 // through the circuit breaker, a failure is a Redis error for op, and once
 // Redis has it, callers that arrive later load afresh and other instances
 // drop the keys from their local tiers.

@@ -180,22 +180,27 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	if err != nil {
 		return nil, err
 	}
+	tagFn, err := tagFuncOf[V](cfg.tags)
+	if err != nil {
+		return nil, err
+	}
+	source, err := newSourceID()
+	if err != nil {
+		return nil, err
+	}
+	// Nothing above holds a resource; from here an error releases what
+	// was made.
 	syncRDB, closeSync := newSyncClient(rdb)
 	if err := checkServerVersion(syncRDB, cfg.local.healthTimeout); err != nil {
 		_ = closeSync()
 		return nil, err
 	}
-	c := &Cache[V]{syncRDB: syncRDB, closeSync: closeSync, rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec), log: option.Logger(cfg.logger), hot: cfg.local.hot, ttlFunc: ttlFunc}
+	c := &Cache[V]{syncRDB: syncRDB, closeSync: closeSync, rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec),
+		log: option.Logger(cfg.logger), hot: cfg.local.hot, ttlFunc: ttlFunc, tagFn: tagFn, source: source}
 	c.calls = call.For(rdb).Counting(&c.flight)
 	c.logs = newLogAggregator(c.log, cfg.logInterval, nil)
 	c.hooks = cfg.hooks
-	if c.tagFn, err = tagFuncOf[V](cfg.tags); err != nil {
-		return nil, err
-	}
 	c.subscribed = make(chan struct{})
-	if c.source, err = newSourceID(); err != nil {
-		return nil, err
-	}
 	c.channel = cfg.local.channel
 	if c.channel == "" {
 		c.channel = wire.InvalidationChannelPrefix + cfg.prefix

@@ -74,7 +74,7 @@ func (c *Cache[V]) leadMany(ctx context.Context, todo []string, fs []*flight[V],
 					if kerr == nil {
 						// Every path decides its keys; should one not,
 						// the key fails rather than silently vanish.
-						kerr = fmt.Errorf("cacheguard: %q left undecided", k)
+						kerr = fmt.Errorf("cacheguard: cache: %q left undecided", k)
 					}
 					b.errs[k] = kerr
 				}
@@ -188,7 +188,7 @@ func (b *batch[V]) endUndecided(keys []string, err error) {
 			kerr = err
 		}
 		if kerr == nil {
-			kerr = fmt.Errorf("cacheguard: %q left undecided", k)
+			kerr = fmt.Errorf("cacheguard: cache: %q left undecided", k)
 		}
 		ends, errs = append(ends, k), append(errs, kerr)
 	}

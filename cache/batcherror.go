@@ -66,7 +66,7 @@ const batchErrorShown = 3
 // Error names how many keys failed and the first few with their errors.
 func (e *BatchError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cacheguard: %d of %d keys failed", len(e.keys), e.asked)
+	fmt.Fprintf(&b, "cacheguard: cache: %d of %d keys failed", len(e.keys), e.asked)
 	for i, k := range e.keys {
 		if i == batchErrorShown {
 			fmt.Fprintf(&b, "; %d more", len(e.keys)-i)
@@ -77,7 +77,7 @@ func (e *BatchError) Error() string {
 			sep = ": "
 		}
 		// The keys' errors carry the package prefix too: say it once.
-		fmt.Fprintf(&b, "%s%q: %s", sep, k, strings.TrimPrefix(e.errs[k].Error(), "cacheguard: "))
+		fmt.Fprintf(&b, "%s%q: %s", sep, k, strings.TrimPrefix(e.errs[k].Error(), "cacheguard: cache: "))
 	}
 	return b.String()
 }

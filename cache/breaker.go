@@ -26,7 +26,7 @@ import (
 
 // ErrCircuitOpen is wrapped (together with ErrRedis) in errors returned while
 // the circuit breaker keeps calls away from Redis.
-var ErrCircuitOpen = errors.New("cacheguard: redis circuit open")
+var ErrCircuitOpen = errors.New("cacheguard: cache: redis circuit open")
 
 // WithCircuitBreaker opens the breaker after failures consecutive Redis
 // failures and keeps it open for cooldown before probing again.
@@ -219,7 +219,7 @@ type circuitOpenError struct {
 }
 
 func (e *circuitOpenError) Error() string {
-	return fmt.Sprintf("cacheguard: redis circuit open, %q not sent: %v", e.key, e.err)
+	return fmt.Sprintf("cacheguard: cache: redis circuit open, %q not sent: %v", e.key, e.err)
 }
 
 func (e *circuitOpenError) Unwrap() []error { return []error{ErrRedis, ErrCircuitOpen, e.err} }

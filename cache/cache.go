@@ -211,7 +211,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	}
 	if cfg.breakerFailures > 0 {
 		c.breaker = newBreaker(cfg.prefix, cfg.breakerFailures, cfg.breakerCooldown, func(from, to gobreaker.State) {
-			c.report(logBreaker, "", fmt.Errorf("cacheguard: redis circuit %s -> %s", from, to))
+			c.report(logBreaker, "", fmt.Errorf("cacheguard: cache: redis circuit %s -> %s", from, to))
 		})
 	}
 	if cfg.maxLoads > 0 {

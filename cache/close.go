@@ -53,7 +53,7 @@ func (c *Cache[V]) Close() error {
 	select {
 	case <-finished:
 	case <-t.C:
-		err = fmt.Errorf("cacheguard: close: loads still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
+		err = fmt.Errorf("cacheguard: cache: close: loads still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
 	}
 	c.releaseHeld()
 	// Calls left running at their deadline end by the client's own
@@ -62,13 +62,13 @@ func (c *Cache[V]) Close() error {
 	// that command's caller's goroutine (sendBatches).
 	c.flight.Stop()
 	if !c.flight.Wait(time.Until(deadline)) && err == nil {
-		err = fmt.Errorf("cacheguard: close: Redis calls still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
+		err = fmt.Errorf("cacheguard: cache: close: Redis calls still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
 	}
 	c.track.close()
 	c.invalSub.Close()
 	c.fills.close()
 	if herr := c.hub.Release(deadline); herr != nil && err == nil {
-		err = fmt.Errorf("cacheguard: close: %w", herr)
+		err = fmt.Errorf("cacheguard: cache: close: %w", herr)
 	}
 	if c.local != nil {
 		c.local.Close()
@@ -114,14 +114,14 @@ func (c *Cache[V]) untilClosed(ctx context.Context) (context.Context, context.Ca
 // shared fill, a GetMany's fill, a fallback load, an early refresh): on
 // ctx detached from its cancellation (its values kept) and cancelled by
 // Close, with a panic of fn (a codec's, say) returned as an error,
-// "cacheguard: <what> of <subject> panicked: ...", and T's zero value: on
+// "cacheguard: cache: <what> of <subject> panicked: ...", and T's zero value: on
 // a background goroutine nobody could recover it. The goroutine, counted
 // for Close (goBackground), is the caller's.
 func detached[T, V any](c *Cache[V], ctx context.Context, what string, subject any, fn func(context.Context) (T, error)) (v T, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			var zero T
-			v, err = zero, fmt.Errorf("cacheguard: %s of %q panicked: %v", what, subject, p)
+			v, err = zero, fmt.Errorf("cacheguard: cache: %s of %q panicked: %v", what, subject, p)
 		}
 	}()
 	ctx, cancel := c.untilClosed(context.WithoutCancel(ctx))

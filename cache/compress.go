@@ -58,18 +58,18 @@ func (c *Cache[V]) decodePayload(env envelope) (V, error) {
 	var zero V
 	n, err := s2.DecodedLen(env.Payload)
 	if err != nil {
-		return zero, fmt.Errorf("cacheguard: decompress: %w", err)
+		return zero, fmt.Errorf("cacheguard: cache: decompress: %w", err)
 	}
 	limit := maxDecompressed
 	if c.cfg.maxValueSize > 0 {
 		limit = c.cfg.maxValueSize
 	}
 	if n > limit {
-		return zero, fmt.Errorf("cacheguard: decompress: %d bytes, over the limit of %d", n, limit)
+		return zero, fmt.Errorf("cacheguard: cache: decompress: %d bytes, over the limit of %d", n, limit)
 	}
 	b, err := s2.Decode(nil, env.Payload)
 	if err != nil {
-		return zero, fmt.Errorf("cacheguard: decompress: %w", err)
+		return zero, fmt.Errorf("cacheguard: cache: decompress: %w", err)
 	}
 	return c.codec.decode(b)
 }

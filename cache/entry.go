@@ -16,7 +16,7 @@ import (
 func (c *Cache[V]) encode(key string, v V) ([]byte, error) {
 	payload, err := c.codec.encode(v)
 	if err != nil {
-		return nil, fmt.Errorf("cacheguard: encode %q: %w", key, err)
+		return nil, fmt.Errorf("cacheguard: cache: encode %q: %w", key, err)
 	}
 	if c.cfg.maxValueSize > 0 && len(payload) > c.cfg.maxValueSize {
 		return nil, fmt.Errorf("%w: %q encodes to %d bytes, limit %d", ErrValueTooLarge, key, len(payload), c.cfg.maxValueSize)

@@ -10,31 +10,31 @@ import (
 // ErrNotFound reports a missing row. A Loader returns it (or an error wrapping
 // it) when the source of truth has no row for the key; the absence is then
 // cached for the null TTL, and Get returns ErrNotFound for it until then.
-var ErrNotFound = errors.New("cacheguard: not found")
+var ErrNotFound = errors.New("cacheguard: cache: not found")
 
 // ErrWaitTimeout is returned by Get when another caller holds the fill lease
 // for a key and has not filled it within the wait budget (WithWait). The
 // database is not queried in that case unless WithLoadOnWaitTimeout is set.
-var ErrWaitTimeout = errors.New("cacheguard: timed out waiting for another caller's fill")
+var ErrWaitTimeout = errors.New("cacheguard: cache: timed out waiting for another caller's fill")
 
 // ErrInvalidKey is returned for an empty key.
-var ErrInvalidKey = errors.New("cacheguard: invalid key")
+var ErrInvalidKey = errors.New("cacheguard: cache: invalid key")
 
 // ErrNilLoader is returned when Get or GetMany is called without a loader.
-var ErrNilLoader = errors.New("cacheguard: nil loader")
+var ErrNilLoader = errors.New("cacheguard: cache: nil loader")
 
 // ErrValueTooLarge is returned by Set for a value whose encoded size exceeds
 // the limit (WithMaxValueSize). Get returns such a loaded value to its caller
 // but does not cache it, and reports ErrValueTooLarge to the error handler.
-var ErrValueTooLarge = errors.New("cacheguard: value too large")
+var ErrValueTooLarge = errors.New("cacheguard: cache: value too large")
 
 // ErrClosed is returned by calls made after Close.
-var ErrClosed = errors.New("cacheguard: cache closed")
+var ErrClosed = errors.New("cacheguard: cache: closed")
 
 // ErrRedis wraps every error that comes from Redis itself (unreachable,
 // timeout, script failure), so callers can tell a cache outage from a loader
 // error with errors.Is(err, ErrRedis).
-var ErrRedis = errors.New("cacheguard: redis")
+var ErrRedis = errors.New("cacheguard: cache: redis")
 
 // ErrInvalidOption is returned by New for an option value that makes no sense.
 var ErrInvalidOption = option.Sentinel("cache")
@@ -58,4 +58,4 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // permission docs/acl.md lists. The cache goes on in the degraded mode that
 // document describes (no local tier) and subscribes again after a backoff,
 // so a permission granted later is picked up.
-var ErrSubscriptionRefused = errors.New("cacheguard: subscription refused by the Redis ACL")
+var ErrSubscriptionRefused = errors.New("cacheguard: cache: subscription refused by the Redis ACL")

@@ -37,7 +37,7 @@ func (c *Cache[V]) fill(ctx context.Context, key, rkey string, load Loader[V]) (
 		return result[V]{}, kerr
 	}
 	if err == nil {
-		err = fmt.Errorf("cacheguard: %q left undecided", key)
+		err = fmt.Errorf("cacheguard: cache: %q left undecided", key)
 	}
 	return result[V]{}, err
 }
@@ -79,7 +79,7 @@ func (c *Cache[V]) runLoad(ctx context.Context, what string, call func(context.C
 	c.stats.loads.Add(1)
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("cacheguard: %s panicked: %v", what, p)
+			err = fmt.Errorf("cacheguard: cache: %s panicked: %v", what, p)
 		}
 		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && context.Cause(ctx) == errLoadTimeout {
 			c.stats.loadTimeouts.Add(1)
@@ -90,7 +90,7 @@ func (c *Cache[V]) runLoad(ctx context.Context, what string, call func(context.C
 }
 
 // errLoadTimeout is the cause of a load's context ended by WithLoadTimeout.
-var errLoadTimeout = fmt.Errorf("cacheguard: load timeout: %w", context.DeadlineExceeded)
+var errLoadTimeout = fmt.Errorf("cacheguard: cache: load timeout: %w", context.DeadlineExceeded)
 
 // fillDetached runs fillMany for a GetMany's misses as a Get's fill runs:
 // detached from the caller's context (keeping its values), so that the

@@ -79,7 +79,7 @@ func (c *Cache[V]) syncGeneration(ctx context.Context) error {
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("cacheguard: sync the generation of %q: %w", c.cfg.prefix, err)
+		return fmt.Errorf("cacheguard: cache: sync the generation of %q: %w", c.cfg.prefix, err)
 	}
 	return c.synced(ctx, reply)
 }
@@ -87,7 +87,7 @@ func (c *Cache[V]) syncGeneration(ctx context.Context) error {
 // synced applies syncScript's reply.
 func (c *Cache[V]) synced(ctx context.Context, reply []int64) error {
 	if len(reply) != 2 || reply[0] < 0 {
-		return fmt.Errorf("cacheguard: sync the generation of %q: unexpected reply %v", c.cfg.prefix, reply)
+		return fmt.Errorf("cacheguard: cache: sync the generation of %q: unexpected reply %v", c.cfg.prefix, reply)
 	}
 	g := uint64(reply[0])
 	c.setGeneration(g)
@@ -95,7 +95,7 @@ func (c *Cache[V]) synced(ctx context.Context, reply []int64) error {
 		// Announced even when this instance has already moved to g (a
 		// reply that came after its caller gave up, and after a later sync
 		// read g): the others would otherwise wait for their own sync.
-		c.report(logGeneration, "", fmt.Errorf("cacheguard: the generation of %q was lost in Redis (FLUSHALL, restart, failover): the cache moved to a new generation %d, as on a Clear", c.cfg.prefix, g))
+		c.report(logGeneration, "", fmt.Errorf("cacheguard: cache: the generation of %q was lost in Redis (FLUSHALL, restart, failover): the cache moved to a new generation %d, as on a Clear", c.cfg.prefix, g))
 		c.publish(ctx, []string{wire.GenerationAnnouncement(g)})
 	}
 	return nil

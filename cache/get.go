@@ -218,7 +218,7 @@ func (c *Cache[V]) unavailable(ctx context.Context, key string, load Loader[V], 
 		return c.fallbackLoad(ctx, key, load, err)
 	}
 	c.stats.staleServed.Add(1)
-	c.report(logStaleServed, key, fmt.Errorf("cacheguard: served a stale local entry: %w", err))
+	c.report(logStaleServed, key, fmt.Errorf("cacheguard: cache: served a stale local entry: %w", err))
 	if e.Null {
 		return zero, ErrNotFound
 	}

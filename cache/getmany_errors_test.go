@@ -78,7 +78,7 @@ func TestGetManyPerKeyWaitTimeout(t *testing.T) {
 		if errors.Is(err, ErrRedis) {
 			t.Errorf("err %v matches ErrRedis", err)
 		}
-		if msg := err.Error(); !strings.HasPrefix(msg, "cacheguard: 1 of 4 keys failed: \"held\": timed out") {
+		if msg := err.Error(); !strings.HasPrefix(msg, "cacheguard: cache: 1 of 4 keys failed: \"held\": timed out") {
 			t.Errorf("message %q", msg)
 		}
 		for _, ks := range asked {

@@ -115,7 +115,7 @@ func (c *Cache[V]) sendBatch(batch []*pendingInval) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: gave up after %v", ErrRedis, publishBudget)
 		}
-		c.report(logInvalidation, key, fmt.Errorf("cacheguard: invalidation of %d message(s) not sent, other instances drop the keys at their local TTL or the next message: %w", len(left), c.redisError(key, "publish invalidation", err)))
+		c.report(logInvalidation, key, fmt.Errorf("cacheguard: cache: invalidation of %d message(s) not sent, other instances drop the keys at their local TTL or the next message: %w", len(left), c.redisError(key, "publish invalidation", err)))
 	}
 }
 

@@ -95,7 +95,7 @@ func (c *Cache[V]) subscriptionDown(err error) {
 			ErrSubscriptionRefused, c.channelGrants(), err))
 		return
 	}
-	c.report(logSubscription, "", fmt.Errorf("cacheguard: invalidation subscription down, local tier off until it is back: %w", err))
+	c.report(logSubscription, "", fmt.Errorf("cacheguard: cache: invalidation subscription down, local tier off until it is back: %w", err))
 }
 
 // channelGrants names the channel permissions the cache's subscriptions
@@ -163,7 +163,7 @@ func (c *Cache[V]) onInvalidation(payload string, seqs map[[sourceIDSize]byte]ui
 	if err != nil {
 		c.inval.decodeErrors.Add(1)
 		c.flushLocal()
-		c.report(logInvalidationBad, "", fmt.Errorf("cacheguard: invalidation on %s (local tier cleared): %w", c.channel, err))
+		c.report(logInvalidationBad, "", fmt.Errorf("cacheguard: cache: invalidation on %s (local tier cleared): %w", c.channel, err))
 		return
 	}
 	if m.src == c.source {

@@ -170,9 +170,9 @@ func (a *logAggregator) flush() {
 
 func (a *logAggregator) write(l logLine) {
 	if l.count == 0 {
-		a.log.Warn("cacheguard: "+string(l.kind), "key", l.key, "err", l.err)
+		a.log.Warn("cacheguard: cache: "+string(l.kind), "key", l.key, "err", l.err)
 		return
 	}
-	a.log.Warn("cacheguard: "+string(l.kind)+" (repeated)",
+	a.log.Warn("cacheguard: cache: "+string(l.kind)+" (repeated)",
 		"count", l.count, "over", l.over.Round(time.Millisecond), "last_key", l.key, "last_err", l.err)
 }

@@ -81,7 +81,7 @@ func TestLogAggregation(t *testing.T) {
 		a.report(logStaleServed, "k", boom)
 	}
 	got := h.take()
-	if len(got) != 1 || got[0].msg != "cacheguard: "+string(logStaleServed) || got[0].count != 0 {
+	if len(got) != 1 || got[0].msg != "cacheguard: cache: "+string(logStaleServed) || got[0].count != 0 {
 		t.Fatalf("first interval logged %+v, want the first report only", got)
 	}
 
@@ -108,11 +108,11 @@ func TestLogAggregation(t *testing.T) {
 	}
 	for _, l := range got {
 		switch l.msg {
-		case "cacheguard: " + string(logStaleServed) + " (repeated)":
+		case "cacheguard: cache: " + string(logStaleServed) + " (repeated)":
 			if l.count != 2 || l.key != "b" {
 				t.Fatalf("summary %+v, want 2 ending with b", l)
 			}
-		case "cacheguard: " + string(logFillFailed):
+		case "cacheguard: cache: " + string(logFillFailed):
 		default:
 			t.Fatalf("unexpected line %+v", l)
 		}

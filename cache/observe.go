@@ -215,7 +215,7 @@ func (c *Cache[V]) observedSize(op string, n int) {
 func (c *Cache[V]) recoverObserver(what string) {
 	if p := recover(); p != nil {
 		c.stats.observerPanics.Add(1)
-		c.report(logObserverPanic, "", fmt.Errorf("cacheguard: observer %s panicked: %v", what, p))
+		c.report(logObserverPanic, "", fmt.Errorf("cacheguard: cache: observer %s panicked: %v", what, p))
 	}
 }
 

@@ -25,7 +25,7 @@ import (
 
 // ErrRateLimited is returned by Get when the key's rate limit refused the
 // Redis read or the load it needed and no local entry could answer instead.
-var ErrRateLimited = errors.New("cacheguard: rate limited")
+var ErrRateLimited = errors.New("cacheguard: cache: rate limited")
 
 // LimitOp says what a KeyLimiter is asked to admit.
 type LimitOp uint8
@@ -76,7 +76,7 @@ func (c *Cache[V]) limit(ctx context.Context, op LimitOp, key string) error {
 	}
 	ok, err := l.Allow(ctx, op, key)
 	if err != nil {
-		c.report(logRateLimiter, key, fmt.Errorf("cacheguard: rate limiter: %w", err))
+		c.report(logRateLimiter, key, fmt.Errorf("cacheguard: cache: rate limiter: %w", err))
 	}
 	if ok {
 		return nil

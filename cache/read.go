@@ -91,7 +91,7 @@ func (c *Cache[V]) decodeEntry(key string, raw []byte) (result[V], envelope, boo
 	if !r.null {
 		v, err := c.decodePayload(env)
 		if err != nil {
-			c.report(logUndecodable, key, fmt.Errorf("cacheguard: decode %q: %w", key, err))
+			c.report(logUndecodable, key, fmt.Errorf("cacheguard: cache: decode %q: %w", key, err))
 			return result[V]{}, env, false
 		}
 		r.v = v

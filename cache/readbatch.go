@@ -339,7 +339,7 @@ func execPipeline(ctx context.Context, p redis.Pipeliner) (execErr, panicked err
 func guard(what string, send func()) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("cacheguard: %s pipeline panicked: %v", what, p)
+			err = fmt.Errorf("cacheguard: cache: %s pipeline panicked: %v", what, p)
 		}
 	}()
 	send()

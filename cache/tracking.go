@@ -143,7 +143,7 @@ func (h *trackHandler[V]) Down(err error) {
 	c := h.c
 	c.setTrust(true, 0)
 	c.track.downs.Add(1)
-	c.report(logSubscription, "", fmt.Errorf("cacheguard: tracking down, local tier off until it is back: %w", err))
+	c.report(logSubscription, "", fmt.Errorf("cacheguard: cache: tracking down, local tier off until it is back: %w", err))
 	if hk := c.hooks; hk != nil && hk.onTracking != nil {
 		hk.onTracking(false)
 	}

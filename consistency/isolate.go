@@ -21,7 +21,7 @@ import (
 const isolateParallel = 8
 
 // errUnreached marks an entry whose delete the pass did not get to run.
-var errUnreached = errors.New("cacheguard: delete not reached before the claim's deadline")
+var errUnreached = errors.New("cacheguard: consistency: delete not reached before the claim's deadline")
 
 // held is a claimed entry, decoded.
 type held struct {

@@ -49,10 +49,10 @@ func (e entry) encode() string {
 func decodeEntry(s string) (entry, error) {
 	var e entry
 	if err := json.Unmarshal([]byte(s), &e); err != nil {
-		return e, fmt.Errorf("cacheguard: corrupt queue entry: %w", err)
+		return e, fmt.Errorf("cacheguard: consistency: corrupt queue entry: %w", err)
 	}
 	if len(e.Keys) == 0 {
-		return e, fmt.Errorf("cacheguard: corrupt queue entry: no keys")
+		return e, fmt.Errorf("cacheguard: consistency: corrupt queue entry: no keys")
 	}
 	return e, nil
 }

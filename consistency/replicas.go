@@ -12,7 +12,7 @@ import (
 // ErrReplicaWait is wrapped by the error of an invalidation that ran on the
 // primary but was not confirmed by the replicas WaitReplicas asks for in
 // time. Invalidate then records it for a retry like any failed delete.
-var ErrReplicaWait = errors.New("cacheguard: delete not confirmed by enough replicas")
+var ErrReplicaWait = errors.New("cacheguard: consistency: delete not confirmed by enough replicas")
 
 // WaitReplicas makes every invalidation of the target wait, after the
 // delete, until n replicas have it, for at most timeout: for users who read

@@ -33,7 +33,7 @@ import (
 // have committed.
 func (t *Target) Update(ctx context.Context, keys []string, write func(ctx context.Context) error) error {
 	if write == nil {
-		return errors.New("cacheguard: Update: nil write")
+		return errors.New("cacheguard: consistency: Update: nil write")
 	}
 	if err := t.check(keys); err != nil {
 		return err
@@ -42,7 +42,7 @@ func (t *Target) Update(ctx context.Context, keys []string, write func(ctx conte
 	id := newID()
 	e := entry{Keys: keys}
 	if err := q.record(ctx, t, id, e, q.cfg.writeGrace+q.cfg.delay); err != nil {
-		return fmt.Errorf("cacheguard: update not run, second delete could not be recorded: %w", err)
+		return fmt.Errorf("cacheguard: consistency: update not run, second delete could not be recorded: %w", err)
 	}
 	q.stats.recorded.Add(1)
 	if err := t.run(ctx, keys); err != nil {

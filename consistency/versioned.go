@@ -18,7 +18,7 @@ type VersionedCache[V any] interface {
 
 // ErrZeroVersion is returned for a versioned write with version 0, the
 // version of entries filled by ordinary reads: it could never win.
-var ErrZeroVersion = errors.New("cacheguard: version 0 is reserved for ordinary fills")
+var ErrZeroVersion = errors.New("cacheguard: consistency: version 0 is reserved for ordinary fills")
 
 // Versioned writes values through to a cache newest-wins, for writers that
 // update one key concurrently and may reach Redis out of order: each write
@@ -81,7 +81,7 @@ func (w *Versioned[V]) Delete(ctx context.Context, key string, version uint64) (
 // write's error is returned.
 func (w *Versioned[V]) Write(ctx context.Context, key string, write func(ctx context.Context) (V, uint64, error)) error {
 	if write == nil {
-		return errors.New("cacheguard: Write: nil write")
+		return errors.New("cacheguard: consistency: Write: nil write")
 	}
 	v, version, err := write(ctx)
 	if err != nil {
@@ -97,7 +97,7 @@ func (w *Versioned[V]) Write(ctx context.Context, key string, write func(ctx con
 // with Delete.
 func (w *Versioned[V]) Remove(ctx context.Context, key string, remove func(ctx context.Context) (uint64, error)) error {
 	if remove == nil {
-		return errors.New("cacheguard: Remove: nil remove")
+		return errors.New("cacheguard: consistency: Remove: nil remove")
 	}
 	version, err := remove(ctx)
 	if err != nil {

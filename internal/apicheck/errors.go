@@ -22,12 +22,18 @@ var prefixLike = regexp.MustCompile(`^([a-z][A-Za-z0-9_./-]*: |cacheguard)`)
 // that uses a prefix other than Prefix: the first argument of errors.New and
 // fmt.Errorf when it starts like a prefix, and the text of every exported
 // error variable (Err...) of a package outside internal/, which must start
-// with Prefix (or with "%w: ", wrapping an error that does).
+// with Prefix (or with "%w: ", wrapping an error that does). Outside
+// internal/ and commands, a string that starts with Prefix goes on with the
+// package's name ("cacheguard: lock: ").
 func ErrorPrefixes(t testing.TB, dir string) {
 	t.Helper()
 	for _, f := range parse(t, dir) {
 		internal := strings.HasPrefix(f.path, "internal/") || strings.Contains(f.path, "/internal/")
 		exported := exportedErrors(f.ast)
+		pkg := f.ast.Name.Name // "" where the package name is not the one users see
+		if internal || pkg == "main" {
+			pkg = ""
+		}
 		ast.Inspect(f.ast, func(n ast.Node) bool {
 			c, ok := n.(*ast.CallExpr)
 			if !ok || len(c.Args) == 0 || !isErrorCall(c) {
@@ -39,6 +45,11 @@ func ErrorPrefixes(t testing.TB, dir string) {
 			}
 			if prefixLike.MatchString(s) && !strings.HasPrefix(s, Prefix) {
 				t.Errorf("%s: error string %q: want the prefix %q", f.pos(c.Pos()), s, Prefix)
+			}
+			// A package's own errors name it after the prefix, so that a
+			// message says which package it comes from.
+			if own := Prefix + pkg + ": "; pkg != "" && strings.HasPrefix(s, Prefix) && !strings.HasPrefix(s, own) {
+				t.Errorf("%s: error string %q: want %q after the prefix", f.pos(c.Pos()), s, own)
 			}
 			// An exported error may start by wrapping another ("%w: …"),
 			// whose text carries the prefix.

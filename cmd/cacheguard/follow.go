@@ -61,7 +61,7 @@ func (s *scanner) queue(ns string, shard int, target, key string, now time.Time)
 				s.errorf("queue %q: %v %v", key, err1, err2)
 				return
 			}
-			s.rep.Queues = append(s.rep.Queues, Queue{Namespace: ns, Shard: shard, Target: target, Depth: d, Due: n})
+			s.rep.Queues = append(s.rep.Queues, Queue{Prefix: ns, Shard: shard, Target: target, Depth: d, Due: n})
 		},
 	}
 }
@@ -85,7 +85,7 @@ func (s *scanner) dead(ns string, shard int, key string) followUp {
 			if v, err := newest.Result(); err != nil || !isDeadLetter(v) {
 				return // not the write path's list
 			}
-			dl := DeadLetter{Namespace: ns, Shard: shard, Kept: n}
+			dl := DeadLetter{Prefix: ns, Shard: shard, Kept: n}
 			m, _ := counts.Result()
 			for _, v := range m {
 				var c int64

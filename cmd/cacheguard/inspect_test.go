@@ -115,7 +115,7 @@ func TestInspectReportsPlantedTrouble(t *testing.T) {
 			if r.Leases.InFlight != 1 {
 				t.Errorf("in-flight leases %d, want 1", r.Leases.InFlight)
 			}
-			if len(r.Queues) != 1 || r.Queues[0].Namespace != "wq" || r.Queues[0].Target != "users" || r.Queues[0].Depth != 1 || r.Queues[0].Due != 0 {
+			if len(r.Queues) != 1 || r.Queues[0].Prefix != "wq" || r.Queues[0].Target != "users" || r.Queues[0].Depth != 1 || r.Queues[0].Due != 0 {
 				t.Errorf("queues %+v, want wq/users with one pending entry, none due", r.Queues)
 			}
 			if len(r.Blooms) != 1 || r.Blooms[0].Name != "users" || r.Blooms[0].BitsSet == 0 || r.Blooms[0].FillRatio <= 0 {

@@ -76,10 +76,10 @@ func printReport(out io.Writer, r *Report) {
 	if len(r.Queues) > 0 || len(r.DeadLetters) > 0 {
 		fmt.Fprintln(w, "\nwrite-path retry queues")
 		for _, q := range r.Queues {
-			fmt.Fprintf(w, "  %s %s\t%d pending\t%d due\n", queueTag(q.Namespace, q.Shard), q.Target, q.Depth, q.Due)
+			fmt.Fprintf(w, "  %s %s\t%d pending\t%d due\n", queueTag(q.Prefix, q.Shard), q.Target, q.Depth, q.Due)
 		}
 		for _, d := range r.DeadLetters {
-			fmt.Fprintf(w, "  %s\t%d dead letters kept\t%d ever\n", queueTag(d.Namespace, d.Shard), d.Kept, d.Total)
+			fmt.Fprintf(w, "  %s\t%d dead letters kept\t%d ever\n", queueTag(d.Prefix, d.Shard), d.Kept, d.Total)
 		}
 	}
 	if len(r.Blooms) > 0 {

@@ -89,19 +89,19 @@ type Stranded struct {
 
 // Queue is one target's retry queue of the write path.
 type Queue struct {
-	Namespace string `json:"namespace"`
-	Shard     int    `json:"shard"` // the namespace's shard (consistency.WithShards)
-	Target    string `json:"target"`
-	Depth     int64  `json:"depth"` // recorded deletes not yet done
-	Due       int64  `json:"due"`   // of which due now (or claimed and overdue)
+	Prefix string `json:"prefix"`
+	Shard  int    `json:"shard"` // the queue prefix.s shard (consistency.WithShards)
+	Target string `json:"target"`
+	Depth  int64  `json:"depth"` // recorded deletes not yet done
+	Due    int64  `json:"due"`   // of which due now (or claimed and overdue)
 }
 
-// DeadLetter counts a namespace's dead letters.
+// DeadLetter counts a queue prefix.s dead letters.
 type DeadLetter struct {
-	Namespace string `json:"namespace"`
-	Shard     int    `json:"shard"`
-	Kept      int64  `json:"kept"`  // in the capped list
-	Total     int64  `json:"total"` // ever, all targets
+	Prefix string `json:"prefix"`
+	Shard  int    `json:"shard"`
+	Kept   int64  `json:"kept"`  // in the capped list
+	Total  int64  `json:"total"` // ever, all targets
 }
 
 // Bloom is one shared Bloom filter.

@@ -216,7 +216,7 @@ func (s *scanner) finish() *Report {
 	}
 	for _, d := range r.DeadLetters {
 		if d.Kept > 0 {
-			r.Warnings = append(r.Warnings, fmt.Sprintf("%d dead letter(s) in %q: deletes that never succeeded", d.Kept, d.Namespace))
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%d dead letter(s) in %q: deletes that never succeeded", d.Kept, d.Prefix))
 		}
 	}
 	sort.Slice(r.Queues, func(i, j int) bool { return r.Queues[i].Depth > r.Queues[j].Depth })

@@ -119,8 +119,8 @@ func TestInspectKnowsEveryShape(t *testing.T) {
 			var depth int64
 			shards := map[int]bool{}
 			for _, q := range r.Queues {
-				if q.Namespace != "sq" || q.Target != "users" {
-					t.Errorf("queue %+v: want namespace sq, target users", q)
+				if q.Prefix != "sq" || q.Target != "users" {
+					t.Errorf("queue %+v: want prefix sq, target users", q)
 				}
 				depth += q.Depth
 				shards[q.Shard] = true

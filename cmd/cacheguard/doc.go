@@ -23,7 +23,7 @@
 // rebuilds; hot-key fleet windows; key rate-limit budgets. A key is named by
 // its value where the value tells (an entry is an entry under any name),
 // else by its name and type, so a key of another program whose name follows
-// a layout with a namespace it chose is counted too. Every reply is parsed
+// a layout with a prefix it chose is counted too. Every reply is parsed
 // defensively: keys of other programs are counted by size and otherwise
 // left alone.
 //

@@ -90,13 +90,13 @@ type Stranded struct {
 // Queue is one target's retry queue of the write path.
 type Queue struct {
 	Prefix string `json:"prefix"`
-	Shard  int    `json:"shard"` // the queue prefix.s shard (consistency.WithShards)
+	Shard  int    `json:"shard"` // the queue prefix's shard (consistency.WithShards)
 	Target string `json:"target"`
 	Depth  int64  `json:"depth"` // recorded deletes not yet done
 	Due    int64  `json:"due"`   // of which due now (or claimed and overdue)
 }
 
-// DeadLetter counts a queue prefix.s dead letters.
+// DeadLetter counts a queue prefix's dead letters.
 type DeadLetter struct {
 	Prefix string `json:"prefix"`
 	Shard  int    `json:"shard"`

@@ -111,8 +111,8 @@ func WithLocalRistretto(maxBytes int64) Option {
 }
 
 // WithLocalStore turns on the local tier with a store of your own (check it
-// with package localstoretest). The cache owns s: it closes s when it
-// closes, or when New fails after building the local tier.
+// with package localstoretest). The cache owns s from New on: it closes s
+// when it closes, and New closes s when it fails, for whatever reason.
 func WithLocalStore[V any](s LocalStore[V]) Option {
 	return func(c *config) {
 		c.chooseLocalStore("WithLocalStore")

@@ -245,6 +245,53 @@ func TestHotKeyServedStaleWhileRedisDown(t *testing.T) {
 	}
 }
 
+// WithLocalStore hands the store to the cache: whether New fails (on any
+// option, before or after it built the local tier) or the cache is closed,
+// the store is closed exactly once, so that its caller never has to guess.
+func TestNewClosesGivenStoreWhatever(t *testing.T) {
+	rdb := sharedSingleFor(t)
+	for name, opts := range map[string][]Option{
+		"bad option":        {WithTTL(-time.Second), WithLocalAdmitAll()},
+		"no prefix":         {WithLocalAdmitAll()},
+		"no admission rule": {WithPrefix(prefixFor(t))},
+		"nil client":        nil, // below
+	} {
+		s := &mapStore[string]{}
+		all := append([]Option{WithLocalStore[string](s)}, opts...)
+		var err error
+		if name == "nil client" {
+			_, err = New[string](nil, append(all, WithPrefix(prefixFor(t)), WithLocalAdmitAll())...)
+		} else {
+			_, err = New[string](rdb, all...)
+		}
+		if err == nil {
+			t.Fatalf("%s: New succeeded", name)
+		}
+		if n := s.closed.Load(); n != 1 {
+			t.Errorf("%s: store closed %d times after New failed (%v), want 1", name, n, err)
+		}
+	}
+	wrong := &mapStore[int]{}
+	if _, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLocalStore[int](wrong), WithLocalAdmitAll()); err == nil {
+		t.Fatal("a store of another value type was taken")
+	}
+	if n := wrong.closed.Load(); n != 1 {
+		t.Errorf("store of another value type closed %d times, want 1", n)
+	}
+	s := &mapStore[string]{}
+	c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLocalStore[string](s), WithLocalAdmitAll())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.closed.Load(); n != 0 {
+		t.Fatalf("store closed %d times by a New that succeeded", n)
+	}
+	c.Close()
+	if n := s.closed.Load(); n != 1 {
+		t.Errorf("store closed %d times after Close, want 1", n)
+	}
+}
+
 func TestLocalOptions(t *testing.T) {
 	_, rdb := newSingle(t)
 	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocal(1<<20)); !errors.Is(err, ErrInvalidOption) {

@@ -128,9 +128,10 @@ func TestReadsNeverGoBackAfterWrite(t *testing.T) {
 
 // mapStore is a plain locked map LocalStore that logs what it does.
 type mapStore[V any] struct {
-	mu  sync.Mutex
-	m   map[string]*LocalEntry[V]
-	log []string
+	mu     sync.Mutex
+	m      map[string]*LocalEntry[V]
+	log    []string
+	closed atomic.Int32
 }
 
 func (s *mapStore[V]) Get(key string) (*LocalEntry[V], bool) {
@@ -160,4 +161,4 @@ func (s *mapStore[V]) Clear() {
 	clear(s.m)
 	s.log = append(s.log, "clear")
 }
-func (s *mapStore[V]) Close() {}
+func (s *mapStore[V]) Close() { s.closed.Add(1) }

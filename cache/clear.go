@@ -50,18 +50,6 @@ import (
 //   - User keys must not begin with byte 0xFF (wire.GenerationMark):
 //     ErrInvalidKey.
 
-// rkey is the Redis key of key's entry in the current generation.
-func (c *Cache[V]) rkey(key string) string {
-	_, rkey := c.genKey(key)
-	return rkey
-}
-
-// genKey is rkey with the generation it was built in.
-func (c *Cache[V]) genKey(key string) (gen uint64, rkey string) {
-	gen = c.gen.Load()
-	return gen, wire.EntryKey(c.cfg.prefix, gen, key)
-}
-
 // Clear empties the whole cache, for every instance and local tier, in O(1):
 // it moves the cache to a new generation (see clear.go), whose keys are all
 // empty. Entries of the old generation expire by their TTL. Other instances

@@ -1,10 +1,12 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/cacheguard/cacheguard/internal/option"
+	"github.com/redis/go-redis/v9"
 )
 
 // ErrNotFound reports a missing row. A Loader returns it (or an error wrapping
@@ -59,3 +61,11 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // document describes (no local tier) and subscribes again after a backoff,
 // so a permission granted later is picked up.
 var ErrSubscriptionRefused = errors.New("cacheguard: cache: subscription refused by the Redis ACL")
+
+// isCtxErr reports a context's own error (the caller gave up; nothing failed).
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// isWrongType reports a WRONGTYPE reply: the key holds another Redis type.
+func isWrongType(err error) bool { return err != nil && redis.HasErrorPrefix(err, "WRONGTYPE") }

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 )
@@ -333,9 +332,4 @@ func (f *flight[V]) wait(ctx context.Context) (flightResult[V], error) {
 	case <-ctx.Done():
 		return flightResult[V]{}, ctx.Err()
 	}
-}
-
-// isCtxErr reports a context's own error (the caller gave up; nothing failed).
-func isCtxErr(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

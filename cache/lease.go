@@ -119,9 +119,6 @@ end
 return 0
 `)
 
-// isWrongType reports a WRONGTYPE reply: the key holds another Redis type.
-func isWrongType(err error) bool { return err != nil && redis.HasErrorPrefix(err, "WRONGTYPE") }
-
 // lease is a held fill lease.
 type lease struct {
 	key    string

@@ -346,3 +346,10 @@ func WithInvalidationHealthCheck(interval, timeout time.Duration) Option {
 		c.local.healthInterval, c.local.healthTimeout = interval, timeout
 	}
 }
+
+// servableStale reports whether e, a local entry past its freshness, may
+// answer a Get that Redis (or a rate limit) cannot: it is within the stale
+// bound and was admitted since the tier was last cleared.
+func (c *Cache[V]) servableStale(e *LocalEntry[V]) bool {
+	return e != nil && c.coarseNow.Load() < e.stale && e.epoch >= c.localFloor.Load()
+}

@@ -108,13 +108,6 @@ func (c *Cache[V]) rateLimited(e *LocalEntry[V], err error) (V, error) {
 	return e.Value, nil
 }
 
-// servableStale reports whether e, a local entry past its freshness, may
-// answer a Get that Redis (or a rate limit) cannot: it is within the stale
-// bound and was admitted since the tier was last cleared.
-func (c *Cache[V]) servableStale(e *LocalEntry[V]) bool {
-	return e != nil && c.coarseNow.Load() < e.stale && e.epoch >= c.localFloor.Load()
-}
-
 // limitLoads asks the limiter for a load of each pending key before the
 // engine takes a lease for it: a refused key ends in b with its error (no
 // lease left under it, no loader called); the admitted keys are returned.

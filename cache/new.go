@@ -116,4 +116,3 @@ func open[V any](rdb redis.UniversalClient, cfg config) (*Cache[V], error) {
 	c.goBackground(c.runGenerationSync)
 	return c, nil
 }
-

@@ -3,7 +3,7 @@
 //
 // A Cache[V] wraps a repository's Get: Get(ctx, key, load) answers from Redis
 // when it can and calls load when it must. Each entry is one Redis string key
-// (prefix + key; after a Clear, prefix, generation and key: clear.go) holding either an envelope (a small header and the encoded
+// (prefix + key; after a Clear, prefix, generation and key: keys.go) holding either an envelope (a small header and the encoded
 // value, or a null marker for a row that does not exist) or a lease
 // placeholder. A caller that misses writes the placeholder with SET NX GET PX;
 // whoever gets it loads and fills through a compare-and-set script that writes

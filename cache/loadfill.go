@@ -13,7 +13,7 @@ import (
 // fills them through their leases in one pipeline. A key whose fill was
 // refused (a write landed meanwhile) is returned in again, to be read
 // again, while refused allows; past it, it gets the value as loaded,
-// uncached. seen holds tags' times read before the load (tags.go): each
+// uncached. seen holds tags' times read before the load (tags_check.go): each
 // tagged fill records those of its tags.
 func (c *Cache[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease, load BatchLoader[V], b *batch[V], refused *refusals, seen map[string]int64) (again []string, err error) {
 	c.hold(leases...)

@@ -58,7 +58,7 @@ type LocalEntry[V any] struct {
 
 	// tagged is set for a tagged entry only: an untagged one (the usual
 	// kind) pays one pointer for the feature, not a slice and a time.
-	// Its tags are checked on every hit (tags.go).
+	// Its tags are checked on every hit (tags_local.go).
 	tagged *tagStamp
 }
 

@@ -22,7 +22,12 @@ func TestTraceOfAMissWithALeaseWait(t *testing.T) {
 	newCache := func(name string, opts ...cache.Option) *cache.Cache[string] {
 		return tracedCache(t, srv, tp, mp, name, append([]cache.Option{cache.WithPrefix("lt:")}, opts...)...)
 	}
-	a, b := newCache("a"), newCache("b")
+	// The test is about the spans' shape, not about timing: a lease and a
+	// wait budget far past any stall of a loaded machine, so that b never
+	// gives up waiting (the default budget is 4 s) and a's lease never lapses
+	// for want of a renewal (default 3 s) while the test holds the load.
+	patient := []cache.Option{cache.WithFillLease(time.Minute), cache.WithWait(2 * time.Minute)}
+	a, b := newCache("a", patient...), newCache("b", patient...)
 
 	loading, release := make(chan struct{}), make(chan struct{})
 	aDone := make(chan error, 1)

@@ -211,9 +211,6 @@ func (c *Cache[V]) report(kind logKind, key string, err error) {
 // startLocal builds the local tier and starts the invalidation subscriber.
 func (c *Cache[V]) startLocal() error {
 	l := c.cfg.local
-	if l.hot == nil && !l.admitAll {
-		return fmt.Errorf("%w: the local tier needs WithHotKeys or WithLocalAdmitAll", ErrInvalidOption)
-	}
 	store, err := newLocalStore[V](l)
 	if err != nil {
 		return err

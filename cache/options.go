@@ -260,6 +260,9 @@ func (c *config) validate() error {
 	if !c.waitSet {
 		c.wait = c.lease + c.lease/3 // see WithWait
 	}
+	if c.local.enabled() && c.local.hot == nil && !c.local.admitAll {
+		c.errs.Invalid("the local tier needs WithHotKeys or WithLocalAdmitAll")
+	}
 	if !c.local.enabled() {
 		// Silently ignored, they would leave the user believing hot keys
 		// are served from memory.

@@ -201,15 +201,25 @@ func recvOr[T any](t *testing.T, ch <-chan T, what string) T {
 // checkFlightsIdle checks the flight table is empty and no solo read is marked.
 func checkFlightsIdle[V any](t *testing.T, c *Cache[V]) {
 	t.Helper()
+	for _, busy := range busyFlightShards(c) {
+		t.Error(busy)
+	}
+}
+
+// busyFlightShards describes each shard of the flight table that holds a
+// flight or marks a solo read.
+func busyFlightShards[V any](c *Cache[V]) []string {
+	var out []string
 	for i := range c.flights.shards {
 		sh := &c.flights.shards[i]
 		sh.mu.Lock()
 		n, solo, more := len(sh.m), sh.solo.key, len(sh.more)
 		sh.mu.Unlock()
 		if n != 0 || solo != "" || more != 0 {
-			t.Errorf("shard %d not idle: %d flights, solo read %q, %d more", i, n, solo, more)
+			out = append(out, fmt.Sprintf("shard %d not idle: %d flights, solo read %q, %d more", i, n, solo, more))
 		}
 	}
+	return out
 }
 
 func answeredCalls(s Stats) uint64 { return s.Hits + s.Misses + s.NullHits }

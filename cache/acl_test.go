@@ -77,7 +77,7 @@ func aclLocalCache(t *testing.T, rdb redis.UniversalClient, errs *errLog, h *hoo
 	if h == nil {
 		h = &hooks{}
 	}
-	h.onSubscribed = func() { once.Do(func() { close(ch) }) }
+	h.OnSubscribed = func() { once.Do(func() { close(ch) }) }
 	c = newCache[string](t, rdb, append([]Option{
 		WithLocal(1 << 20), WithLocalAdmitAll(), testHealth,
 		WithTags(func(string, string) []string { return []string{"all"} }),
@@ -201,9 +201,9 @@ func TestACLCacheFillNotification(t *testing.T) {
 		var once sync.Once
 		a := newCache[string](t, rdb, WithErrorHandler(errs.add))
 		b := newCache[string](t, rdb, WithErrorHandler(errs.add), withHooks(&hooks{
-			notifiedPoll: time.Minute, // only the message wakes it within the test
-			onWaitMarked: func(string) { once.Do(func() { close(marked) }) },
-			onWake:       func(_ string, notified bool) { woke <- notified },
+			NotifiedPoll: time.Minute, // only the message wakes it within the test
+			OnWaitMarked: func(string) { once.Do(func() { close(marked) }) },
+			OnWake:       func(_ string, notified bool) { woke <- notified },
 		}))
 		loaded := make(chan string, 1)
 		go func() {
@@ -247,7 +247,7 @@ func TestACLCacheTracking(t *testing.T) {
 		tracking := make(chan bool, 16)
 		var errs errLog
 		c, up := aclLocalCache(t, rdb, &errs,
-			&hooks{onTracking: func(up bool) { tracking <- up }}, WithTracking(), WithLocalTTL(time.Minute))
+			&hooks{OnTracking: func(up bool) { tracking <- up }}, WithTracking(), WithLocalTTL(time.Minute))
 		awaitUp(t, up, "c")
 		select {
 		case ok := <-tracking:
@@ -259,7 +259,7 @@ func TestACLCacheTracking(t *testing.T) {
 		}
 		waitFor(t, func() bool {
 			v, err := c.Get(ctx, "k", rows.load)
-			_, ok := c.local.Get("k")
+			_, ok := c.tier.Store().Get("k")
 			return err == nil && v == "v1" && ok
 		})
 		rows.rows.Store("k", "v2")

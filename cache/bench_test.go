@@ -3,6 +3,8 @@ package cache
 import (
 	"context"
 	"testing"
+
+	"github.com/cacheguard/cacheguard/cache/internal/local"
 )
 
 // Package-local microbenchmarks of the local hit path: the whole Get against
@@ -17,10 +19,10 @@ func BenchmarkLocalHit(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	<-c.subscribed
+	<-c.bus.Subscribed()
 	load := func(context.Context, string) (string, error) { return "v", nil }
 	c.Get(ctx, "k", load)
-	s, err := newOtterStore[string](1 << 20)
+	s, err := local.NewOtterStore[string](1 << 20)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ func BenchmarkBreakerAllow(b *testing.B) {
 	}
 	defer c.Close()
 	call := func() {
-		done, err := c.allow("k")
+		done, err := c.redis.Allow("k")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -17,7 +17,7 @@ func TestBreakerCountsConsecutiveFailuresThroughFastPath(t *testing.T) {
 	c := newCache[string](t, rdb, WithCircuitBreaker(3, time.Hour))
 	down := errors.New("dial tcp: connection refused")
 	call := func(outcome error) error {
-		done, err := c.allow("k")
+		done, err := c.redis.Allow("k")
 		if err != nil {
 			return err
 		}
@@ -41,10 +41,10 @@ func TestBreakerCountsConsecutiveFailuresThroughFastPath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s := c.gate.state.Load(); s&breakerSuspect != 0 {
+	if c.redis.Suspect() {
 		// Only the two failures before the last success were reported; the
 		// successes after them made the breaker healthy again.
-		t.Fatalf("breaker still suspect after successes (state %d)", s)
+		t.Fatal("breaker still suspect after successes")
 	}
 	// Three in a row open it; the fourth call is refused.
 	for i := 0; i < 3; i++ {
@@ -62,26 +62,26 @@ func TestBreakerCountsConsecutiveFailuresThroughFastPath(t *testing.T) {
 func TestBreakerReturnsToFastPath(t *testing.T) {
 	_, rdb := newSingle(t)
 	c := newCache[string](t, rdb, WithCircuitBreaker(2, time.Hour))
-	done, err := c.allow("k")
+	done, err := c.redis.Allow("k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done(errors.New("i/o timeout"))
-	if c.gate.state.Load()&breakerSuspect == 0 {
+	if !c.redis.Suspect() {
 		t.Fatal("a failure did not route calls through the breaker")
 	}
-	if n := c.breaker.Counts().ConsecutiveFailures; n != 1 {
+	if n := c.redis.Counts().ConsecutiveFailures; n != 1 {
 		t.Fatalf("breaker counted %d failures, want 1", n)
 	}
-	done, err = c.allow("k")
+	done, err = c.redis.Allow("k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done(nil)
-	if c.gate.state.Load()&breakerSuspect != 0 {
+	if c.redis.Suspect() {
 		t.Fatal("still suspect after a success")
 	}
-	if n := c.breaker.Counts().ConsecutiveFailures; n != 0 {
+	if n := c.redis.Counts().ConsecutiveFailures; n != 0 {
 		t.Fatalf("breaker counts %d failures after a success", n)
 	}
 }

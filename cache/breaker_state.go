@@ -25,10 +25,7 @@ func (s BreakerState) String() string {
 // breakerState reads the breaker's state; the read also moves an open
 // breaker whose cooldown has passed to half-open, as any call would.
 func (c *Cache[V]) breakerState() BreakerState {
-	if c.breaker == nil {
-		return BreakerClosed
-	}
-	switch c.breaker.State() {
+	switch c.redis.BreakerState() {
 	case gobreaker.StateHalfOpen:
 		return BreakerHalfOpen
 	case gobreaker.StateOpen:

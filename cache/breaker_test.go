@@ -117,7 +117,7 @@ func TestMaxLoadsCapsConcurrentLoads(t *testing.T) {
 	_, rdb := newSingle(t)
 	ctx := context.Background()
 	waiting := make(chan struct{}, 10)
-	c := newCache[string](t, rdb, WithMaxLoads(3), withHooks(&hooks{onLoadWait: func() { waiting <- struct{}{} }}))
+	c := newCache[string](t, rdb, WithMaxLoads(3), withHooks(&hooks{OnLoadWait: func() { waiting <- struct{}{} }}))
 	var running, peak atomic.Int64
 	entered := make(chan struct{}, 10)
 	release := make(chan struct{})

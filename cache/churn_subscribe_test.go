@@ -21,7 +21,7 @@ func TestCachesOfOnePrefixChurnOnOneClient(t *testing.T) {
 	prefix := prefixFor(t)
 	waitUp := func(c *Cache[string]) bool {
 		select {
-		case <-c.subscribed:
+		case <-c.bus.Subscribed():
 			return true
 		case <-time.After(15 * time.Second):
 			return false
@@ -48,7 +48,7 @@ func TestCachesOfOnePrefixChurnOnOneClient(t *testing.T) {
 			t.Fatalf("round %d: the invalidation subscription of a cache made as another of its prefix closed came up after %v (local tier off meanwhile)", round, el)
 		}
 		if !up {
-			n, _ := rdb.PubSubNumSub(context.Background(), fresh.channel).Result()
+			n, _ := rdb.PubSubNumSub(context.Background(), fresh.bus.Channel()).Result()
 			t.Fatalf("round %d: a cache made as another of its prefix closed never had its invalidation subscription come up (PUBSUB NUMSUB %v)", round, n)
 		}
 		fresh.Close()

@@ -88,7 +88,7 @@ func TestClearAfterRedisForgotTheGeneration(t *testing.T) {
 		}},
 		// As after a failover to a replica that missed the last Clear.
 		{"key behind", func(t *testing.T, srv *redistest.Server, c *Cache[string]) {
-			if err := srv.Client().Set(context.Background(), wire.GenerationKey(c.cfg.prefix), c.gen.Load()-1, 0).Err(); err != nil {
+			if err := srv.Client().Set(context.Background(), wire.GenerationKey(c.cfg.prefix), c.keys.Gen()-1, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -105,7 +105,7 @@ func TestClearAfterRedisForgotTheGeneration(t *testing.T) {
 			if err := a.Clear(ctx); err != nil {
 				t.Fatal(err)
 			}
-			awaitGeneration(t, bGen, a.gen.Load())
+			awaitGeneration(t, bGen, a.keys.Gen())
 			tc.forget(t, srv, a)
 			mustGet(t, a, "k", "old")
 			mustGet(t, b, "k", "old")

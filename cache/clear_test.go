@@ -16,7 +16,7 @@ import (
 // generations reports, on a channel, every generation c moves to.
 func generations[V any](c *Cache[V]) <-chan uint64 {
 	ch := make(chan uint64, 16)
-	c.hooks.onGeneration = func(g uint64) { ch <- g }
+	c.hooks().OnGeneration = func(g uint64) { ch <- g }
 	return ch
 }
 
@@ -69,7 +69,7 @@ func TestClearEmptiesEveryInstance(t *testing.T) {
 				t.Fatalf("Get = %q, %v", v, err)
 			}
 		}
-		if _, ok := b.local.Get("k"); !ok {
+		if _, ok := b.tier.Store().Get("k"); !ok {
 			t.Fatal("b holds no local copy")
 		}
 		if err := a.Clear(ctx); err != nil {
@@ -80,13 +80,13 @@ func TestClearEmptiesEveryInstance(t *testing.T) {
 			t.Fatalf("the clearing instance got %q after Clear", v)
 		}
 		for name, ch := range map[string]<-chan uint64{"local tier": bGen, "no local tier": nGen} {
-			awaitGeneration(t, ch, a.gen.Load())
+			awaitGeneration(t, ch, a.keys.Gen())
 			t.Logf("instance with %s switched %v after Clear returned (bound %v)", name, time.Since(cleared), testHealthBound())
 		}
 		if time.Since(cleared) > testHealthBound()+staleSlack {
 			t.Fatalf("the others switched %v after Clear, bound %v", time.Since(cleared), testHealthBound())
 		}
-		if _, ok := b.local.Get("k"); ok {
+		if _, ok := b.tier.Store().Get("k"); ok {
 			t.Fatal("b's local tier kept the entry")
 		}
 		for _, c := range []*Cache[string]{b, n} {
@@ -104,7 +104,7 @@ func TestClearEmptiesEveryInstance(t *testing.T) {
 		// A hash tag in the user key still routes the entry.
 		tagged := "{user42}:cart"
 		a.Set(ctx, tagged, "v")
-		rkey := wire.EntryKey(a.cfg.prefix, a.gen.Load(), tagged)
+		rkey := wire.EntryKey(a.cfg.prefix, a.keys.Gen(), tagged)
 		if rdb.Exists(ctx, rkey).Val() != 1 {
 			t.Fatalf("%q not written", rkey)
 		}
@@ -132,8 +132,8 @@ func TestFillRacingClearNotVisible(t *testing.T) {
 		b := localCache(t, rdb, pre)
 		bGen := generations(b)
 		filled := make(chan bool, 1)
-		b.hooks.afterLoad = func(string) {
-			b.hooks.afterLoad = nil
+		b.hooks().AfterLoad = func(string) {
+			b.hooks().AfterLoad = nil
 			if err := a.Clear(ctx); err != nil {
 				t.Error(err)
 			}
@@ -143,12 +143,12 @@ func TestFillRacingClearNotVisible(t *testing.T) {
 				t.Error("b never switched") // not Fatal: this runs on the fill's goroutine
 			}
 		}
-		b.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+		b.hooks().OnFill = func(_ string, ok bool) { filled <- ok }
 		if v, _ := b.Get(ctx, "k", func(context.Context, string) (string, error) { return "loaded before Clear", nil }); v != "loaded before Clear" {
 			t.Fatal(v) // its caller called before Clear returned
 		}
 		<-filled
-		if _, ok := b.local.Get("k"); ok {
+		if _, ok := b.tier.Store().Get("k"); ok {
 			t.Fatal("the local tier admitted a value loaded before Clear")
 		}
 		var loads atomic.Int64
@@ -203,7 +203,7 @@ func TestClearDuringStampede(t *testing.T) {
 		if err := a.Clear(ctx); err != nil {
 			t.Fatal(err)
 		}
-		awaitGeneration(t, bGen, a.gen.Load())
+		awaitGeneration(t, bGen, a.keys.Gen())
 		stampede()
 		<-loading // the second generation's load
 		close(release)
@@ -227,7 +227,7 @@ func TestClearMissedAnnouncementReread(t *testing.T) {
 	b.Get(ctx, "k", func(context.Context, string) (string, error) { return "old", nil })
 	// Another instance's Clear whose message never arrived.
 	rdb.Incr(ctx, wire.GenerationKey(b.cfg.prefix))
-	(&invalHandler[string]{c: b, seqs: map[[sourceIDSize]byte]uint64{}}).Up("", time.Now())
+	listener[string]{b}.Up(time.Now().Add(b.cfg.local.healthInterval+b.cfg.local.healthTimeout), true) // the subscription back up
 	awaitGeneration(t, bGen, 1)
 	if v, _ := b.Get(ctx, "k", func(context.Context, string) (string, error) { return "new", nil }); v != "new" {
 		t.Fatalf("after the reread: %q", v)

@@ -20,7 +20,7 @@ func TestCloseBoundedOnFrozenServer(t *testing.T) {
 	up := make(chan struct{}, 1)
 	const closeTimeout = 200 * time.Millisecond
 	c := newCache[string](t, rdb, WithLocal(1<<20), WithLocalAdmitAll(), WithCloseTimeout(closeTimeout),
-		withHooks(&hooks{onSubscribed: func() {
+		withHooks(&hooks{OnSubscribed: func() {
 			select {
 			case up <- struct{}{}:
 			default:

@@ -134,7 +134,7 @@ func TestCloseIsBounded(t *testing.T) {
 		loading := make(chan struct{})
 		release := make(chan struct{})
 		filled := make(chan bool, 1)
-		c.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+		c.hooks().OnFill = func(_ string, ok bool) { filled <- ok }
 		go c.Get(ctx, "k", func(context.Context, string) (string, error) {
 			close(loading)
 			<-release // ignores its context

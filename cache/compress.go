@@ -1,12 +1,5 @@
 package cache
 
-import (
-	"fmt"
-
-	"github.com/cacheguard/cacheguard/internal/wire"
-	"github.com/klauspost/compress/s2"
-)
-
 // Compression. Values whose encoded size reaches the threshold set by
 // WithCompression are stored S2-compressed, with the compressed flag in the
 // envelope header; readers decompress whatever carries the flag, whatever
@@ -29,47 +22,4 @@ func WithCompression(threshold int) Option {
 		}
 		c.compressAt = threshold
 	}
-}
-
-// compress returns the payload to store and its flags: compressed when the
-// threshold is reached and compression pays.
-func (c *Cache[V]) compress(payload []byte, flags byte) ([]byte, byte) {
-	if c.cfg.compressAt <= 0 || len(payload) < c.cfg.compressAt || flags&wire.FlagNull != 0 {
-		return payload, flags
-	}
-	z := s2.Encode(nil, payload)
-	if len(z) >= len(payload) {
-		return payload, flags
-	}
-	return z, flags | wire.FlagCompressed
-}
-
-// maxDecompressed bounds what a compressed payload may expand to when no size
-// limit is set, so that foreign bytes flagged compressed cannot make a reader
-// allocate without bound.
-const maxDecompressed = 64 << 20
-
-// decodePayload decompresses env's payload if it is flagged so, then decodes
-// it with the codec.
-func (c *Cache[V]) decodePayload(env envelope) (V, error) {
-	if env.Flags&wire.FlagCompressed == 0 {
-		return c.codec.decode(env.Payload)
-	}
-	var zero V
-	n, err := s2.DecodedLen(env.Payload)
-	if err != nil {
-		return zero, fmt.Errorf("cacheguard: cache: decompress: %w", err)
-	}
-	limit := maxDecompressed
-	if c.cfg.maxValueSize > 0 {
-		limit = c.cfg.maxValueSize
-	}
-	if n > limit {
-		return zero, fmt.Errorf("cacheguard: cache: decompress: %d bytes, over the limit of %d", n, limit)
-	}
-	b, err := s2.Decode(nil, env.Payload)
-	if err != nil {
-		return zero, fmt.Errorf("cacheguard: cache: decompress: %w", err)
-	}
-	return c.codec.decode(b)
 }

@@ -52,7 +52,7 @@ func TestCompressionRoundTrips(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			env, ok := decodeEnvelope(raw)
+			env, ok := wire.DecodeEnvelope(raw)
 			if !ok || env.Flags&wire.FlagCompressed == 0 || len(env.Payload) >= len(encoded)/2 {
 				t.Fatalf("%s: stored %d payload bytes (flags %b) for %d encoded, want compressed", key, len(env.Payload), env.Flags, len(encoded))
 			}
@@ -70,7 +70,7 @@ func TestCompressionRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw, _ := rdb.Get(ctx, prefixFor(t)+"small").Bytes()
-		if env, ok := decodeEnvelope(raw); !ok || env.Flags&wire.FlagCompressed != 0 {
+		if env, ok := wire.DecodeEnvelope(raw); !ok || env.Flags&wire.FlagCompressed != 0 {
 			t.Fatalf("small value stored with flags %b, want uncompressed", env.Flags)
 		}
 	})
@@ -87,7 +87,7 @@ func TestCompressionSkipsIncompressible(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := rdb.Get(ctx, prefixFor(t)+"k").Bytes()
-	env, ok := decodeEnvelope(raw)
+	env, ok := wire.DecodeEnvelope(raw)
 	if !ok || env.Flags&wire.FlagCompressed != 0 || !bytes.Equal(env.Payload, noise) {
 		t.Fatalf("random bytes stored with flags %b", env.Flags)
 	}

@@ -104,7 +104,7 @@ func settled(t *testing.T, shared <-chan string, key string, returned chan getAn
 func twoInstances(t *testing.T, rdb, rdb2 redis.UniversalClient, opts ...Option) (a, b *Cache[string], shared chan string) {
 	shared = make(chan string, 64)
 	a = newCache[string](t, rdb, opts...)
-	b = newCache[string](t, rdb2, append([]Option{withHooks(&hooks{onJoin: func(k string) { shared <- k }})}, opts...)...)
+	b = newCache[string](t, rdb2, append([]Option{withHooks(&hooks{OnJoin: func(k string) { shared <- k }})}, opts...)...)
 	return a, b, shared
 }
 

@@ -29,7 +29,7 @@ func ExampleWithTTLFunc() {
 			if a.Draft {
 				return 0 // served, not cached
 			}
-			return 24 * time.Hour // jittered like any TTL
+			return 24 * time.Hour // entry.Jittered like any TTL
 		}))
 	if err != nil {
 		panic(err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/cacheguard/cacheguard/internal/faultproxy"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -288,7 +289,7 @@ func (r *faultRun) noLeaseLeft() {
 		for _, k := range r.keys {
 			rkey := prefixFor(t) + k
 			raw, err := rawc.Get(ctx, rkey).Bytes()
-			if errors.Is(err, redis.Nil) || (err == nil && classify(raw) != kindLease) {
+			if errors.Is(err, redis.Nil) || (err == nil && entry.Classify(raw) != entry.Lease) {
 				continue
 			}
 			if err == nil {
@@ -430,7 +431,7 @@ func clusterRun(t *testing.T, bound time.Duration) (*faultRun, *redistest.Replic
 	// The scan after a failover uses a new client: go-redis would route an
 	// old one to the dead master until it reloads its slot map.
 	r := newFaultRun(t, client(), client(), func() redis.UniversalClient { return rc.Client() }, bound)
-	slot, err := raw.(*redis.ClusterClient).ClusterKeySlot(context.Background(), r.reader.channel).Result()
+	slot, err := raw.(*redis.ClusterClient).ClusterKeySlot(context.Background(), r.reader.bus.Channel()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +497,7 @@ func TestFaultCloseWhileBlackholed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-c.subscribed
+	<-c.bus.Subscribed()
 	for _, l := range pubsubLinks(t, direct, p) {
 		l.Blackhole(faultproxy.Both)
 	}

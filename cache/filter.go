@@ -40,20 +40,3 @@ func WithBloomOnMiss(filter Filter) Option {
 		c.missFilter = filter
 	}
 }
-
-// absent consults f; it returns true only for a definite "absent".
-func (c *Cache[V]) absent(ctx context.Context, f Filter, key string) bool {
-	if f == nil {
-		return false
-	}
-	ok, err := f.MayContain(ctx, key)
-	if err != nil {
-		c.stats.filterErrors.Add(1)
-		c.report(logFilterFailed, key, err)
-		return false
-	}
-	if !ok {
-		c.stats.filterRejects.Add(1)
-	}
-	return !ok
-}

@@ -40,7 +40,7 @@ func TestFleetPromotionCutsRedisReads(t *testing.T) {
 		}
 		t.Cleanup(func() { det.Close() })
 		c := newCache[string](t, rdb, WithLocal(1<<20), WithHotKeys(det), WithLocalTTL(time.Minute))
-		<-c.subscribed
+		<-c.bus.Subscribed()
 		fleet = append(fleet, instance{det, c})
 	}
 	load := func(_ context.Context, k string) (string, error) { return "v:" + k, nil }

@@ -62,7 +62,7 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func joinCounter(n int64) (*hooks, <-chan struct{}) {
 	var joined atomic.Int64
 	all := make(chan struct{})
-	return &hooks{onJoin: func(string) {
+	return &hooks{OnJoin: func(string) {
 		if joined.Add(1) == n {
 			close(all)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,12 +26,12 @@ func TestEntryFromBeforeAClearNotServedInAnOutage(t *testing.T) {
 			// A publisher's messages 1 and 3: 2 was lost. Their key is on
 			// another stripe than the held admission's.
 			other := "other"
-			for i := 0; c.admitLocks.of(other) == c.admitLocks.of(key); i++ {
+			for i := 0; c.tier.SameStripe(other, key); i++ {
 				other = "other" + string(rune('a'+i))
 			}
 			for _, seq := range []uint64{1, 3} {
-				msg := encodeInvalidation(invalidation{src: [sourceIDSize]byte{9}, sent: time.Now().UnixNano(), seq: seq, keys: []string{other}})
-				if err := srv.Client().Publish(context.Background(), c.channel, msg).Err(); err != nil {
+				msg := wire.EncodeInvalidation(wire.Invalidation{Source: [wire.SourceIDSize]byte{9}, Sent: time.Now().UnixNano(), Seq: seq, Keys: []string{other}})
+				if err := srv.Client().Publish(context.Background(), c.bus.Channel(), msg).Err(); err != nil {
 					t.Fatal(err)
 				}
 				waitSignal(t, applied, "message applied")
@@ -53,24 +54,24 @@ func TestEntryFromBeforeAClearNotServedInAnOutage(t *testing.T) {
 			held := false
 			c = localCache(t, rdb, WithLocalStale(time.Minute), withHooks(&hooks{
 				// The clear falls between the admission's check and its Set.
-				beforeLocalSet: func(key string) {
+				BeforeLocalSet: func(key string) {
 					if key == "hot" && !held {
 						held = true
 						tc.clear(t, srv, c, key, applied, subscribed)
 					}
 				},
-				onInvalidate: func([]string) { applied <- struct{}{} },
-				onSubscribed: func() { subscribed <- struct{}{} },
+				OnInvalidate: func([]string) { applied <- struct{}{} },
+				OnSubscribed: func() { subscribed <- struct{}{} },
 			}))
 			<-subscribed // the first subscription
 			if v, err := c.Get(ctx, "hot", func(context.Context, string) (string, error) { return "v", nil }); err != nil || v != "v" {
 				t.Fatalf("Get: %q, %v", v, err)
 			}
-			e, ok := c.local.Get("hot")
-			if !held || !ok || e.epoch >= c.epoch.Load() {
+			e, ok := c.tier.Store().Get("hot")
+			if !held || !ok || c.tier.EpochOf(e) >= c.tier.Epoch() {
 				t.Fatalf("the held admission stored no entry of the epoch before the clear (held %v, stored %v)", held, ok)
 			}
-			if fresh, _ := c.localGet("hot"); fresh {
+			if fresh, _ := c.tier.Get("hot"); fresh {
 				t.Fatal("the entry from before the clear is served as fresh")
 			}
 			srv.Kill()

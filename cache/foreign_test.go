@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -76,7 +77,7 @@ func TestPersistentPlaceholderHeals(t *testing.T) {
 		}
 		for _, k := range []string{"a", "b"} {
 			raw, _ := rdb.Get(ctx, p+k).Bytes()
-			if classify(raw) != kindEnvelope {
+			if entry.Classify(raw) != entry.Envelope {
 				t.Errorf("%s still holds %q", k, raw)
 			}
 		}

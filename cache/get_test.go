@@ -58,7 +58,7 @@ func TestMissingRowIsCachedAsNull(t *testing.T) {
 		}
 		pttl := rdb.PTTL(ctx, prefixFor(t)+"nope").Val()
 		if pttl <= 0 || pttl > 33*time.Second {
-			t.Fatalf("null entry PTTL %v, want within the jittered null TTL", pttl)
+			t.Fatalf("null entry PTTL %v, want within the entry.Jittered null TTL", pttl)
 		}
 	})
 }

@@ -109,7 +109,7 @@ func TestGetManyLoaderErrorOnlyFailsItsKeys(t *testing.T) {
 		<-entered
 		c := newCache[string](t, rdb, WithWait(10*time.Second))
 		var once bool
-		c.hooks.onLeaseWait = func(k string) {
+		c.hooks().OnLeaseWait = func(k string) {
 			if k == "held" && !once {
 				once = true
 				close(release) // the holder fills while we wait
@@ -157,11 +157,11 @@ func TestGetManyPerKeyOutage(t *testing.T) {
 		if v, err := c.Get(ctx, "hot", func(context.Context, string) (string, error) { return "v", nil }); err != nil || v != "v" {
 			t.Fatalf("warming: %q, %v", v, err)
 		}
-		e, ok := c.local.Get("hot")
+		e, ok := c.tier.Store().Get("hot")
 		if !ok {
 			t.Fatal("not admitted")
 		}
-		e.fresh = 0 // past its local TTL: only an outage serves it
+		c.tier.Age(e, true, false) // past its local TTL: only an outage serves it
 	}
 	srv.Kill()
 
@@ -209,7 +209,7 @@ func TestGetManyContextEndsPerKey(t *testing.T) {
 		defer cancel()
 		// The caller's context ends once a's fill landed (fills run
 		// detached from it, as a Get's do).
-		c := newCache[string](t, rdb, withHooks(&hooks{onFill: func(k string, ok bool) {
+		c := newCache[string](t, rdb, withHooks(&hooks{OnFill: func(k string, ok bool) {
 			if k == "a" && ok {
 				cancel()
 			}

@@ -15,7 +15,7 @@ func TestGetAndGetManyLoadOnceGetFirst(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		joined := make(chan string, 4)
-		c := newCache[string](t, rdb, withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
+		c := newCache[string](t, rdb, withHooks(&hooks{OnJoin: func(k string) { joined <- k }}))
 		loading, release := make(chan struct{}), make(chan struct{})
 		var loads atomic.Int64
 		got := make(chan string, 1)
@@ -73,7 +73,7 @@ func TestGetAndGetManyLoadOnceGetManyFirst(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		joined := make(chan string, 4)
-		c := newCache[string](t, rdb, withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
+		c := newCache[string](t, rdb, withHooks(&hooks{OnJoin: func(k string) { joined <- k }}))
 		loading, release := make(chan struct{}), make(chan struct{})
 		var batchLoads atomic.Int64
 		manyDone := make(chan map[string]string, 1)

@@ -103,7 +103,7 @@ func TestGetManyWaitsForOtherHolder(t *testing.T) {
 		}()
 		<-entered
 		var once bool
-		c.hooks.onLeaseWait = func(k string) {
+		c.hooks().OnLeaseWait = func(k string) {
 			if k == "b" && !once {
 				once = true
 				close(release)

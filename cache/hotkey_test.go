@@ -23,7 +23,7 @@ func TestHotKeyPromotionWithDetector(t *testing.T) {
 	}
 	defer det.Close()
 	c := newCache[string](t, rdb, WithLocal(1<<20), WithHotKeys(det))
-	<-c.subscribed
+	<-c.bus.Subscribed()
 	load := func(_ context.Context, k string) (string, error) { return "v:" + k, nil }
 	for i := 0; i < 49; i++ {
 		c.Get(ctx, "hot", load)
@@ -45,7 +45,7 @@ func TestHotKeyPromotionWithDetector(t *testing.T) {
 	if n := c.Stats().LocalHits; n != 10 {
 		t.Fatalf("local hits %d, want 10", n)
 	}
-	if _, ok := c.local.Get("cold0"); ok {
+	if _, ok := c.tier.Store().Get("cold0"); ok {
 		t.Fatal("cold key promoted")
 	}
 	// The next tick keeps it.

@@ -13,15 +13,15 @@ func TestIdleLocalTierStopsItsClock(t *testing.T) {
 	rdb := sharedSingleFor(t)
 	ctx := context.Background()
 	c := newCache[string](t, rdb, WithLocal(1<<20), WithLocalAdmitAll(), WithLocalTTL(50*time.Millisecond), WithJitter(0))
-	<-c.subscribed
+	<-c.bus.Subscribed()
 	load := func(context.Context, string) (string, error) { return "v", nil }
 	if _, err := c.Get(ctx, "k", load); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.local.Get("k"); !ok {
+	if _, ok := c.tier.Store().Get("k"); !ok {
 		t.Fatal("not admitted")
 	}
-	waitFor(t, func() bool { return c.clockIdle.Load() })
+	waitFor(t, func() bool { return c.tier.ClockIdle() })
 	before := c.Stats().LocalHits
 	if v, err := c.Get(ctx, "k", load); err != nil || v != "v" {
 		t.Fatalf("Get = %q, %v", v, err)
@@ -29,7 +29,7 @@ func TestIdleLocalTierStopsItsClock(t *testing.T) {
 	if c.Stats().LocalHits != before {
 		t.Error("an entry past its local TTL was served as fresh after the clock's pause")
 	}
-	if c.clockIdle.Load() {
+	if c.tier.ClockIdle() {
 		t.Error("a read did not wake the clock")
 	}
 }

@@ -62,7 +62,7 @@ func TestInvalidationOutlivesWriterContext(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		got := make(chan []string, 8)
-		reader := localCache(t, rdb, withHooks(&hooks{onInvalidate: func(k []string) { got <- k }}))
+		reader := localCache(t, rdb, withHooks(&hooks{OnInvalidate: func(k []string) { got <- k }}))
 		writer := newCache[string](t, rdb, WithPrefix(prefixFor(t)))
 		rdb.AddHook(cancelAfterWrite{})
 		for i, write := range []func(ctx context.Context) error{
@@ -76,7 +76,7 @@ func TestInvalidationOutlivesWriterContext(t *testing.T) {
 			if v, _ := reader.Get(ctx, "k", never(t)); v != "old" {
 				t.Fatal(v)
 			}
-			if _, ok := reader.local.Get("k"); !ok {
+			if _, ok := reader.tier.Store().Get("k"); !ok {
 				t.Fatal("reader did not keep a local copy")
 			}
 			wctx := withCancelAfterWrite(ctx)
@@ -85,7 +85,7 @@ func TestInvalidationOutlivesWriterContext(t *testing.T) {
 				t.Fatal("the hook did not cancel the writer's context")
 			}
 			waitInvalidation(t, got, "k")
-			if _, ok := reader.local.Get("k"); ok {
+			if _, ok := reader.tier.Store().Get("k"); ok {
 				t.Fatalf("write %d: reader still holds the key", i)
 			}
 		}
@@ -160,8 +160,8 @@ func TestHalfOpenSubscriberIsDetected(t *testing.T) {
 	ups := make(chan struct{}, 8)
 	got := make(chan []string, 8)
 	reader := localCache(t, viaProxy, WithLocalTTL(time.Minute), testHealth, withHooks(&hooks{
-		onSubscribed: func() { ups <- struct{}{} },
-		onInvalidate: func(k []string) { got <- k },
+		OnSubscribed: func() { ups <- struct{}{} },
+		OnInvalidate: func(k []string) { got <- k },
 	}))
 	<-ups
 	writer := newCache[string](t, direct, WithPrefix(prefixFor(t)))
@@ -170,7 +170,7 @@ func TestHalfOpenSubscriberIsDetected(t *testing.T) {
 	if v, _ := reader.Get(ctx, "k", never(t)); v != "old" {
 		t.Fatal(v)
 	}
-	if _, ok := reader.local.Get("k"); !ok {
+	if _, ok := reader.tier.Store().Get("k"); !ok {
 		t.Fatal("not cached locally")
 	}
 	links := pubsubLinks(t, direct, p)
@@ -281,15 +281,15 @@ func TestClusterResubscribesAfterSlotMove(t *testing.T) {
 	ups := make(chan struct{}, 8)
 	got := make(chan []string, 8)
 	reader := localCache(t, rdb, testHealth, withHooks(&hooks{
-		onSubscribed: func() { ups <- struct{}{} },
-		onInvalidate: func(k []string) { got <- k },
+		OnSubscribed: func() { ups <- struct{}{} },
+		OnInvalidate: func(k []string) { got <- k },
 	}))
 	<-ups
 	writer := newCache[string](t, cl.Client(), WithPrefix(prefixFor(t)))
 	writer.Set(ctx, "k", "v0")
 	waitInvalidation(t, got, "k")
 
-	slot, err := rdb.(*redis.ClusterClient).ClusterKeySlot(ctx, reader.channel).Result()
+	slot, err := rdb.(*redis.ClusterClient).ClusterKeySlot(ctx, reader.bus.Channel()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,24 +316,24 @@ func testHealthBound() time.Duration { return 300 * time.Millisecond }
 const staleSlack = 100 * time.Millisecond
 
 func TestInvalidationMessageCodec(t *testing.T) {
-	m := invalidation{src: [sourceIDSize]byte{1, 2}, sent: 12345, seq: 7,
-		keys: []string{"a", "", "\x00\xff", string(make([]byte, 300))}}
-	got, err := decodeInvalidation(encodeInvalidation(m))
-	if err != nil || got.src != m.src || got.seq != 7 || got.sent != 12345 || !slices.Equal(got.keys, m.keys) {
+	m := wire.Invalidation{Source: [wire.SourceIDSize]byte{1, 2}, Sent: 12345, Seq: 7,
+		Keys: []string{"a", "", "\x00\xff", string(make([]byte, 300))}}
+	got, err := wire.DecodeInvalidation(wire.EncodeInvalidation(m))
+	if err != nil || got.Source != m.Source || got.Seq != 7 || got.Sent != 12345 || !slices.Equal(got.Keys, m.Keys) {
 		t.Fatalf("round trip: %+v %v", got, err)
 	}
 	// Fields a later version appends are skipped.
-	if got, err := decodeInvalidation(append(encodeInvalidation(m), 1, 2, 3)); err != nil || !slices.Equal(got.keys, m.keys) {
+	if got, err := wire.DecodeInvalidation(append(wire.EncodeInvalidation(m), 1, 2, 3)); err != nil || !slices.Equal(got.Keys, m.Keys) {
 		t.Fatalf("with a trailer: %v", err)
 	}
-	good := encodeInvalidation(m)
+	good := wire.EncodeInvalidation(m)
 	bad := [][]byte{nil, make([]byte, 5), make([]byte, 40), good[:len(good)-1], good[:wire.InvalidationHeaderSize],
 		// a key count far beyond the bytes present
 		append(append([]byte{}, good[:wire.InvalidationHeaderSize+1]...), 0xff, 0xff, 0xff, 0xff, 0x0f),
 		// the previous layout: 16 bytes of source id, then keys
 		append(make([]byte, 16), 1, 'a')}
 	for _, b := range bad {
-		if _, err := decodeInvalidation(b); err == nil {
+		if _, err := wire.DecodeInvalidation(b); err == nil {
 			t.Errorf("decoded %q", b)
 		}
 	}
@@ -342,15 +342,15 @@ func TestInvalidationMessageCodec(t *testing.T) {
 // Fuzzing the decoder: any bytes decode or fail, never panic, and what
 // decodes encodes back to an equal message.
 func FuzzDecodeInvalidation(f *testing.F) {
-	f.Add(encodeInvalidation(invalidation{seq: 1, keys: []string{"k"}}))
+	f.Add(wire.EncodeInvalidation(wire.Invalidation{Seq: 1, Keys: []string{"k"}}))
 	f.Add([]byte{wire.Magic, wire.MagicInvalidation, wire.InvalidationFormat})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeInvalidation(b)
+		m, err := wire.DecodeInvalidation(b)
 		if err != nil {
 			return
 		}
-		again, err := decodeInvalidation(encodeInvalidation(m))
-		if err != nil || again.seq != m.seq || !slices.Equal(again.keys, m.keys) {
+		again, err := wire.DecodeInvalidation(wire.EncodeInvalidation(m))
+		if err != nil || again.Seq != m.Seq || !slices.Equal(again.Keys, m.Keys) {
 			t.Fatalf("re-encode: %v", err)
 		}
 	})
@@ -362,10 +362,10 @@ func publishRaw[V any](t *testing.T, c *Cache[V], b []byte) {
 	t.Helper()
 	ctx := context.Background()
 	var err error
-	if c.sharded() {
-		err = c.rdb.SPublish(ctx, c.channel, b).Err()
+	if c.redis.Sharded() {
+		err = c.redis.Client().SPublish(ctx, c.bus.Channel(), b).Err()
 	} else {
-		err = c.rdb.Publish(ctx, c.channel, b).Err()
+		err = c.redis.Client().Publish(ctx, c.bus.Channel(), b).Err()
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -379,15 +379,15 @@ func TestInvalidationGapClearsLocalTier(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		got := make(chan []string, 8)
-		reader := localCache(t, rdb, withHooks(&hooks{onInvalidate: func(k []string) { got <- k }}))
-		other := [sourceIDSize]byte{9}
+		reader := localCache(t, rdb, withHooks(&hooks{OnInvalidate: func(k []string) { got <- k }}))
+		other := [wire.SourceIDSize]byte{9}
 		msg := func(seq uint64, key string) []byte {
-			return encodeInvalidation(invalidation{src: other, sent: time.Now().UnixNano(), seq: seq, keys: []string{key}})
+			return wire.EncodeInvalidation(wire.Invalidation{Source: other, Sent: time.Now().UnixNano(), Seq: seq, Keys: []string{key}})
 		}
 		cacheK := func() {
 			t.Helper()
 			reader.Get(ctx, "k", func(context.Context, string) (string, error) { return "v", nil })
-			if _, ok := reader.local.Get("k"); !ok {
+			if _, ok := reader.tier.Store().Get("k"); !ok {
 				t.Fatal("k not cached locally")
 			}
 		}
@@ -396,12 +396,12 @@ func TestInvalidationGapClearsLocalTier(t *testing.T) {
 		waitInvalidation(t, got, "a")
 		publishRaw(t, reader, msg(2, "b"))
 		waitInvalidation(t, got, "b")
-		if _, ok := reader.local.Get("k"); !ok {
+		if _, ok := reader.tier.Store().Get("k"); !ok {
 			t.Fatal("k dropped without a gap")
 		}
 		publishRaw(t, reader, msg(5, "c")) // 3 and 4 were lost
 		waitInvalidation(t, got, "c")
-		if _, ok := reader.local.Get("k"); ok {
+		if _, ok := reader.tier.Store().Get("k"); ok {
 			t.Fatal("k survived a gap in the sequence")
 		}
 		st := reader.Stats()
@@ -420,7 +420,7 @@ func TestInvalidationGapClearsLocalTier(t *testing.T) {
 		publishRaw(t, reader, append(make([]byte, 16), 1, 'k')) // the previous layout
 		publishRaw(t, reader, msg(6, "e"))                      // ordered after the two above
 		waitInvalidation(t, got, "e")
-		if _, ok := reader.local.Get("k"); ok {
+		if _, ok := reader.tier.Store().Get("k"); ok {
 			t.Fatal("k survived an undecodable message")
 		}
 		if st := reader.Stats(); st.InvalidationDecodeErrors != 2 || st.InvalidationGaps != 1 {
@@ -453,7 +453,7 @@ func TestInvalidationPublishIsRetried(t *testing.T) {
 	p, viaProxy, direct := proxiedSingle(t)
 	ctx := context.Background()
 	got := make(chan []string, 8)
-	localCache(t, direct, withHooks(&hooks{onInvalidate: func(k []string) { got <- k }}))
+	localCache(t, direct, withHooks(&hooks{OnInvalidate: func(k []string) { got <- k }}))
 	writer := newCache[string](t, viaProxy, WithPrefix(prefixFor(t)))
 	var mu sync.Mutex
 	var publishes []error

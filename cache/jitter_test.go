@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -56,11 +57,11 @@ func TestJitterSpreadsTTLs(t *testing.T) {
 
 func TestNoJitterMeansExactTTL(t *testing.T) {
 	for i := 0; i < 100; i++ {
-		if d := jittered(time.Minute, 0); d != time.Minute {
-			t.Fatalf("jittered(1m, 0) = %v", d)
+		if d := entry.Jittered(time.Minute, 0); d != time.Minute {
+			t.Fatalf("entry.Jittered(1m, 0) = %v", d)
 		}
-		if d := jittered(time.Minute, 0.5); d < 30*time.Second || d > 90*time.Second {
-			t.Fatalf("jittered(1m, 0.5) = %v", d)
+		if d := entry.Jittered(time.Minute, 0.5); d < 30*time.Second || d > 90*time.Second {
+			t.Fatalf("entry.Jittered(1m, 0.5) = %v", d)
 		}
 	}
 }

@@ -122,7 +122,7 @@ func TestRefillGetsFreshWaitBudget(t *testing.T) {
 		aRead, bRead := make(chan struct{}), make(chan struct{})
 		bRelease := make(chan struct{})
 		var once sync.Once
-		a.hooks.onLeaseWait = func(string) { once.Do(func() { close(bRelease) }) }
+		a.hooks().OnLeaseWait = func(string) { once.Do(func() { close(bRelease) }) }
 		var aLoads atomic.Int64
 		aLoad := func(context.Context, string) (string, error) {
 			if aLoads.Add(1) == 1 {

@@ -49,7 +49,7 @@ func testKeepAliveSurvivesAFailedExtension(t *testing.T, ctxTimeout bool) {
 	second := make(chan struct{})    // a second load started: the lease was lost
 	var failed atomic.Bool
 	var once, secondOnce sync.Once
-	holder.hooks.onExtend = func(_ string, ok bool, _ error) {
+	holder.hooks().OnExtend = func(_ string, ok bool, _ error) {
 		switch {
 		case !ok && failed.CompareAndSwap(false, true):
 			p.Heal() // one attempt lost, then the link works again
@@ -82,7 +82,7 @@ func testKeepAliveSurvivesAFailedExtension(t *testing.T, ctxTimeout bool) {
 	p.Blackhole(faultproxy.Both) // the next extension gets no reply
 	waiting := make(chan struct{})
 	var waitOnce atomic.Bool
-	other.hooks.onLeaseWait = func(string) {
+	other.hooks().OnLeaseWait = func(string) {
 		if waitOnce.CompareAndSwap(false, true) {
 			close(waiting)
 		}

@@ -70,7 +70,7 @@ func TestDeleteDuringLoadRejectsStaleFill(t *testing.T) {
 			t.Fatalf("rejected fills %d, want 1", st.RejectedFills)
 		}
 		raw, _ := rdb.Get(ctx, prefixFor(t)+"k").Bytes()
-		if e, ok := decodeEnvelope(raw); !ok || string(e.Payload) != "new" {
+		if e, ok := wire.DecodeEnvelope(raw); !ok || string(e.Payload) != "new" {
 			t.Fatalf("Redis holds %q, want the new row", raw)
 		}
 	})
@@ -81,7 +81,7 @@ func TestSetDuringLoadWins(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		c := newCache[string](t, rdb)
-		c.hooks.afterLoad = func(key string) {
+		c.hooks().AfterLoad = func(key string) {
 			if err := c.Set(ctx, key, "set"); err != nil {
 				t.Error(err)
 			}
@@ -89,7 +89,7 @@ func TestSetDuringLoadWins(t *testing.T) {
 		if _, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "loaded", nil }); err != nil {
 			t.Fatal(err)
 		}
-		c.hooks.afterLoad = nil
+		c.hooks().AfterLoad = nil
 		v, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "reloaded", nil })
 		if err != nil || v != "set" {
 			t.Fatalf("Get = %q, %v; want the Set value", v, err)
@@ -187,12 +187,12 @@ func stampedeChild(t *testing.T) {
 	defer c.Close()
 	var reported atomic.Bool
 	var extended atomic.Int64 // the holder's successful extensions
-	c.hooks.onExtend = func(_ string, ok bool, _ error) {
+	c.hooks().OnExtend = func(_ string, ok bool, _ error) {
 		if ok {
 			extended.Add(1)
 		}
 	}
-	c.hooks.onLeaseWait = func(string) {
+	c.hooks().OnLeaseWait = func(string) {
 		if reported.CompareAndSwap(false, true) {
 			rdb.Incr(ctx, prefix+"waiters")
 		}
@@ -287,7 +287,7 @@ func TestSlowLoaderExtendsLease(t *testing.T) {
 		ctx := context.Background()
 		c := newCache[string](t, rdb, WithFillLease(300*time.Millisecond))
 		extended := make(chan bool, 16)
-		c.hooks.onExtend = func(_ string, ok bool, err error) {
+		c.hooks().OnExtend = func(_ string, ok bool, err error) {
 			if err != nil {
 				return // no answer in time: retried, the lease is not lost
 			}

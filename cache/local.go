@@ -3,20 +3,22 @@ package cache
 import (
 	"fmt"
 	"time"
+
+	"github.com/cacheguard/cacheguard/cache/internal/local"
 )
 
 // The local tier keeps decoded values in process memory, so that a hot key is
 // served in tens of nanoseconds instead of a Redis round trip. It is small and
 // short-lived on purpose: entries are fresh for the local TTL (1 s by default,
 // jittered), every write through any instance drops the key everywhere (see
-// invalidate.go), and while the invalidation subscription is down nothing is
-// served from it as fresh. A fresh-expired entry is kept a little longer
-// (WithLocalStale) only to answer for a key while Redis is failing.
+// the package comment, "Staleness of the local tier"), and while the
+// invalidation subscription is down nothing is served from it as fresh. A
+// fresh-expired entry is kept a little longer (WithLocalStale) only to answer
+// for a key while Redis is failing.
 
 // LocalStore is the in-process tier's storage. Two are built in: otter v2,
-// the default (WithLocal, local_otter.go), and ristretto v2
-// (WithLocalRistretto, local_ristretto.go); another can be plugged in with
-// WithLocalStore. Package localstoretest checks an implementation against
+// the default (WithLocal), and ristretto v2 (WithLocalRistretto); another
+// can be plugged in with WithLocalStore. Package localstoretest checks an implementation against
 // this contract:
 //
 //   - Safe for concurrent use. Set may drop an entry (admission policies
@@ -35,32 +37,21 @@ import (
 //     than once; calls after it must do nothing (Get reports a miss). The
 //     cache owns its store: its Close closes the store, and no goroutine of
 //     the store may outlive that.
-type LocalStore[V any] interface {
-	Get(key string) (*LocalEntry[V], bool)
-	// Set stores e with a cost in bytes; e is of use for ttl.
-	Set(key string, e *LocalEntry[V], cost int64, ttl time.Duration)
-	Del(key string)
-	Clear()
-	Close()
-}
+//
+// Its methods:
+//
+//	Get(key string) (*LocalEntry[V], bool)
+//	Set(key string, e *LocalEntry[V], cost int64, ttl time.Duration) // e is of use for ttl
+//	Del(key string)
+//	Clear()
+//	Close()
+type LocalStore[V any] = local.Store[V]
 
-// LocalEntry is what the local tier stores for a key.
-type LocalEntry[V any] struct {
-	Value V
-	Null  bool // a cached absence
-
-	fresh int64  // unix nanos: served as a hit until then
-	stale int64  // unix nanos: served only while Redis fails, until then
-	epoch uint64 // subscription epoch it was admitted in
-	// weight is the entry's cost in bytes as the default store weighs it
-	// (local_otter.go).
-	weight uint32
-
-	// tagged is set for a tagged entry only: an untagged one (the usual
-	// kind) pays one pointer for the feature, not a slice and a time.
-	// Its tags are checked on every hit (tags_local.go).
-	tagged *tagStamp
-}
+// LocalEntry is what the local tier stores for a key: its Value, or Null
+// for a cached absence, and the tier's own bookkeeping (when it stops being
+// fresh, its stale bound, the subscription epoch it was admitted in, its
+// tags), which a store keeps as it is.
+type LocalEntry[V any] = local.Entry[V]
 
 // HotKeys decides which keys the local tier admits. Record is called on every
 // Get and must be cheap; IsHot when a value comes back from Redis. The hotkey
@@ -82,7 +73,7 @@ type localConfig struct {
 	channel   string
 
 	healthInterval, healthTimeout time.Duration // WithInvalidationHealthCheck
-	tracking                      bool          // WithTracking (tracking.go)
+	tracking                      bool          // WithTracking
 }
 
 // WithLocal turns on the local tier with room for maxBytes of values, on
@@ -200,134 +191,9 @@ func newLocalStore[V any](l localConfig) (LocalStore[V], error) {
 		return s, nil
 	}
 	if l.ristretto {
-		return newRistrettoStore[V](l.maxBytes)
+		return local.NewRistrettoStore[V](l.maxBytes)
 	}
-	return newOtterStore[V](l.maxBytes)
-}
-
-// localGet returns the local entry for key if it may be served as fresh, and
-// the entry itself (possibly stale) for the Redis-failure fallback.
-func (c *Cache[V]) localGet(key string) (fresh bool, e *LocalEntry[V]) {
-	c.touchClock()
-	var ok bool
-	if c.otter != nil {
-		e, ok = c.otter.Get(key)
-	} else {
-		e, ok = c.local.Get(key)
-	}
-	if !ok {
-		return false, nil
-	}
-	now := c.coarseNow.Load()
-	fresh = now < e.fresh && now < c.trustUntil.Load() && e.epoch == c.epoch.Load()
-	if e.tagged != nil {
-		valid, servable := c.localTagsValid(e, now)
-		if !servable {
-			return false, nil
-		}
-		fresh = fresh && valid
-	}
-	return fresh, e
-}
-
-// admit puts a value that just came from Redis or a load into the local tier,
-// if the key qualifies and the invalidation subscription is up.
-func (c *Cache[V]) admit(key string, r result[V], size int, before localClock) {
-	if c.local == nil || r.noLocal || before.epoch%2 == 1 || before != c.localClock() {
-		return // subscription down, or an invalidation arrived since the read
-	}
-	epoch := before.epoch
-	if !c.cfg.local.admitAll && !c.cfg.local.hot.IsHot(key) {
-		return
-	}
-	now := time.Now()
-	ttl := jittered(c.cfg.local.ttl, c.cfg.jitter)
-	e := &LocalEntry[V]{Value: r.v, Null: r.null, epoch: epoch,
-		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + c.cfg.local.stale).UnixNano()}
-	e.tagged = r.tagged
-	// Checked again and stored under the key's lock: an invalidation
-	// either sees the entry and deletes it, or made this check fail
-	// (local_order.go).
-	mu := c.admitLocks.of(key)
-	mu.Lock()
-	defer mu.Unlock()
-	if c.localClock() != before {
-		return
-	}
-	if c.hooks != nil && c.hooks.beforeLocalSet != nil {
-		c.hooks.beforeLocalSet(key)
-	}
-	c.local.Set(key, e, int64(size+len(key)+64), ttl+c.cfg.local.stale)
-}
-
-// localClock is read before going to Redis and compared before admitting what
-// came back: if the subscription went down or any invalidation arrived in
-// between, the value may already be stale and is not admitted.
-type localClock struct{ epoch, seq uint64 }
-
-func (c *Cache[V]) localClock() localClock {
-	if c.local == nil {
-		return localClock{}
-	}
-	return localClock{c.epoch.Load(), c.invalSeq.Load()}
-}
-
-// coarseTick is the resolution of the clock the local tier's freshness checks
-// read. Reading the wall clock on every local hit would cost more than the
-// rest of the hit; one tick is negligible against a local TTL of a second.
-const coarseTick = time.Millisecond
-
-// clockIdleTicks is how many ticks without a local read pause the clock.
-const clockIdleTicks = 1000
-
-// runCoarseClock keeps coarseNow within a tick of the wall clock until Close,
-// while the local tier is read. After clockIdleTicks without a read it pauses
-// (an idle cache costs no CPU) until touchClock wakes it.
-func (c *Cache[V]) runCoarseClock() {
-	t := time.NewTicker(coarseTick)
-	defer t.Stop()
-	idle := 0
-	for {
-		select {
-		case <-c.closing.Done():
-			return
-		case now := <-t.C:
-			c.coarseNow.Store(now.UnixNano())
-			if c.clockUsed.Swap(false) {
-				idle = 0
-				continue
-			}
-			if idle++; idle < clockIdleTicks {
-				continue
-			}
-			t.Stop()
-			c.clockIdle.Store(true)
-			select {
-			case <-c.closing.Done():
-				return
-			case <-c.clockWake:
-			}
-			idle = 0
-			t.Reset(coarseTick)
-		}
-	}
-}
-
-// touchClock marks a local read; the first read after a pause brings the
-// clock up to date itself (so it never judges freshness by the time the
-// clock paused) and wakes the ticker. Reads keep to loads while nothing
-// changes, so the hit path writes no shared memory.
-func (c *Cache[V]) touchClock() {
-	if !c.clockUsed.Load() {
-		c.clockUsed.Store(true)
-	}
-	if c.clockIdle.Load() && c.clockIdle.CompareAndSwap(true, false) {
-		c.coarseNow.Store(time.Now().UnixNano())
-		select {
-		case c.clockWake <- struct{}{}:
-		default:
-		}
-	}
+	return local.NewOtterStore[V](l.maxBytes)
 }
 
 // WithInvalidationHealthCheck sets how often the invalidation subscriber
@@ -345,11 +211,4 @@ func WithInvalidationHealthCheck(interval, timeout time.Duration) Option {
 		}
 		c.local.healthInterval, c.local.healthTimeout = interval, timeout
 	}
-}
-
-// servableStale reports whether e, a local entry past its freshness, may
-// answer a Get that Redis (or a rate limit) cannot: it is within the stale
-// bound and was admitted since the tier was last cleared.
-func (c *Cache[V]) servableStale(e *LocalEntry[V]) bool {
-	return e != nil && c.coarseNow.Load() < e.stale && e.epoch >= c.localFloor.Load()
 }

@@ -12,18 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/local"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
-
-func withHooks(h *hooks) Option { return func(c *config) { c.hooks = h } }
 
 // localCache returns a cache with a local tier admitting every key, once its
 // invalidation subscription is up.
 func localCache(t *testing.T, rdb redis.UniversalClient, opts ...Option) *Cache[string] {
 	t.Helper()
 	c := newCache[string](t, rdb, append([]Option{WithLocal(1 << 20), WithLocalAdmitAll()}, opts...)...)
-	<-c.subscribed
+	<-c.bus.Subscribed()
 	return c
 }
 
@@ -92,14 +91,14 @@ func TestOnlyHotKeysAreAdmitted(t *testing.T) {
 	ctx := context.Background()
 	hot := &hotSet{hot: map[string]bool{"hot": true}}
 	c := newCache[string](t, rdb, WithLocal(1<<20), WithHotKeys(hot))
-	<-c.subscribed
+	<-c.bus.Subscribed()
 	load := func(_ context.Context, k string) (string, error) { return "v" + k, nil }
 	c.Get(ctx, "hot", load)
 	c.Get(ctx, "cold", load)
-	if _, ok := c.local.Get("hot"); !ok {
+	if _, ok := c.tier.Store().Get("hot"); !ok {
 		t.Fatal("hot key not promoted")
 	}
-	if _, ok := c.local.Get("cold"); ok {
+	if _, ok := c.tier.Store().Get("cold"); ok {
 		t.Fatal("cold key admitted")
 	}
 	if !slices.Equal(hot.records, []string{"hot", "cold"}) {
@@ -116,7 +115,7 @@ func TestInvalidationAcrossInstances(t *testing.T) {
 		ctx := context.Background()
 		got := make(chan []string, 1)
 		a := localCache(t, rdb)
-		b := localCache(t, rdb, WithPrefix(prefixFor(t)), withHooks(&hooks{onInvalidate: func(k []string) { got <- k }}))
+		b := localCache(t, rdb, WithPrefix(prefixFor(t)), withHooks(&hooks{OnInvalidate: func(k []string) { got <- k }}))
 		const rounds = 200
 		lat := make([]time.Duration, 0, rounds)
 		for i := 0; i < rounds; i++ {
@@ -130,7 +129,7 @@ func TestInvalidationAcrossInstances(t *testing.T) {
 			if v, _ := b.Get(ctx, key, never(t)); v != old {
 				t.Fatalf("b read %q", v)
 			}
-			if e, ok := b.local.Get(key); !ok || e.Value != old {
+			if e, ok := b.tier.Store().Get(key); !ok || e.Value != old {
 				t.Fatal("b did not keep a local copy")
 			}
 			var start time.Time
@@ -142,7 +141,7 @@ func TestInvalidationAcrossInstances(t *testing.T) {
 			start = time.Now()
 			<-got
 			lat = append(lat, time.Since(start))
-			if _, ok := b.local.Get(key); ok {
+			if _, ok := b.tier.Store().Get(key); ok {
 				t.Fatal("b still holds the key after the invalidation")
 			}
 			want := "new"
@@ -171,8 +170,8 @@ func TestLostSubscriptionFlushesLocal(t *testing.T) {
 		inval := make(chan struct{}, 4)
 		a := localCache(t, rdb)
 		b := localCache(t, rdb, WithPrefix(prefixFor(t)), withHooks(&hooks{
-			onSubscribed: func() { up <- struct{}{} },
-			onInvalidate: func([]string) { inval <- struct{}{} },
+			OnSubscribed: func() { up <- struct{}{} },
+			OnInvalidate: func([]string) { inval <- struct{}{} },
 		}))
 		<-up // the first subscription
 		a.Set(ctx, "k", "old")
@@ -180,13 +179,13 @@ func TestLostSubscriptionFlushesLocal(t *testing.T) {
 		if v, _ := b.Get(ctx, "k", never(t)); v != "old" {
 			t.Fatal(v)
 		}
-		if _, ok := b.local.Get("k"); !ok {
+		if _, ok := b.tier.Store().Get("k"); !ok {
 			t.Fatal("not cached locally")
 		}
 		// Cut every pub/sub connection, on every node.
 		killPubSub(t, ctx, rdb)
 		<-up // b noticed, resubscribed and flushed
-		if _, ok := b.local.Get("k"); ok {
+		if _, ok := b.tier.Store().Get("k"); ok {
 			t.Fatal("local tier kept an entry across a subscription gap")
 		}
 		if st := b.Stats(); st.LocalFlushes < 2 {
@@ -224,11 +223,11 @@ func TestHotKeyServedStaleWhileRedisDown(t *testing.T) {
 	ctx := context.Background()
 	c := localCache(t, rdb, WithLocalStale(time.Minute))
 	c.Get(ctx, "hot", func(context.Context, string) (string, error) { return "v", nil })
-	e, ok := c.local.Get("hot")
+	e, ok := c.tier.Store().Get("hot")
 	if !ok {
 		t.Fatal("not admitted")
 	}
-	e.fresh = 0 // past its local TTL: a fresh hit would go to Redis
+	c.tier.Age(e, true, false) // past its local TTL: a fresh hit would go to Redis
 	srv.Kill()
 	if v, err := c.Get(ctx, "hot", never(t)); err != nil || v != "v" {
 		t.Fatalf("hot key during outage: %q, %v", v, err)
@@ -239,7 +238,7 @@ func TestHotKeyServedStaleWhileRedisDown(t *testing.T) {
 	if st := c.Stats(); st.StaleServed != 1 {
 		t.Fatalf("stale served %d", st.StaleServed)
 	}
-	e.stale = 0 // past the stale bound too
+	c.tier.Age(e, true, true) // past the stale bound too
 	if _, err := c.Get(ctx, "hot", never(t)); !errors.Is(err, ErrRedis) {
 		t.Fatalf("past the stale bound: %v", err)
 	}
@@ -303,7 +302,7 @@ func TestLocalOptions(t *testing.T) {
 	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocalRistretto(0), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("zero ristretto size: %v", err)
 	}
-	s, _ := newOtterStore[int](1 << 20)
+	s, _ := local.NewOtterStore[int](1 << 20)
 	defer s.Close()
 	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocalStore[int](s), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("store of another value type: %v", err)
@@ -336,7 +335,7 @@ func TestRistrettoStoreInCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-c.subscribed
+	<-c.bus.Subscribed()
 	load := func(context.Context, string) (string, error) { return "v", nil }
 	for deadline := time.Now().Add(10 * time.Second); c.Stats().LocalHits == 0; {
 		if v, err := c.Get(ctx, "k", load); err != nil || v != "v" {

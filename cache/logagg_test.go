@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 )
 
 // recordedLog keeps the records a slog.Logger writes.
@@ -74,56 +76,56 @@ func (c *fakeClock) advance(d time.Duration) {
 func TestLogAggregation(t *testing.T) {
 	h := &recordedLog{}
 	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	a := newLogAggregator(slog.New(h), 10*time.Second, clk.now)
+	a := telemetry.NewLogs(slog.New(h), 10*time.Second, clk.now)
 	boom := errors.New("redis down")
 
 	for i := 0; i < 15462; i++ {
-		a.report(logStaleServed, "k", boom)
+		a.Report(telemetry.StaleServed, "k", boom)
 	}
 	got := h.take()
-	if len(got) != 1 || got[0].msg != "cacheguard: cache: "+string(logStaleServed) || got[0].count != 0 {
+	if len(got) != 1 || got[0].msg != "cacheguard: cache: "+string(telemetry.StaleServed) || got[0].count != 0 {
 		t.Fatalf("first interval logged %+v, want the first report only", got)
 	}
 
-	a.report(logFillFailed, "other", boom) // another kind: at once
+	a.Report(telemetry.FillFailed, "other", boom) // another kind: at once
 	if got := h.take(); len(got) != 1 || got[0].key != "other" {
 		t.Fatalf("another kind logged %+v", got)
 	}
 
 	clk.advance(10 * time.Second)
-	a.report(logStaleServed, "last", boom) // closes the interval
+	a.Report(telemetry.StaleServed, "last", boom) // closes the interval
 	got = h.take()
 	if len(got) != 1 || got[0].count != 15462 || got[0].key != "last" {
 		t.Fatalf("after the interval: %+v, want one summary of 15462 ending with key last", got)
 	}
 
 	// A report of another kind writes the summary of an ended interval.
-	a.report(logStaleServed, "a", boom)
-	a.report(logStaleServed, "b", boom)
+	a.Report(telemetry.StaleServed, "a", boom)
+	a.Report(telemetry.StaleServed, "b", boom)
 	clk.advance(11 * time.Second)
-	a.report(logFillFailed, "f", boom) // quiet for an interval: at once
+	a.Report(telemetry.FillFailed, "f", boom) // quiet for an interval: at once
 	got = h.take()
 	if len(got) != 2 {
 		t.Fatalf("got %+v, want the stale summary and the fill line", got)
 	}
 	for _, l := range got {
 		switch l.msg {
-		case "cacheguard: cache: " + string(logStaleServed) + " (repeated)":
+		case "cacheguard: cache: " + string(telemetry.StaleServed) + " (repeated)":
 			if l.count != 2 || l.key != "b" {
 				t.Fatalf("summary %+v, want 2 ending with b", l)
 			}
-		case "cacheguard: cache: " + string(logFillFailed):
+		case "cacheguard: cache: " + string(telemetry.FillFailed):
 		default:
 			t.Fatalf("unexpected line %+v", l)
 		}
 	}
 
-	a.report(logFillFailed, "g", boom)
-	a.flush()
+	a.Report(telemetry.FillFailed, "g", boom)
+	a.Flush()
 	if got := h.take(); len(got) != 1 || got[0].count != 1 || got[0].key != "g" {
 		t.Fatalf("flush wrote %+v", got)
 	}
-	a.flush()
+	a.Flush()
 	if got := h.take(); len(got) != 0 {
 		t.Fatalf("second flush wrote %+v", got)
 	}
@@ -132,9 +134,9 @@ func TestLogAggregation(t *testing.T) {
 // Interval zero logs every report.
 func TestLogAggregationOff(t *testing.T) {
 	h := &recordedLog{}
-	a := newLogAggregator(slog.New(h), 0, nil)
+	a := telemetry.NewLogs(slog.New(h), 0, nil)
 	for i := 0; i < 3; i++ {
-		a.report(logStaleServed, "k", errors.New("x"))
+		a.Report(telemetry.StaleServed, "k", errors.New("x"))
 	}
 	if got := h.take(); len(got) != 3 {
 		t.Fatalf("logged %d lines, want 3", len(got))
@@ -154,7 +156,7 @@ func TestCacheLogsRepeatedErrorsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 100; i++ {
-		c.report(logStaleServed, "k", errors.New("redis down"))
+		c.rec.Report(telemetry.StaleServed, "k", errors.New("redis down"))
 	}
 	if got := h.take(); len(got) != 1 {
 		t.Fatalf("logged %+v, want one line", got)

@@ -24,13 +24,13 @@ func TestReadsNeverGoBackAfterWrite(t *testing.T) {
 				switch local {
 				case 1:
 					c = newCache[int](t, rdb, WithLocal(1<<20), WithLocalAdmitAll())
-					<-c.subscribed
+					<-c.bus.Subscribed()
 				case 2:
 					c = newCache[int](t, rdb, WithLocalStore[int](store), WithLocalAdmitAll())
-					<-c.subscribed
+					<-c.bus.Subscribed()
 				case 3:
 					c = newCache[int](t, rdb, WithLocalRistretto(1<<20), WithLocalAdmitAll())
-					<-c.subscribed
+					<-c.bus.Subscribed()
 				default:
 					c = newCache[int](t, rdb)
 				}

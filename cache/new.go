@@ -5,12 +5,20 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/cache/internal/bus"
+	"github.com/cacheguard/cacheguard/cache/internal/engine"
+	"github.com/cacheguard/cacheguard/cache/internal/entry"
+	"github.com/cacheguard/cacheguard/cache/internal/generation"
+	"github.com/cacheguard/cacheguard/cache/internal/lease"
+	"github.com/cacheguard/cacheguard/cache/internal/life"
+	"github.com/cacheguard/cacheguard/cache/internal/local"
+	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
+	"github.com/cacheguard/cacheguard/cache/internal/write"
 	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
-	"github.com/sony/gobreaker/v2"
 )
 
 // New returns a Cache backed by rdb, which may be a *redis.Client, a
@@ -39,7 +47,10 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 	return c, nil
 }
 
-// open is New once the options are applied.
+// open is New once the options are applied: it checks them, then builds
+// the components bottom up (transport, bus, keys and generations, local
+// tier, leases, read engine, write path) and starts what runs in the
+// background.
 func open[V any](rdb redis.UniversalClient, cfg config) (*Cache[V], error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
@@ -58,61 +69,115 @@ func open[V any](rdb redis.UniversalClient, cfg config) (*Cache[V], error) {
 	if err != nil {
 		return nil, err
 	}
-	source, err := newSourceID()
-	if err != nil {
-		return nil, err
-	}
+	c := &Cache[V]{cfg: cfg, observer: cfg.observer, life: life.New()}
+	hooks := cfg.hooks
+	c.rec = telemetry.New(telemetry.NewLogs(option.Logger(cfg.logger), cfg.logInterval, nil), c.errorHandler(), cfg.observer != nil, c.sizesOf(cfg.observer))
+	c.redis = transport.New(rdb, transport.Breaker{Name: "cacheguard:" + cfg.prefix, Failures: cfg.breakerFailures, Cooldown: cfg.breakerCooldown}, c.rec, hooks)
 	// Nothing above holds a resource; from here an error releases what
 	// was made.
-	syncRDB, closeSync := newSyncClient(rdb)
+	syncRDB, closeSync := generation.NewSyncClient(rdb)
 	if err := checkServerVersion(syncRDB, cfg.local.healthTimeout); err != nil {
 		_ = closeSync()
 		return nil, err
 	}
-	c := &Cache[V]{syncRDB: syncRDB, closeSync: closeSync, rdb: rdb, cfg: cfg, codec: newValueCodec[V](cfg.codec),
-		log: option.Logger(cfg.logger), hot: cfg.local.hot, ttlFunc: ttlFunc, tagFn: tagFn, source: source}
-	c.calls = call.For(rdb).Counting(&c.flight)
-	c.logs = newLogAggregator(c.log, cfg.logInterval, nil)
-	c.hooks = cfg.hooks
-	c.subscribed = make(chan struct{})
-	c.channel = cfg.local.channel
-	if c.channel == "" {
-		c.channel = wire.InvalidationChannelPrefix + cfg.prefix
+	fail := func(err error) (*Cache[V], error) {
+		if c.tier != nil && cfg.local.store == nil {
+			c.tier.Close() // a store built here may run goroutines of its own
+		}
+		c.life.Close()
+		_ = closeSync()
+		if c.hub != nil {
+			_ = c.hub.Release(time.Time{}) // nothing subscribed yet: nothing to wait for
+		}
+		return nil, err
 	}
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		o := cc.Options()
-		c.replicaReads = o.ReadOnly || o.RouteByLatency || o.RouteRandomly
-	}
-	if cfg.breakerFailures > 0 {
-		c.breaker = newBreaker(cfg.prefix, cfg.breakerFailures, cfg.breakerCooldown, func(from, to gobreaker.State) {
-			c.report(logBreaker, "", fmt.Errorf("cacheguard: cache: redis circuit %s -> %s", from, to))
-		})
-	}
-	if cfg.maxLoads > 0 {
-		c.loadSem = make(chan struct{}, cfg.maxLoads)
-	}
-	if cfg.fallbackLoads > 0 {
-		c.fallbackSem = make(chan struct{}, cfg.fallbackLoads)
-	}
-	c.closing, c.close = context.WithCancel(context.Background())
-	if err := c.syncGeneration(context.Background()); err != nil {
-		// Synced again every health interval (generation.go).
-		c.report(logGeneration, "", c.redisError("", "sync generation", err))
+	c.keys = generation.NewKeys(cfg.prefix, func() {
+		if c.tier != nil {
+			c.tier.Flush()
+		}
+	}, c.rec, hooks)
+	format := entry.New(entry.Config[V]{Codec: cfg.codec, TTL: cfg.ttl, NullTTL: cfg.nullTTL, Jitter: cfg.jitter,
+		MaxValueSize: cfg.maxValueSize, CompressAt: cfg.compressAt, TTLFunc: ttlFunc, Tags: tagFn}, c.rec, hooks)
+	if cfg.local.enabled() {
+		store, err := newLocalStore[V](cfg.local)
+		if err != nil {
+			return fail(err)
+		}
+		c.tier = local.New(local.Config{TTL: cfg.local.ttl, Stale: cfg.local.stale, Jitter: cfg.jitter,
+			AdmitAll: cfg.local.admitAll, Hot: cfg.local.hot,
+			HealthInterval: cfg.local.healthInterval, HealthTimeout: cfg.local.healthTimeout}, store, c.life, c.rec, hooks)
 	}
 	c.hub = pubsub.Acquire(rdb)
-	if cfg.local.enabled() {
-		if err := c.startLocal(); err != nil {
-			if c.local != nil && cfg.local.store == nil {
-				c.local.Close() // a store built here may run goroutines of its own
-			}
-			c.close()
-			_ = c.closeSync()
-			_ = c.hub.Release(time.Time{}) // nothing subscribed yet: nothing to wait for
-			return nil, err
-		}
-	} else {
-		c.subscribe() // for the generations Clear announces (clear.go)
+	channel := cfg.local.channel
+	if channel == "" {
+		channel = wire.InvalidationChannelPrefix + cfg.prefix
 	}
-	c.goBackground(c.runGenerationSync)
+	if c.bus, err = bus.New(bus.Config{Prefix: cfg.prefix, Channel: channel, HealthInterval: cfg.local.healthInterval,
+		HealthTimeout: cfg.local.healthTimeout}, c.redis, c.hub, c.life, c.rec); err != nil {
+		return fail(err)
+	}
+	c.gens = generation.New(generation.Config{HealthInterval: cfg.local.healthInterval, HealthTimeout: cfg.local.healthTimeout},
+		c.keys, c.redis, c.bus, c.life, c.rec, syncRDB, closeSync)
+	c.leases = lease.New(cfg.lease, c.redis, c.hub, c.life, c.rec, hooks)
+	parts := engine.Parts[V]{Format: format, Tier: c.tier, Keys: c.keys, Redis: c.redis, Leases: c.leases, Life: c.life, Rec: c.rec, Hooks: hooks}
+	if cfg.local.hot != nil {
+		parts.Hot = cfg.local.hot
+	}
+	c.eng = engine.New(engine.Config{Wait: cfg.wait, LoadOnTimeout: cfg.loadOnTimeout, LoadTimeout: cfg.loadTimeout,
+		SoftLoadTimeout: cfg.softLoadTimeout, EarlyBeta: cfg.earlyBeta, Filter: filterOf(cfg.filter), MissFilter: filterOf(cfg.missFilter),
+		Limiter: limiterOf(cfg.limiter), FallbackLoads: cfg.fallbackLoads, MaxLoads: cfg.maxLoads}, parts)
+	c.write = write.New(write.Config{LoadTimeout: cfg.loadTimeout}, parts, c.bus, c.eng)
+	if err := c.gens.Sync(context.Background()); err != nil {
+		// Synced again every health interval (internal/generation).
+		c.rec.Report(telemetry.Generation, "", c.redis.Error("", "sync generation", err))
+	}
+	if c.tier != nil && cfg.local.tracking {
+		// Armed before the invalidation channel is subscribed, so that the
+		// connection carrying it is dialled armed once, not twice.
+		if err := c.tier.StartTracking(c.hub, cfg.prefix, c.keys, c.eng.Forget); err != nil {
+			return fail(err)
+		}
+	}
+	// Every cache subscribes, with or without a local tier: the
+	// generations Clear announces travel on the channel too.
+	c.bus.Subscribe(listener[V]{c}, subscriberHooks(hooks))
+	c.life.Go(c.gens.Run)
 	return c, nil
+}
+
+// errorHandler is the recorder's error handler: WithErrorHandler's
+// function, told an error about a key as a *KeyError.
+func (c *Cache[V]) errorHandler() func(key string, err error) {
+	fn := c.cfg.onError
+	if fn == nil {
+		return nil
+	}
+	return func(key string, err error) {
+		if key != "" {
+			err = &KeyError{Key: key, Err: err}
+		}
+		fn(err)
+	}
+}
+
+// filterOf is f for the engine (nil: none, not a nil interface inside one).
+func filterOf(f Filter) engine.Filter {
+	if f == nil {
+		return nil
+	}
+	return f
+}
+
+// limiterOf asks l for the engine, nil without one.
+func limiterOf(l KeyLimiter) engine.Limiter {
+	if l == nil {
+		return nil
+	}
+	return func(ctx context.Context, load bool, key string) (bool, error) {
+		op := LimitRead
+		if load {
+			op = LimitLoad
+		}
+		return l.Allow(ctx, op, key)
+	}
 }

@@ -38,7 +38,7 @@ func TestGenerationSyncBoundedOnSilentServer(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	start := time.Now()
-	err = c.syncGeneration(context.Background())
+	err = c.gens.Sync(context.Background())
 	took := time.Since(start)
 	t.Logf("sync took %v: %v", took, err)
 	if err == nil {

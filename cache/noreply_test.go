@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cacheguard/cacheguard/cache/internal/bus"
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
@@ -23,7 +24,7 @@ func TestGetManyGetDroppedByAHookFails(t *testing.T) {
 		dropped := keys[1]
 		rdb.AddHook(onOurPipelines(t, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
 			return next(ctx, slices.DeleteFunc(slices.Clone(cmds), func(cmd redis.Cmder) bool {
-				return cmd.Name() == "get" && cmd.Args()[1] == c.rkey(dropped)
+				return cmd.Name() == "get" && cmd.Args()[1] == c.keys.Key(dropped)
 			}))
 		}))
 		var loaded []string
@@ -69,7 +70,7 @@ func TestDeleteOfAKeyDroppedByAHookFails(t *testing.T) {
 		c := newCache[string](t, rdb)
 		ctx := context.Background()
 		keys := setOneSlot(t, c)
-		dropped := c.rkey(keys[1])
+		dropped := c.keys.Key(keys[1])
 		rdb.AddHook(dropFromPipelines(func(cmd redis.Cmder) bool {
 			return cmd.Name() == "unlink" && cmd.Args()[1] == dropped
 		}))
@@ -92,7 +93,7 @@ func TestInvalidationDroppedByAHookIsSentAgain(t *testing.T) {
 	c := localCache(t, rdb)
 	h := &dropFirstPublish{sent: map[string]int{}}
 	rdb.AddHook(h)
-	keys := make([]string, maxKeysPerInval+10) // two messages: one pipeline
+	keys := make([]string, bus.MaxKeysPerInval+10) // two messages: one pipeline
 	for i := range keys {
 		keys[i] = fmt.Sprintf("k%d", i)
 	}

@@ -39,15 +39,15 @@ func newWakeLog() *wakeLog { return &wakeLog{marked: make(chan string, 16)} }
 
 func (w *wakeLog) hooks() *hooks {
 	return &hooks{
-		notifiedPoll: time.Hour, // a wake-up can only come from a fill message
-		onWake: func(_ string, notified bool) {
+		NotifiedPoll: time.Hour, // a wake-up can only come from a fill message
+		OnWake: func(_ string, notified bool) {
 			if notified {
 				w.notified.Add(1)
 			} else {
 				w.polled.Add(1)
 			}
 		},
-		onWaitMarked: func(k string) { w.marked <- k },
+		OnWaitMarked: func(k string) { w.marked <- k },
 	}
 }
 
@@ -169,7 +169,7 @@ func TestWakeLatency(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		for _, mode := range []string{"notify", "poll"} {
 			waitCh := make(chan struct{}, 1)
-			h := &hooks{noFillNotify: mode == "poll"}
+			h := &hooks{NoFillNotify: mode == "poll"}
 			signal := func(string) {
 				select {
 				case waitCh <- struct{}{}:
@@ -177,9 +177,9 @@ func TestWakeLatency(t *testing.T) {
 				}
 			}
 			if mode == "poll" {
-				h.onLeaseWait = signal
+				h.OnLeaseWait = signal
 			} else {
-				h.onWaitMarked = signal
+				h.OnWaitMarked = signal
 			}
 			filler := newCache[string](t, rdb)
 			waiter := newCache[string](t, ownClient(t, rdb), withHooks(h))

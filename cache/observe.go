@@ -3,19 +3,20 @@ package cache
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
+
+	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 )
 
 // Tier says which part of the read path answered a Get or GetMany.
 type Tier uint8
 
 const (
-	TierNone   Tier = iota // nothing answered: a Bloom filter rejection, or an error before any tier
-	TierLocal              // the in-process tier
-	TierRedis              // an entry read from Redis
-	TierFill               // a fill run by another caller: coalesced in this process, or a lease wait across processes
-	TierLoader             // this call's own loader (a fill, or a fallback load while Redis was down)
+	TierNone   = Tier(telemetry.TierNone)   // nothing answered: a Bloom filter rejection, or an error before any tier
+	TierLocal  = Tier(telemetry.TierLocal)  // the in-process tier
+	TierRedis  = Tier(telemetry.TierRedis)  // an entry read from Redis
+	TierFill   = Tier(telemetry.TierFill)   // a fill run by another caller: coalesced in this process, or a lease wait across processes
+	TierLoader = Tier(telemetry.TierLoader) // this call's own loader (a fill, or a fallback load while Redis was down)
 )
 
 func (t Tier) String() string {
@@ -94,128 +95,15 @@ type ValueSizeObserver interface {
 // WithObserver calls o around every Get, GetMany and loader call. Without it
 // (the default) the read path pays one nil check.
 func WithObserver(o Observer) Option {
-	return func(c *config) {
-		c.observer = o
-		c.sizes, _ = o.(ValueSizeObserver)
-	}
-}
-
-// observation is what one observed call learns on its way; the read path
-// marks it through the context (observed).
-type observation struct {
-	tier   atomic.Uint32
-	shared atomic.Bool
-	early  atomic.Bool
-	soft   atomic.Bool // answered stale past the soft load timeout
-	hard   atomic.Bool // a load stopped by the load timeout
-	// waitStart and waitEnd are the monotonic times (since the call
-	// began) of the first refused lease and of the last attempt after it.
-	waitStart, waitEnd atomic.Int64
-	began              time.Time
-}
-
-// since is the time elapsed since the call began, never 0.
-func (o *observation) since() int64 { return max(int64(time.Since(o.began)), 1) }
-
-// info is what the call learnt, for the Observer.
-func (o *observation) info(err error) GetInfo {
-	gi := GetInfo{Tier: Tier(o.tier.Load()), Coalesced: o.shared.Load(), EarlyRefresh: o.early.Load(),
-		SoftTimeout: o.soft.Load(), LoadTimeout: o.hard.Load(), Err: err}
-	if start := o.waitStart.Load(); start != 0 {
-		gi.LeaseWaited = true
-		gi.LeaseWait = time.Duration(max(o.waitEnd.Load()-start, 0))
-	}
-	return gi
-}
-
-type observationKey struct{}
-
-// raise records that the call reached t, keeping the deepest tier.
-func (o *observation) raise(t Tier) {
-	for {
-		cur := o.tier.Load()
-		if Tier(cur) >= t || o.tier.CompareAndSwap(cur, uint32(t)) {
-			return
-		}
-	}
-}
-
-// observed marks the tier reached by the call whose context is ctx, if it is
-// observed. Unobserved caches pay a nil check.
-func (c *Cache[V]) observed(ctx context.Context, t Tier) {
-	if o := c.observation(ctx); o != nil {
-		o.raise(t)
-	}
-}
-
-// observation returns the observation of the call whose context is ctx, or
-// nil when the cache or the call is not observed.
-func (c *Cache[V]) observation(ctx context.Context) *observation {
-	if c.cfg.observer == nil {
-		return nil
-	}
-	o, _ := ctx.Value(observationKey{}).(*observation)
-	return o
-}
-
-// observedShared marks the call whose context is ctx as coalesced.
-func (c *Cache[V]) observedShared(ctx context.Context) {
-	if o := c.observation(ctx); o != nil {
-		o.shared.Store(true)
-	}
-}
-
-// observedWait marks that the call's fill found another holder's lease and
-// is about to wait: the first mark starts the wait.
-func (c *Cache[V]) observedWait(ctx context.Context) {
-	if o := c.observation(ctx); o != nil {
-		o.waitStart.CompareAndSwap(0, o.since())
-	}
-}
-
-// observedAttempt marks a lease attempt: once a wait has started, the last
-// attempt is when it ended.
-func (c *Cache[V]) observedAttempt(ctx context.Context) {
-	if o := c.observation(ctx); o != nil && o.waitStart.Load() != 0 {
-		o.waitEnd.Store(o.since())
-	}
-}
-
-// observedRefresh marks that the call started an early refresh.
-func (c *Cache[V]) observedRefresh(ctx context.Context) {
-	if o := c.observation(ctx); o != nil {
-		o.early.Store(true)
-	}
-}
-
-// observedTimeout marks that the call was answered stale past the soft load
-// timeout (soft), or that one of its loads hit the load timeout.
-func (c *Cache[V]) observedTimeout(ctx context.Context, soft bool) {
-	if o := c.observation(ctx); o != nil {
-		if soft {
-			o.soft.Store(true)
-		} else {
-			o.hard.Store(true)
-		}
-	}
-}
-
-// observedSize tells a ValueSizeObserver the size of an entry read or
-// written.
-func (c *Cache[V]) observedSize(op string, n int) {
-	if c.cfg.sizes == nil {
-		return
-	}
-	defer c.recoverObserver("ValueSize")
-	c.cfg.sizes.ValueSize(op, n)
+	return func(c *config) { c.observer = o }
 }
 
 // recoverObserver, deferred around a call into the Observer, turns its panic
 // into a count and a report: observing must never fail the call observed.
 func (c *Cache[V]) recoverObserver(what string) {
 	if p := recover(); p != nil {
-		c.stats.observerPanics.Add(1)
-		c.report(logObserverPanic, "", fmt.Errorf("cacheguard: cache: observer %s panicked: %v", what, p))
+		c.rec.ObserverPanics.Add(1)
+		c.rec.Report(telemetry.ObserverPanic, "", fmt.Errorf("cacheguard: cache: observer %s panicked: %v", what, p))
 	}
 }
 
@@ -225,7 +113,7 @@ func (c *Cache[V]) startGet(ctx context.Context, op string, keys []string) (cont
 	octx, end := ctx, func(GetInfo) {}
 	func() {
 		defer c.recoverObserver("StartGet")
-		nctx, e := c.cfg.observer.StartGet(ctx, op, keys)
+		nctx, e := c.observer.StartGet(ctx, op, keys)
 		if nctx != nil && e != nil {
 			octx, end = nctx, e
 		}
@@ -241,7 +129,7 @@ func (c *Cache[V]) startLoad(ctx context.Context, keys []string) (context.Contex
 	lctx, done := ctx, func(error) {}
 	func() {
 		defer c.recoverObserver("StartLoad")
-		nctx, d := c.cfg.observer.StartLoad(ctx, keys)
+		nctx, d := c.observer.StartLoad(ctx, keys)
 		if nctx != nil && d != nil {
 			lctx, done = nctx, d
 		}
@@ -252,19 +140,18 @@ func (c *Cache[V]) startLoad(ctx context.Context, keys []string) (context.Contex
 	}
 }
 
-// observeGet runs get under the observer: the loader is wrapped so that its
+// observeGet runs Get under the observer: the loader is wrapped so that its
 // calls are seen, and the call's context carries the observation the read
-// path marks.
+// path marks (internal/telemetry).
 func (c *Cache[V]) observeGet(ctx context.Context, key string, load Loader[V]) (V, error) {
 	keys := []string{key}
 	ctx, end := c.startGet(ctx, "Get", keys)
-	o := &observation{began: time.Now()}
-	ctx = context.WithValue(ctx, observationKey{}, o)
+	ctx, o := telemetry.Observe(ctx)
 	var wrapped Loader[V]
 	if load != nil {
 		wrapped = func(lctx context.Context, k string) (V, error) {
-			if c.observation(lctx) == o { // not a background refresh
-				o.raise(TierLoader)
+			if telemetry.Of(lctx) == o { // not a background refresh
+				o.Raise(telemetry.TierLoader)
 			}
 			lctx, done := c.startLoad(lctx, keys)
 			v, err := load(lctx, k)
@@ -272,21 +159,20 @@ func (c *Cache[V]) observeGet(ctx context.Context, key string, load Loader[V]) (
 			return v, err
 		}
 	}
-	v, err := c.get(ctx, key, wrapped)
-	end(o.info(err))
+	v, err := c.eng.GetMarked(ctx, key, wrapped)
+	end(infoOf(o, err))
 	return v, err
 }
 
 // observeGetMany is observeGet for GetMany.
 func (c *Cache[V]) observeGetMany(ctx context.Context, keys []string, load BatchLoader[V]) (map[string]V, error) {
 	ctx, end := c.startGet(ctx, "GetMany", keys)
-	o := &observation{began: time.Now()}
-	ctx = context.WithValue(ctx, observationKey{}, o)
+	ctx, o := telemetry.Observe(ctx)
 	var wrapped BatchLoader[V]
 	if load != nil {
 		wrapped = func(lctx context.Context, ks []string) (map[string]V, error) {
-			if c.observation(lctx) == o { // not a background refresh
-				o.raise(TierLoader)
+			if telemetry.Of(lctx) == o { // not a background refresh
+				o.Raise(telemetry.TierLoader)
 			}
 			lctx, done := c.startLoad(lctx, ks)
 			rows, err := load(lctx, ks)
@@ -295,7 +181,26 @@ func (c *Cache[V]) observeGetMany(ctx context.Context, keys []string, load Batch
 		}
 	}
 	out, err := c.getMany(ctx, keys, wrapped)
-	o.shared.Store(false) // GetMany does not coalesce
-	end(o.info(err))
+	o.Unshare() // GetMany does not coalesce
+	end(infoOf(o, err))
 	return out, err
+}
+
+// infoOf is what the call observed by o learnt, for the Observer.
+func infoOf(o *telemetry.Observation, err error) GetInfo {
+	m := o.Marks()
+	return GetInfo{Tier: Tier(m.Tier), Coalesced: m.Shared, EarlyRefresh: m.Early,
+		SoftTimeout: m.SoftTimeout, LoadTimeout: m.Timeout, LeaseWaited: m.LeaseWaited, LeaseWait: m.LeaseWait, Err: err}
+}
+
+// sizesOf returns what hands entry sizes to the Observer, if it wants them.
+func (c *Cache[V]) sizesOf(o Observer) func(op string, n int) {
+	sizes, ok := o.(ValueSizeObserver)
+	if !ok {
+		return nil
+	}
+	return func(op string, n int) {
+		defer c.recoverObserver("ValueSize")
+		sizes.ValueSize(op, n)
+	}
 }

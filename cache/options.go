@@ -5,6 +5,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/entry"
+	"github.com/cacheguard/cacheguard/cache/internal/hook"
+	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 	"github.com/cacheguard/cacheguard/internal/option"
 )
 
@@ -26,11 +29,11 @@ type config struct {
 	loadTimeout   time.Duration
 	loadOnTimeout bool
 	maxValueSize  int
-	compressAt    int // WithCompression (compress.go)
+	compressAt    int // WithCompression
 	codec         Codec
 	logger        *slog.Logger
 	onError       func(error)
-	logInterval   time.Duration // WithLogInterval (logagg.go)
+	logInterval   time.Duration // WithLogInterval
 	filter        Filter
 	missFilter    Filter
 	local         localConfig
@@ -41,15 +44,14 @@ type config struct {
 	fallbackLoads   int
 	maxLoads        int
 	closeTimeout    time.Duration
-	observer        Observer          // WithObserver (observe.go)
-	limiter         KeyLimiter        // WithKeyRateLimit (ratelimit.go)
-	sizes           ValueSizeObserver // observer, if it implements it
-	softLoadTimeout time.Duration     // WithSoftLoadTimeout (soft.go)
-	ttlFunc         any               // WithTTLFunc: a func(string, V) time.Duration (ttlfunc.go)
+	observer        Observer      // WithObserver
+	limiter         KeyLimiter    // WithKeyRateLimit
+	softLoadTimeout time.Duration // WithSoftLoadTimeout
+	ttlFunc         any           // WithTTLFunc: a func(string, V) time.Duration, checked by New
 
-	hooks *hooks // tests only: installed before any goroutine starts
+	hooks *hook.Set // tests only: installed before any goroutine starts
 
-	tags any // WithTags: func(string, V) []string, checked by New (tags.go)
+	tags any // WithTags: func(string, V) []string, checked by New
 
 	errs option.Errors // the first invalid option
 }
@@ -62,7 +64,7 @@ func defaultConfig() config {
 		lease:        3 * time.Second,
 		loadTimeout:  10 * time.Second,
 		closeTimeout: 5 * time.Second,
-		logInterval:  defaultLogInterval,
+		logInterval:  telemetry.DefaultLogInterval,
 		maxValueSize: 1 << 20,
 		codec:        JSONCodec{},
 		local:        defaultLocalConfig(),
@@ -70,13 +72,8 @@ func defaultConfig() config {
 	}
 }
 
-// maxTTL bounds every TTL option: jittered by up to (1+f) < 2 and added to
-// the current time, a longer one would overflow time.Duration or the Unix
-// milliseconds of an envelope's expiry. A century is "forever" for a cache.
-const maxTTL = 100 * 365 * 24 * time.Hour
-
 // checkTTL rejects a TTL-like option that is not positive, under least or
-// too long. A TTL written to Redis must be at least minTTL (jitter.go); one
+// too long. A TTL written to Redis must be at least entry.MinTTL; one
 // kept in memory only, just positive.
 func (c *config) checkTTL(what string, d, least time.Duration) {
 	switch {
@@ -84,8 +81,8 @@ func (c *config) checkTTL(what string, d, least time.Duration) {
 		c.errs.Invalid("%s %v must be positive", what, d)
 	case d < least:
 		c.errs.Invalid("%s %v is under %v, the shortest expiry Redis keeps", what, d, least)
-	case d > maxTTL:
-		c.errs.Invalid("%s %v is longer than %v: it would overflow once jittered", what, d, maxTTL)
+	case d > entry.MaxTTL:
+		c.errs.Invalid("%s %v is longer than %v: it would overflow once jittered", what, d, entry.MaxTTL)
 	}
 }
 
@@ -104,7 +101,7 @@ func WithPrefix(prefix string) Option {
 // WithTTLFunc, is cut to whole milliseconds and raised to 1 ms if shorter.
 func WithTTL(ttl time.Duration) Option {
 	return func(c *config) {
-		c.checkTTL("TTL", ttl, minTTL)
+		c.checkTTL("TTL", ttl, entry.MinTTL)
 		c.ttl = ttl
 	}
 }
@@ -126,7 +123,7 @@ func WithJitter(f float64) Option {
 // must be at least 1 ms (as WithTTL) and must not exceed the TTL.
 func WithNullTTL(ttl time.Duration) Option {
 	return func(c *config) {
-		c.checkTTL("null TTL", ttl, minTTL)
+		c.checkTTL("null TTL", ttl, entry.MinTTL)
 		c.nullTTL, c.nullTTLSet = ttl, true
 	}
 }

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -22,10 +21,6 @@ import (
 // loads do not ask the limiter. The ratelimit module provides a limiter shared by every
 // instance through Redis (GCRA) that falls back to each instance's share
 // when Redis fails.
-
-// ErrRateLimited is returned by Get when the key's rate limit refused the
-// Redis read or the load it needed and no local entry could answer instead.
-var ErrRateLimited = errors.New("cacheguard: cache: rate limited")
 
 // LimitOp says what a KeyLimiter is asked to admit.
 type LimitOp uint8
@@ -65,63 +60,4 @@ func WithKeyRateLimit(l KeyLimiter) Option {
 		}
 		c.limiter = l
 	}
-}
-
-// limit asks the limiter whether op on key may go ahead, and returns an error
-// wrapping ErrRateLimited if not.
-func (c *Cache[V]) limit(ctx context.Context, op LimitOp, key string) error {
-	l := c.cfg.limiter
-	if l == nil || (c.hot != nil && !c.hot.IsHot(key)) {
-		return nil
-	}
-	ok, err := l.Allow(ctx, op, key)
-	if err != nil {
-		c.report(logRateLimiter, key, fmt.Errorf("cacheguard: cache: rate limiter: %w", err))
-	}
-	if ok {
-		return nil
-	}
-	c.stats.rateLimited.Add(1)
-	return fmt.Errorf("%w: %s of %q", ErrRateLimited, op, key)
-}
-
-// limitRead is limit for a Redis read, as read's answer: a refusal is an
-// answer with its error, which Get turns into rateLimited's.
-func (c *Cache[V]) limitRead(ctx context.Context, key string) (flightResult[V], bool) {
-	if err := c.limit(ctx, LimitRead, key); err != nil {
-		return flightResult[V]{err: err}, true
-	}
-	return flightResult[V]{}, false
-}
-
-// rateLimited answers a Get whose read or load was refused: with the local
-// tier's entry past its freshness if an outage could serve it, else with err.
-func (c *Cache[V]) rateLimited(e *LocalEntry[V], err error) (V, error) {
-	var zero V
-	if !c.servableStale(e) {
-		return zero, err
-	}
-	c.stats.rateLimitedLocal.Add(1)
-	if e.Null {
-		return zero, ErrNotFound
-	}
-	return e.Value, nil
-}
-
-// limitLoads asks the limiter for a load of each pending key before the
-// engine takes a lease for it: a refused key ends in b with its error (no
-// lease left under it, no loader called); the admitted keys are returned.
-func (c *Cache[V]) limitLoads(ctx context.Context, pending []string, b *batch[V]) []string {
-	if c.cfg.limiter == nil {
-		return pending
-	}
-	admitted := pending[:0:0]
-	for _, k := range pending {
-		if err := c.limit(ctx, LimitLoad, k); err != nil {
-			b.fail(k, err)
-			continue
-		}
-		admitted = append(admitted, k)
-	}
-	return admitted
 }

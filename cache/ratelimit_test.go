@@ -77,11 +77,11 @@ func TestKeyRateLimitServesTheLocalEntry(t *testing.T) {
 	g := &gate{reads: true, loads: true}
 	c := localCache(t, rdb, WithKeyRateLimit(g))
 	c.Get(ctx, "hot", func(context.Context, string) (string, error) { return "v", nil })
-	e, ok := c.local.Get("hot")
+	e, ok := c.tier.Store().Get("hot")
 	if !ok {
 		t.Fatal("not admitted")
 	}
-	e.fresh = 0
+	c.tier.Age(e, true, false)
 	g.set(false, false)
 	if v, err := c.Get(ctx, "hot", never(t)); err != nil || v != "v" {
 		t.Fatalf("limited read of a locally held key: %q, %v", v, err)
@@ -89,7 +89,7 @@ func TestKeyRateLimitServesTheLocalEntry(t *testing.T) {
 	if st := c.Stats(); st.RateLimitedLocal != 1 {
 		t.Fatalf("answered locally %d times, want 1", st.RateLimitedLocal)
 	}
-	e.stale = 0
+	c.tier.Age(e, true, true)
 	if _, err := c.Get(ctx, "hot", never(t)); !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("past the stale bound: %v, want ErrRateLimited", err)
 	}
@@ -105,7 +105,7 @@ func TestKeyRateLimitOnlyHotKeysAndReportsErrors(t *testing.T) {
 	var reported []error
 	c := newCache[string](t, rdb, WithKeyRateLimit(g), WithLocal(1<<20), WithHotKeys(&hotSet{hot: map[string]bool{"hot": true}}),
 		WithErrorHandler(func(err error) { reported = append(reported, err) }))
-	<-c.subscribed
+	<-c.bus.Subscribed()
 	load := func(_ context.Context, k string) (string, error) { return "v:" + k, nil }
 	for _, k := range []string{"cold", "hot"} {
 		if v, err := c.Get(ctx, k, load); err != nil || v != "v:"+k {

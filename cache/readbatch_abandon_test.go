@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -66,7 +67,7 @@ const slowReads = 30 * time.Second
 func pauseWrites(t *testing.T, rdb redis.UniversalClient, rkey string) (unpause func()) {
 	t.Helper()
 	ctx := context.Background()
-	node, ok := nodeFor(ctx, rdb, rkey)
+	node, ok := transport.NodeFor(ctx, rdb, rkey)
 	if !ok {
 		node = rdb.(*redis.Client)
 	}
@@ -125,7 +126,7 @@ func TestAbandonedWritesDoNotHoldReads(t *testing.T) {
 			var loading atomic.Int64
 			pauseThenLoad := func(context.Context, string) (string, error) {
 				if loading.Add(1) == 2 {
-					unpause = pauseWrites(t, rdb, c.rkey(warm))
+					unpause = pauseWrites(t, rdb, c.keys.Key(warm))
 					close(paused)
 				}
 				<-paused
@@ -150,7 +151,7 @@ func TestAbandonedWritesDoNotHoldReads(t *testing.T) {
 					}
 				}
 				if kind.pause {
-					unpause = pauseWrites(t, rdb, c.rkey(warm))
+					unpause = pauseWrites(t, rdb, c.keys.Key(warm))
 				}
 				errs := make(chan error, len(keys))
 				for _, k := range keys {
@@ -242,18 +243,18 @@ func (h *heldGets) hold(cmds []redis.Cmder) (after func()) {
 	return nil
 }
 
-// holdFirstReads sets readsInFlight+1 keys of one node to "v-"+key and holds
-// the GETs of the first readsInFlight of them (heldGets) until the test ends
+// holdFirstReads sets transport.ReadsInFlight+1 keys of one node to "v-"+key and holds
+// the GETs of the first transport.ReadsInFlight of them (heldGets) until the test ends
 // or they are released.
 func holdFirstReads(t *testing.T, c *Cache[string], rdb redis.UniversalClient) ([]string, *heldGets) {
 	t.Helper()
-	keys := batchKeys(readsInFlight + 1)
+	keys := batchKeys(transport.ReadsInFlight + 1)
 	for _, k := range keys {
 		if err := c.Set(context.Background(), k, "v-"+k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h := newHeldGets(c.rkey(keys[0]), c.rkey(keys[1]))
+	h := newHeldGets(c.keys.Key(keys[0]), c.keys.Key(keys[1]))
 	rdb.AddHook(roundTripHook(h.hold))
 	t.Cleanup(h.releaseAll)
 	return keys, h
@@ -281,8 +282,8 @@ func TestAbandonedReadsGiveBackTheirPlace(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
 		keys, h := holdFirstReads(t, c, rdb)
-		errs := make(chan error, readsInFlight)
-		for _, k := range keys[:readsInFlight] {
+		errs := make(chan error, transport.ReadsInFlight)
+		for _, k := range keys[:transport.ReadsInFlight] {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 				defer cancel()
@@ -290,15 +291,15 @@ func TestAbandonedReadsGiveBackTheirPlace(t *testing.T) {
 				errs <- err
 			}()
 		}
-		for range readsInFlight {
+		for range transport.ReadsInFlight {
 			recvOr(t, h.entered, "a held read")
 			if err := recvOr(t, errs, "an abandoned Get"); !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Get whose read hangs: %v, want its deadline's error", err)
 			}
 		}
-		getWarm(t, c, keys[readsInFlight])
+		getWarm(t, c, keys[transport.ReadsInFlight])
 		h.releaseAll()
-		waitFor(t, func() bool { return c.flight.Wait(0) })
+		waitFor(t, func() bool { return c.redis.Wait(0) })
 		checkFlightsIdle(t, c)
 	})
 }
@@ -312,13 +313,13 @@ func TestAbandonedBatchGivesBackItsPlace(t *testing.T) {
 	_, rdb := newSingle(t)
 	before := runtime.NumGoroutine()
 	c := newCache[string](t, rdb)
-	keys := batchKeys(readsInFlight + 3)
+	keys := batchKeys(transport.ReadsInFlight + 3)
 	for _, k := range keys {
 		if err := c.Set(context.Background(), k, "v-"+k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h := newHeldGets(c.rkey(keys[0]), c.rkey(keys[1]), c.rkey(keys[2]))
+	h := newHeldGets(c.keys.Key(keys[0]), c.keys.Key(keys[1]), c.keys.Key(keys[2]))
 	rdb.AddHook(roundTripHook(h.hold))
 	t.Cleanup(h.releaseAll)
 	plain := getEach(c, context.Background(), keys[:1])
@@ -327,8 +328,8 @@ func TestAbandonedBatchGivesBackItsPlace(t *testing.T) {
 	recvOr(t, h.entered, "a held read")
 	ctx, leave := context.WithCancel(context.Background())
 	batch := getEach(c, ctx, keys[2:4])
-	waitQueued(t, c, c.rkey(keys[0]), 2)
-	h.release(c.rkey(keys[0])) // its place goes to the batch, which hangs
+	waitQueued(t, c, c.keys.Key(keys[0]), 2)
+	h.release(c.keys.Key(keys[0])) // its place goes to the batch, which hangs
 	recvOr(t, h.entered, "the held batch")
 	leave()
 	for _, ch := range batch {
@@ -351,7 +352,7 @@ func TestAbandonedBatchGivesBackItsPlace(t *testing.T) {
 // run than before (counted before c was made).
 func closeWithoutLeaks(t *testing.T, c *Cache[string], rdb redis.UniversalClient, before int) {
 	t.Helper()
-	waitFor(t, func() bool { return c.flight.Wait(0) })
+	waitFor(t, func() bool { return c.redis.Wait(0) })
 	// A background fill leaves its flight after its round trip came back
 	// (which is all the callers waited for): wait for the table to empty,
 	// bounded, and name what is still there if it does not.

@@ -40,7 +40,7 @@ func BenchmarkReadTransport(b *testing.B) {
 	transports := []struct {
 		name string
 		h    hooks
-	}{{"queues", hooks{}}, {"queues-mget", hooks{batchReads: mgetReads}}, {"autopipeline", hooks{readVia: ap}}, {"pool", hooks{readVia: rdb}}}
+	}{{"queues", hooks{}}, {"queues-mget", hooks{BatchReads: mgetReads}}, {"autopipeline", hooks{ReadVia: ap}}, {"pool", hooks{ReadVia: rdb}}}
 	caches := make([]*Cache[string], len(transports))
 	for i, tr := range transports {
 		c, err := New[string](rdb, WithPrefix(prefix), withHooks(&tr.h))

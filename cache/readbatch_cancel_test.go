@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -27,8 +28,8 @@ func TestCancelledReadsGiveBackTheirPlace(t *testing.T) {
 			t.Cleanup(func() { _ = rdb.Close() })
 			c := newCache[string](t, rdb)
 			keys, h := holdFirstReads(t, c, rdb)
-			errs := make(chan error, readsInFlight)
-			for _, k := range keys[:readsInFlight] {
+			errs := make(chan error, transport.ReadsInFlight)
+			for _, k := range keys[:transport.ReadsInFlight] {
 				ctx, cancel := context.WithCancel(context.Background())
 				go func() {
 					_, err := c.Get(ctx, k, noLoad)
@@ -40,9 +41,9 @@ func TestCancelledReadsGiveBackTheirPlace(t *testing.T) {
 					t.Errorf("Get whose read hangs, cancelled: %v, want context.Canceled", err)
 				}
 			}
-			getWarm(t, c, keys[readsInFlight])
+			getWarm(t, c, keys[transport.ReadsInFlight])
 			h.releaseAll()
-			waitFor(t, func() bool { return c.flight.Wait(0) })
+			waitFor(t, func() bool { return c.redis.Wait(0) })
 		})
 	}
 }

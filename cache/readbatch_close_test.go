@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,18 +35,18 @@ func (h *heldPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 func TestBatchStartedAfterCloseRunsOnItsCallersGoroutine(t *testing.T) {
 	_, rdb := newSingle(t)
 	c := newCache[string](t, rdb)
-	keys := batchKeys(readsInFlight + 1)
+	keys := batchKeys(transport.ReadsInFlight + 1)
 	h, answers := holdTwoReads(t, rdb, c, keys)
 	hp := &heldPipelines{rt: roundTrips{prefix: prefixFor(t)}, entered: make(chan struct{}, 1), release: make(chan struct{})}
 	rdb.AddHook(hp)
-	queued := getEach(c, context.Background(), keys[readsInFlight:])
-	waitQueued(t, c, c.rkey(keys[readsInFlight]), 1)
+	queued := getEach(c, context.Background(), keys[transport.ReadsInFlight:])
+	waitQueued(t, c, c.keys.Key(keys[transport.ReadsInFlight]), 1)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	close(h.release) // the plain reads end; the first to finish sends the batch
 	recvOr(t, hp.entered, "the batch's pipeline")
-	if !c.flight.Wait(0) {
+	if !c.redis.Wait(0) {
 		t.Error("the batch runs on a goroutine of the cache's after Close returned")
 	}
 	close(hp.release)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -29,7 +30,7 @@ func TestQueuedReadsBoundedByDeadlineWhileFrozen(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	before := runtime.NumGoroutine()
 	c := newCache[string](t, rdb)
-	keys := batchKeys(readsInFlight + 40)
+	keys := batchKeys(transport.ReadsInFlight + 40)
 	h, held := holdTwoReads(t, rdb, c, keys)
 	gate := newPipelineGate(t)
 	rdb.AddHook(gate)
@@ -53,7 +54,7 @@ func TestQueuedReadsBoundedByDeadlineWhileFrozen(t *testing.T) {
 	}
 	// The first batch: queued while the two reads are held, then sent to
 	// the frozen server.
-	batch := getEach(c, context.Background(), keys[readsInFlight:readsInFlight+10])
+	batch := getEach(c, context.Background(), keys[transport.ReadsInFlight:transport.ReadsInFlight+10])
 	waitQueued(t, c, prefixFor(t)+keys[0], 10)
 	close(h.release)
 	stopDrain := drainHeld(t, h)
@@ -67,7 +68,7 @@ func TestQueuedReadsBoundedByDeadlineWhileFrozen(t *testing.T) {
 	t.Cleanup(srv.Thaw)
 	close(gate.open)
 	// Behind it: reads sent at once (one place is free) and queued ones.
-	late := bounded(keys[readsInFlight+10:])
+	late := bounded(keys[transport.ReadsInFlight+10:])
 	for _, ch := range late {
 		if err := recvOr(t, ch, "a Get with a deadline"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Get against a frozen server: %v, want context.DeadlineExceeded", err)
@@ -106,7 +107,7 @@ func TestQueuedReadsFailAloneWhenKilled(t *testing.T) {
 	rdb := srv.Client()
 	const failures, cap = 3, 2
 	c := newCache[string](t, rdb, WithCircuitBreaker(failures, 300*time.Millisecond), WithFallbackLoads(cap))
-	keys := batchKeys(readsInFlight + 30)
+	keys := batchKeys(transport.ReadsInFlight + 30)
 	h, held := holdTwoReads(t, rdb, c, keys)
 	gate := newPipelineGate(t)
 	rdb.AddHook(gate)
@@ -121,7 +122,7 @@ func TestQueuedReadsFailAloneWhenKilled(t *testing.T) {
 		return "loaded-" + k, nil
 	}
 	queued := make([]chan getAnswer, 0, 30)
-	for _, k := range keys[readsInFlight:] {
+	for _, k := range keys[transport.ReadsInFlight:] {
 		ch := make(chan getAnswer, 1)
 		queued = append(queued, ch)
 		go func() {
@@ -147,11 +148,11 @@ func TestQueuedReadsFailAloneWhenKilled(t *testing.T) {
 	for i, ch := range queued {
 		a := recvOr(t, ch, "a queued Get")
 		switch {
-		case a.err == nil && a.v == "loaded-"+keys[readsInFlight+i]:
+		case a.err == nil && a.v == "loaded-"+keys[transport.ReadsInFlight+i]:
 			loaded++
 		case errors.Is(a.err, ErrRedis):
 		default:
-			t.Errorf("queued Get(%s) on a killed server = %q, %v", keys[readsInFlight+i], a.v, a.err)
+			t.Errorf("queued Get(%s) on a killed server = %q, %v", keys[transport.ReadsInFlight+i], a.v, a.err)
 		}
 	}
 	if m := most.Load(); m > cap {
@@ -247,17 +248,17 @@ func TestReadAfterWriteWhileQueueSaturated(t *testing.T) {
 func TestQueuedReadLeavesAfterBeingTakenIntoABatch(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
-		keys := batchKeys(readsInFlight + 4)
+		keys := batchKeys(transport.ReadsInFlight + 4)
 		h, held := holdTwoReads(t, rdb, c, keys)
 		gate := newPipelineGate(t)
 		rdb.AddHook(gate)
 		ctx, cancel := context.WithCancel(context.Background())
-		left := getEach(c, ctx, keys[readsInFlight:readsInFlight+1])
-		rest := getEach(c, context.Background(), keys[readsInFlight+1:readsInFlight+3])
+		left := getEach(c, ctx, keys[transport.ReadsInFlight:transport.ReadsInFlight+1])
+		rest := getEach(c, context.Background(), keys[transport.ReadsInFlight+1:transport.ReadsInFlight+3])
 		waitQueued(t, c, prefixFor(t)+keys[0], 3)
 		ended, endNow := context.WithCancel(context.Background())
 		endNow()
-		if _, err := c.Get(ended, keys[readsInFlight+3], noLoad); !errors.Is(err, context.Canceled) {
+		if _, err := c.Get(ended, keys[transport.ReadsInFlight+3], noLoad); !errors.Is(err, context.Canceled) {
 			t.Errorf("Get on an ended context = %v", err)
 		}
 		waitQueued(t, c, prefixFor(t)+keys[0], 3)
@@ -270,7 +271,7 @@ func TestQueuedReadLeavesAfterBeingTakenIntoABatch(t *testing.T) {
 		}
 		close(gate.open)
 		for i, ch := range slices.Concat(held, rest) {
-			k := slices.Concat(keys[:readsInFlight], keys[readsInFlight+1:])[i]
+			k := slices.Concat(keys[:transport.ReadsInFlight], keys[transport.ReadsInFlight+1:])[i]
 			if a := recvOr(t, ch, "a Get"); a.err != nil || a.v != "v-"+k {
 				t.Errorf("Get(%s) = %q, %v", k, a.v, a.err)
 			}
@@ -280,23 +281,23 @@ func TestQueuedReadLeavesAfterBeingTakenIntoABatch(t *testing.T) {
 }
 
 // A burst of callers of big values queued at once goes out in pipelines of
-// at most maxReadBatch GETs, one after another: what one round trip holds
+// at most transport.MaxReadBatch GETs, one after another: what one round trip holds
 // is bounded whatever the burst.
 func TestQueuedBigValuesGoOutInBoundedBatches(t *testing.T) {
 	redistest.NeedServer(t)
 	_, rdb := redistest.RealSingle(t)
 	c := newCache[string](t, rdb)
-	n := maxReadBatch + maxReadBatch/2
-	keys := batchKeys(readsInFlight + n)
+	n := transport.MaxReadBatch + transport.MaxReadBatch/2
+	keys := batchKeys(transport.ReadsInFlight + n)
 	big := strings.Repeat("x", 64<<10)
 	ctx := context.Background()
 	// Written first: a Set goes through the node's queue too.
-	for _, k := range keys[readsInFlight:] {
+	for _, k := range keys[transport.ReadsInFlight:] {
 		if err := c.Set(ctx, k, big+k); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h, held := holdTwoReads(t, rdb, c, keys[:readsInFlight])
+	h, held := holdTwoReads(t, rdb, c, keys[:transport.ReadsInFlight])
 	var mu sync.Mutex
 	var sizes []int // GETs of the test's keys in each pipeline
 	rdb.AddHook(onOurPipelines(t, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
@@ -305,7 +306,7 @@ func TestQueuedBigValuesGoOutInBoundedBatches(t *testing.T) {
 		mu.Unlock()
 		return next(ctx, cmds)
 	}))
-	queued := getEach(c, ctx, keys[readsInFlight:])
+	queued := getEach(c, ctx, keys[transport.ReadsInFlight:])
 	waitQueued(t, c, prefixFor(t)+keys[0], n)
 	close(h.release)
 	defer drainHeld(t, h)()
@@ -313,14 +314,14 @@ func TestQueuedBigValuesGoOutInBoundedBatches(t *testing.T) {
 		recvOr(t, ch, "a held Get")
 	}
 	for i, ch := range queued {
-		if a := recvOr(t, ch, "a queued Get"); a.err != nil || a.v != big+keys[readsInFlight+i] {
-			t.Errorf("Get(%s): %d bytes, %v", keys[readsInFlight+i], len(a.v), a.err)
+		if a := recvOr(t, ch, "a queued Get"); a.err != nil || a.v != big+keys[transport.ReadsInFlight+i] {
+			t.Errorf("Get(%s): %d bytes, %v", keys[transport.ReadsInFlight+i], len(a.v), a.err)
 		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(sizes) != 2 || slices.Max(sizes) != maxReadBatch {
-		t.Errorf("pipelines of %v GETs; want two, the first of %d", sizes, maxReadBatch)
+	if len(sizes) != 2 || slices.Max(sizes) != transport.MaxReadBatch {
+		t.Errorf("pipelines of %v GETs; want two, the first of %d", sizes, transport.MaxReadBatch)
 	}
 }
 
@@ -348,21 +349,21 @@ func (h *failPlainGet) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 func TestBreakerOpensWhileReadsQueued(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb, WithCircuitBreaker(1, time.Hour))
-		keys := batchKeys(readsInFlight + 5)
+		keys := batchKeys(transport.ReadsInFlight + 5)
 		ctx := context.Background()
 		for _, k := range keys {
 			if err := c.Set(ctx, k, "v-"+k); err != nil {
 				t.Fatal(err)
 			}
 		}
-		h := &heldReads{rt: roundTrips{prefix: prefixFor(t)}, held: make(chan struct{}, readsInFlight), release: make(chan struct{})}
+		h := &heldReads{rt: roundTrips{prefix: prefixFor(t)}, held: make(chan struct{}, transport.ReadsInFlight), release: make(chan struct{})}
 		rdb.AddHook(h)
 		rdb.AddHook(&failPlainGet{key: prefixFor(t) + keys[0]})
 		first := getEach(c, ctx, keys[:1])
 		recvOr(t, h.held, "the failing read")
 		second := getEach(c, ctx, keys[1:2])
 		recvOr(t, h.held, "a held read")
-		queued := getEach(c, ctx, keys[readsInFlight:])
+		queued := getEach(c, ctx, keys[transport.ReadsInFlight:])
 		waitQueued(t, c, prefixFor(t)+keys[0], 5)
 		close(h.release)
 		defer drainHeld(t, h)()
@@ -393,11 +394,11 @@ func TestCloseWhileQueuedReadsFrozen(t *testing.T) {
 	before := runtime.NumGoroutine()
 	const closeTimeout = 200 * time.Millisecond
 	c := newCache[string](t, rdb, WithCloseTimeout(closeTimeout))
-	keys := batchKeys(readsInFlight + 5)
+	keys := batchKeys(transport.ReadsInFlight + 5)
 	h, held := holdTwoReads(t, rdb, c, keys)
 	gate := newPipelineGate(t)
 	rdb.AddHook(gate)
-	queued := getEach(c, context.Background(), keys[readsInFlight:])
+	queued := getEach(c, context.Background(), keys[transport.ReadsInFlight:])
 	waitQueued(t, c, prefixFor(t)+keys[0], 5)
 	close(h.release)
 	stopDrain := drainHeld(t, h)

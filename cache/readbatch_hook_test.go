@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
@@ -45,14 +46,14 @@ func TestQueuedReadsRefusedByAPipelineHookFail(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		loads := &countingLoader[string]{rows: map[string]string{}}
 		c := newCache[string](t, rdb)
-		keys := batchKeys(readsInFlight + 3)
+		keys := batchKeys(transport.ReadsInFlight + 3)
 		h, held := holdTwoReads(t, rdb, c, keys)
 		// A hook refuses the pipeline (a rate limiter, a read-only switch).
 		rdb.AddHook(onOurPipelines(t, func(context.Context, []redis.Cmder, redis.ProcessPipelineHook) error {
 			return errHookRefused
 		}))
 		queued := make([]chan getAnswer, 0, 3)
-		for _, k := range keys[readsInFlight:] {
+		for _, k := range keys[transport.ReadsInFlight:] {
 			ch := make(chan getAnswer, 1)
 			queued = append(queued, ch)
 			go func() {
@@ -69,7 +70,7 @@ func TestQueuedReadsRefusedByAPipelineHookFail(t *testing.T) {
 		}
 		for i, ch := range queued {
 			if a := recvOr(t, ch, "a queued Get"); !errors.Is(a.err, ErrRedis) || !errors.Is(a.err, errHookRefused) {
-				t.Errorf("queued Get(%s) = %q, %v; want ErrRedis with the hook's error", keys[readsInFlight+i], a.v, a.err)
+				t.Errorf("queued Get(%s) = %q, %v; want ErrRedis with the hook's error", keys[transport.ReadsInFlight+i], a.v, a.err)
 			}
 		}
 		if n := loads.calls.Load(); n != 0 {
@@ -91,7 +92,7 @@ type traceKey struct{}
 func TestQueuedReadsCarryACallersContextValues(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
-		keys := batchKeys(readsInFlight + 3)
+		keys := batchKeys(transport.ReadsInFlight + 3)
 		h, held := holdTwoReads(t, rdb, c, keys)
 		// A tracing hook reads its parent span from the context.
 		var mu sync.Mutex
@@ -103,7 +104,7 @@ func TestQueuedReadsCarryACallersContextValues(t *testing.T) {
 			return next(ctx, cmds)
 		}))
 		ctx := context.WithValue(context.Background(), traceKey{}, "request-1")
-		queued := getEach(c, ctx, keys[readsInFlight:])
+		queued := getEach(c, ctx, keys[transport.ReadsInFlight:])
 		waitQueued(t, c, prefixFor(t)+keys[0], 3)
 		close(h.release)
 		for i, ch := range slices.Concat(held, queued) {
@@ -124,16 +125,16 @@ func TestQueuedReadsCarryACallersContextValues(t *testing.T) {
 func TestQueuedReadDroppedByAHookFails(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
-		keys := batchKeys(readsInFlight + 3)
+		keys := batchKeys(transport.ReadsInFlight + 3)
 		h, held := holdTwoReads(t, rdb, c, keys)
-		dropped := keys[readsInFlight+1]
+		dropped := keys[transport.ReadsInFlight+1]
 		// A hook filters the GET of dropped out, and reports no error.
 		rdb.AddHook(onOurPipelines(t, func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
 			return next(ctx, slices.DeleteFunc(slices.Clone(cmds), func(cmd redis.Cmder) bool {
 				return cmd.Args()[1] == prefixFor(t)+dropped
 			}))
 		}))
-		queued := getEach(c, context.Background(), keys[readsInFlight:])
+		queued := getEach(c, context.Background(), keys[transport.ReadsInFlight:])
 		waitQueued(t, c, prefixFor(t)+keys[0], 3)
 		close(h.release)
 		for i, ch := range slices.Concat(held, queued) {

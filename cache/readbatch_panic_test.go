@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,10 +35,10 @@ func (h *panicOncePipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) 
 func TestQueuedReadsSurviveAPanickingPipelineHook(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
-		keys := batchKeys(readsInFlight + 2)
+		keys := batchKeys(transport.ReadsInFlight + 2)
 		h, held := holdTwoReads(t, rdb, c, keys)
 		rdb.AddHook(&panicOncePipeline{rt: roundTrips{prefix: prefixFor(t)}})
-		queued := getEach(c, context.Background(), keys[readsInFlight:])
+		queued := getEach(c, context.Background(), keys[transport.ReadsInFlight:])
 		waitQueued(t, c, prefixFor(t)+keys[0], 2)
 		close(h.release)
 		for i, ch := range held {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,7 +21,7 @@ func TestRingReadsQueuePerShard(t *testing.T) {
 	p := prefixFor(t)
 	var shards []*redis.Client
 	byShard := map[*redis.Client][]string{}
-	for i := 0; len(shards) < 2 || len(byShard[shards[0]]) < readsInFlight; i++ {
+	for i := 0; len(shards) < 2 || len(byShard[shards[0]]) < transport.ReadsInFlight; i++ {
 		k := fmt.Sprintf("{a%d}", i)
 		sh := ringShard(t, ring, p+k)
 		if byShard[sh] == nil {
@@ -32,7 +33,7 @@ func TestRingReadsQueuePerShard(t *testing.T) {
 	if err := c.Set(context.Background(), other, "v-"+other); err != nil {
 		t.Fatal(err)
 	}
-	h, held := holdTwoReads(t, ring, c, busy[:readsInFlight])
+	h, held := holdTwoReads(t, ring, c, busy[:transport.ReadsInFlight])
 	got := getEach(c, context.Background(), []string{other})
 	recvOr(t, h.held, "the other shard's read to go out while the first shard's are held")
 	close(h.release)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -118,7 +119,7 @@ func (h *sharedTrips) release(name string) {
 // waitSeenOrQueued waits until (at least) n of the test's commands of the
 // step named name have reached the hook or wait in one of nq's queues (where
 // the cache's own commands, a read of its generation say, may wait too).
-func (h *sharedTrips) waitSeenOrQueued(t *testing.T, name string, nq *nodeQueue, n int) {
+func (h *sharedTrips) waitSeenOrQueued(t *testing.T, name string, nq transport.Node, n int) {
 	t.Helper()
 	var seen, waiting int
 	defer func() {
@@ -131,14 +132,10 @@ func (h *sharedTrips) waitSeenOrQueued(t *testing.T, name string, nq *nodeQueue,
 		seen = h.step(name).cmds
 		h.mu.Unlock()
 		waiting = 0
-		for _, q := range []*cmdQueue{&nq.reads, &nq.writes} {
-			q.mu.Lock()
-			for _, g := range q.waiting {
-				if g.cmd.Name() == name && h.rt.ours(g.cmd) {
-					waiting++
-				}
+		for _, cmd := range nq.Waiting() {
+			if cmd.Name() == name && h.rt.ours(cmd) {
+				waiting++
 			}
-			q.mu.Unlock()
 		}
 		return seen+waiting >= n // more if a command is sent again (a retry)
 	})
@@ -169,7 +166,7 @@ func TestMissesShareLeaseAndFillRoundTrips(t *testing.T) {
 		// Each step's first round trips are held until every Get's
 		// command of that step is in them or queued behind them (or went
 		// out with the step before).
-		q := c.reads.queue(context.Background(), c.rdb, prefixFor(t)+keys[0])
+		q := c.redis.NodeOf(context.Background(), prefixFor(t)+keys[0])
 		for _, name := range steps {
 			h.waitSeenOrQueued(t, name, q, n)
 			h.release(name)
@@ -183,7 +180,7 @@ func TestMissesShareLeaseAndFillRoundTrips(t *testing.T) {
 		leases, fills := h.trips["set"], h.trips["evalsha"]
 		h.mu.Unlock()
 		t.Logf("round trips: %v", h.trips)
-		if want := readsInFlight + 1; leases > want || fills > want {
+		if want := transport.ReadsInFlight + 1; leases > want || fills > want {
 			t.Errorf("%d round trips for the leases and %d for the fills of %d concurrent misses; want at most %d each", leases, fills, n, want)
 		}
 		checkFlightsIdle(t, c)
@@ -200,7 +197,7 @@ func TestWriteBurstSharesRoundTrips(t *testing.T) {
 		if err := c.Set(context.Background(), "{q}warm", "v"); err != nil { // the script loaded
 			t.Fatal(err)
 		}
-		q := c.reads.queue(context.Background(), c.rdb, prefixFor(t)+keys[0])
+		q := c.redis.NodeOf(context.Background(), prefixFor(t)+keys[0])
 		for _, step := range []struct {
 			name  string
 			write func(k string) error
@@ -225,7 +222,7 @@ func TestWriteBurstSharesRoundTrips(t *testing.T) {
 			trips := h.trips[step.name]
 			h.steps = nil // the next step's hook counts from here
 			h.mu.Unlock()
-			if want := readsInFlight + 1; trips > want {
+			if want := transport.ReadsInFlight + 1; trips > want {
 				t.Errorf("%d round trips carried the %s of %d concurrent writes; want at most %d", trips, step.name, n, want)
 			}
 		}
@@ -250,7 +247,7 @@ func TestQueuedScriptsSurviveScriptFlush(t *testing.T) {
 		for _, k := range keys {
 			go func() { errs <- c.Set(ctx, k, "v-"+k) }()
 		}
-		h.waitSeenOrQueued(t, "evalsha", c.reads.queue(ctx, c.rdb, prefixFor(t)+keys[0]), n)
+		h.waitSeenOrQueued(t, "evalsha", c.redis.NodeOf(ctx, prefixFor(t)+keys[0]), n)
 		h.release("evalsha")
 		for range keys {
 			if err := recvOr(t, errs, "a Set"); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -65,10 +66,10 @@ func holdTwoReads(t *testing.T, rdb redis.UniversalClient, c *Cache[string], key
 			t.Fatal(err)
 		}
 	}
-	h := &heldReads{rt: roundTrips{prefix: prefixFor(t)}, held: make(chan struct{}, readsInFlight), release: make(chan struct{})}
+	h := &heldReads{rt: roundTrips{prefix: prefixFor(t)}, held: make(chan struct{}, transport.ReadsInFlight), release: make(chan struct{})}
 	rdb.AddHook(h)
 	var answers []chan getAnswer
-	for i := range readsInFlight {
+	for i := range transport.ReadsInFlight {
 		ch := make(chan getAnswer, 1)
 		answers = append(answers, ch)
 		go func() {
@@ -83,12 +84,8 @@ func holdTwoReads(t *testing.T, rdb redis.UniversalClient, c *Cache[string], key
 // waitQueued waits until n reads wait in the queue of rkey's node.
 func waitQueued(t *testing.T, c *Cache[string], rkey string, n int) {
 	t.Helper()
-	q := &c.reads.queue(context.Background(), c.rdb, rkey).reads
-	waitFor(t, func() bool {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return len(q.waiting) == n
-	})
+	q := c.redis.NodeOf(context.Background(), rkey)
+	waitFor(t, func() bool { return q.WaitingReads() == n })
 }
 
 // getEach starts a Get of each key; the channels give their answers.
@@ -120,9 +117,9 @@ func batchKeys(n int) []string {
 func TestQueuedReadsShareOneRoundTrip(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
-		keys := batchKeys(readsInFlight + 10)
+		keys := batchKeys(transport.ReadsInFlight + 10)
 		h, held := holdTwoReads(t, rdb, c, keys)
-		queued := getEach(c, context.Background(), keys[readsInFlight:])
+		queued := getEach(c, context.Background(), keys[transport.ReadsInFlight:])
 		waitQueued(t, c, prefixFor(t)+keys[0], 10)
 		close(h.release)
 		for i, ch := range slices.Concat(held, queued) {
@@ -130,8 +127,8 @@ func TestQueuedReadsShareOneRoundTrip(t *testing.T) {
 				t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
 			}
 		}
-		if p, q := h.plain.Load(), h.pipes.Load(); p != readsInFlight || q != 1 {
-			t.Errorf("%d plain GETs and %d pipelines; want %d and 1", p, q, readsInFlight)
+		if p, q := h.plain.Load(), h.pipes.Load(); p != transport.ReadsInFlight || q != 1 {
+			t.Errorf("%d plain GETs and %d pipelines; want %d and 1", p, q, transport.ReadsInFlight)
 		}
 		checkFlightsIdle(t, c)
 	})
@@ -143,16 +140,16 @@ func TestQueuedReadsShareOneRoundTrip(t *testing.T) {
 func TestQueuedReadLeavesOnContextEndAndFailsAlone(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		c := newCache[string](t, rdb)
-		keys := batchKeys(readsInFlight + 3)
+		keys := batchKeys(transport.ReadsInFlight + 3)
 		h, held := holdTwoReads(t, rdb, c, keys)
-		h.failKey = prefixFor(t) + keys[readsInFlight+2]
+		h.failKey = prefixFor(t) + keys[transport.ReadsInFlight+2]
 		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 		left := make(chan getAnswer, 1)
 		go func() {
-			v, err := c.Get(ctx, keys[readsInFlight], noLoad)
+			v, err := c.Get(ctx, keys[transport.ReadsInFlight], noLoad)
 			left <- getAnswer{v, err}
 		}()
-		rest := getEach(c, context.Background(), keys[readsInFlight+1:])
+		rest := getEach(c, context.Background(), keys[transport.ReadsInFlight+1:])
 		waitQueued(t, c, prefixFor(t)+keys[0], 3)
 		cancel()
 		if a := recvOr(t, left, "the cancelled Get"); !errors.Is(a.err, context.Canceled) {
@@ -165,7 +162,7 @@ func TestQueuedReadLeavesOnContextEndAndFailsAlone(t *testing.T) {
 				t.Errorf("Get(%s) = %q, %v", keys[i], a.v, a.err)
 			}
 		}
-		if a := recvOr(t, rest[0], "a queued Get"); a.err != nil || a.v != "v-"+keys[readsInFlight+1] {
+		if a := recvOr(t, rest[0], "a queued Get"); a.err != nil || a.v != "v-"+keys[transport.ReadsInFlight+1] {
 			t.Errorf("queued Get = %q, %v", a.v, a.err)
 		}
 		if a := recvOr(t, rest[1], "the failing Get"); !errors.Is(a.err, ErrRedis) || !errors.Is(a.err, errInjectedReply) {
@@ -183,9 +180,9 @@ func TestQueuedReadsFollowAMovedSlot(t *testing.T) {
 	cl, rdb := redistest.StartCluster(t)
 	ctx := context.Background()
 	c := newCache[string](t, rdb)
-	keys := batchKeys(readsInFlight + 5)
+	keys := batchKeys(transport.ReadsInFlight + 5)
 	h, held := holdTwoReads(t, rdb, c, keys)
-	queued := getEach(c, ctx, keys[readsInFlight:])
+	queued := getEach(c, ctx, keys[transport.ReadsInFlight:])
 	waitQueued(t, c, prefixFor(t)+keys[0], 5)
 	slot, err := rdb.(*redis.ClusterClient).ClusterKeySlot(ctx, prefixFor(t)+keys[0]).Result()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/transport"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,11 +22,11 @@ func TestQueuedReadsFollowAFailover(t *testing.T) {
 	rc, rdb := redistest.StartClusterWithReplicas(t)
 	ctx := context.Background()
 	c := newCache[string](t, rdb)
-	keys := batchKeys(readsInFlight + 20)
+	keys := batchKeys(transport.ReadsInFlight + 20)
 	rkey := prefixFor(t) + keys[0]
 	h, held := holdTwoReads(t, rdb, c, keys)
-	old := c.reads.queue(ctx, rdb, rkey)
-	queued := getEach(c, ctx, keys[readsInFlight:])
+	old := c.redis.NodeOf(ctx, rkey)
+	queued := getEach(c, ctx, keys[transport.ReadsInFlight:])
 	waitQueued(t, c, rkey, 20)
 	slot, err := rdb.(*redis.ClusterClient).ClusterKeySlot(ctx, rkey).Result()
 	if err != nil {
@@ -45,13 +46,8 @@ func TestQueuedReadsFollowAFailover(t *testing.T) {
 			t.Errorf("Get after the failover = %q, %v", a.v, a.err)
 		}
 	}
-	for _, q := range []*cmdQueue{&old.reads, &old.writes} {
-		q.mu.Lock()
-		busy, waiting := q.busy, len(q.waiting)
-		q.mu.Unlock()
-		if busy != 0 || waiting != 0 {
-			t.Errorf("the demoted master's queue: %d commands under way, %d waiting", busy, waiting)
-		}
+	if busy, waiting := old.Load(); busy != 0 || waiting != 0 {
+		t.Errorf("the demoted master's queue: %d commands under way, %d waiting", busy, waiting)
 	}
 	checkFlightsIdle(t, c)
 }
@@ -72,7 +68,7 @@ func TestQueuedRingReadsFailOnlyOnTheDeadShard(t *testing.T) {
 	ctx := context.Background()
 	c := newCache[string](t, ring)
 	var onA, onB []string
-	for i := 0; len(onA) < readsInFlight+10 || len(onB) < 10; i++ {
+	for i := 0; len(onA) < transport.ReadsInFlight+10 || len(onB) < 10; i++ {
 		k := fmt.Sprint("r", i)
 		if err := c.Set(ctx, k, "v-"+k); err != nil {
 			t.Fatal(err)
@@ -86,8 +82,8 @@ func TestQueuedRingReadsFailOnlyOnTheDeadShard(t *testing.T) {
 	h, held := holdTwoReads(t, ring, c, onA)
 	gate := newPipelineGate(t)
 	ring.AddHook(gate)
-	queued := getEach(c, ctx, onA[readsInFlight:])
-	waitQueued(t, c, prefixFor(t)+onA[0], len(onA)-readsInFlight)
+	queued := getEach(c, ctx, onA[transport.ReadsInFlight:])
+	waitQueued(t, c, prefixFor(t)+onA[0], len(onA)-transport.ReadsInFlight)
 	close(h.release)
 	defer drainHeld(t, h)()
 	for i, ch := range held {
@@ -99,7 +95,7 @@ func TestQueuedRingReadsFailOnlyOnTheDeadShard(t *testing.T) {
 	a.Kill()
 	close(gate.open)
 	for i, ch := range queued {
-		k := onA[readsInFlight+i]
+		k := onA[transport.ReadsInFlight+i]
 		if a := recvOr(t, ch, "a queued Get"); !errors.Is(a.err, ErrRedis) {
 			t.Errorf("Get(%s) on the killed shard = %q, %v; want ErrRedis", k, a.v, a.err)
 		}
@@ -118,9 +114,9 @@ func TestQueuedReadsAcrossASentinelFailover(t *testing.T) {
 	s, rdb := redistest.StartSentinel(t)
 	ctx := context.Background()
 	c := newCache[string](t, rdb)
-	keys := batchKeys(readsInFlight + 10)
+	keys := batchKeys(transport.ReadsInFlight + 10)
 	h, held := holdTwoReads(t, rdb, c, keys)
-	queued := getEach(c, ctx, keys[readsInFlight:])
+	queued := getEach(c, ctx, keys[transport.ReadsInFlight:])
 	waitQueued(t, c, prefixFor(t)+keys[0], 10)
 	promoted := s.Failover()
 	close(h.release)

@@ -50,12 +50,4 @@ func TestReadQueuesOfDemotedMasterDropped(t *testing.T) {
 }
 
 // queuedNodes lists the addresses of the nodes c has a read queue for.
-func queuedNodes[V any](c *Cache[V]) []string {
-	var addrs []string
-	c.reads.nodes.Range(func(k, _ any) bool {
-		addrs = append(addrs, k.(*redis.Client).Options().Addr)
-		return true
-	})
-	slices.Sort(addrs)
-	return addrs
-}
+func queuedNodes[V any](c *Cache[V]) []string { return c.redis.Nodes() }

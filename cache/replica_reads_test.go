@@ -25,7 +25,7 @@ func TestReplicaReadsNotAdmitted(t *testing.T) {
 	writer := rc.Client()
 	applied := make(chan struct{}, 16)
 	rcache := localCache(t, reader, testHealth, WithLocalTTL(5*time.Second),
-		withHooks(&hooks{onInvalidate: func([]string) { applied <- struct{}{} }}))
+		withHooks(&hooks{OnInvalidate: func([]string) { applied <- struct{}{} }}))
 	wcache := newCache[string](t, writer)
 	const key = "k"
 	rkey := prefixFor(t) + key

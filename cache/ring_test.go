@@ -102,8 +102,8 @@ func TestRingClearReachesOtherInstance(t *testing.T) {
 	ctx := context.Background()
 	moved := make(chan uint64, 4)
 	w := newCache[string](t, ring)
-	r := newCache[string](t, ring, withHooks(&hooks{onGeneration: func(g uint64) { moved <- g }}))
-	<-r.subscribed
+	r := newCache[string](t, ring, withHooks(&hooks{OnGeneration: func(g uint64) { moved <- g }}))
+	<-r.bus.Subscribed()
 	if err := w.Clear(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestRingClearReachesOtherInstance(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the other instance never moved to the new generation")
 	}
-	if r.gen.Load() != w.gen.Load() {
-		t.Fatalf("generations %d and %d", r.gen.Load(), w.gen.Load())
+	if r.keys.Gen() != w.keys.Gen() {
+		t.Fatalf("generations %d and %d", r.keys.Gen(), w.keys.Gen())
 	}
 }

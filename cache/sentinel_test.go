@@ -39,7 +39,7 @@ func TestSentinelLocalTierFollowsTheMaster(t *testing.T) {
 			if v, err := b.Get(ctx, "k", load); err != nil || v != "v1" {
 				t.Fatalf("first read: %q %v", v, err)
 			}
-			if _, ok := b.local.Get("k"); !ok {
+			if _, ok := b.tier.Store().Get("k"); !ok {
 				t.Fatal("not cached locally")
 			}
 			promoted := tc.fault(s)

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,11 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
-
-// ErrUnsupportedServer is returned by New when a Redis server reports a
-// version older than 7.0: fills take their lease with SET NX GET, which older
-// servers reject, so every miss would fail.
-var ErrUnsupportedServer = errors.New("cacheguard: cache: unsupported redis server")
 
 // minRedisMajor is the first Redis major version with SET ... NX GET.
 const minRedisMajor = 7

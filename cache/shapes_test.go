@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/entry"
+	"github.com/cacheguard/cacheguard/cache/internal/lease"
+	"github.com/cacheguard/cacheguard/cache/internal/write"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -85,37 +88,35 @@ func shapeScripts() []tableScript {
 	}
 	return []tableScript{
 		{"fill", func(ctx context.Context, rdb redis.UniversalClient, key, ours string) (int64, error) {
-			l := lease{key: key, ph: ours}
 			env := wire.AppendEnvelope(nil, 0, 0, exp, time.Millisecond, []byte(`"new"`))
-			return int64Of(fillScript.Run(ctx, rdb, []string{key}, l.fillArgs(env, time.Minute)...))
+			return int64Of(lease.FillScript.Run(ctx, rdb, []string{key}, ours, env, minute, "", "")) // no notification
 		}},
 		{"extend", func(ctx context.Context, rdb redis.UniversalClient, key, ours string) (int64, error) {
-			return int64Of(extendScript.Run(ctx, rdb, []string{key}, ours, minute))
+			return int64Of(lease.ExtendScript.Run(ctx, rdb, []string{key}, ours, minute))
 		}},
 		{"release", func(ctx context.Context, rdb redis.UniversalClient, key, ours string) (int64, error) {
-			l := lease{key: key, ph: ours}
-			return int64Of(releaseScript.Run(ctx, rdb, []string{key}, l.releaseArgs()...))
+			return int64Of(lease.ReleaseScript.Run(ctx, rdb, []string{key}, ours, "", ""))
 		}},
 		{"wait-mark", func(ctx context.Context, rdb redis.UniversalClient, key, ours string) (int64, error) {
-			return int64Of(markWaitScript.Run(ctx, rdb, []string{key}, ours))
+			return int64Of(lease.MarkWaitScript.Run(ctx, rdb, []string{key}, ours))
 		}},
 		{"MarkStale", func(ctx context.Context, rdb redis.UniversalClient, key, _ string) (int64, error) {
-			return int64Of(markStaleScript.Run(ctx, rdb, []string{key}, minute))
+			return int64Of(write.MarkStaleScript.Run(ctx, rdb, []string{key}, minute))
 		}},
 		{"SetVersioned(3)", func(ctx context.Context, rdb redis.UniversalClient, key, _ string) (int64, error) {
 			env := wire.AppendEnvelope(nil, 0, 3, exp, 0, []byte(`"v3"`))
-			return int64Of(versionedSetScript.Run(ctx, rdb, []string{key}, versionArg(3), env, minute))
+			return int64Of(write.VersionedSetScript.Run(ctx, rdb, []string{key}, versionArg(3), env, minute))
 		}},
 		{"DeleteVersioned(7)", func(ctx context.Context, rdb redis.UniversalClient, key, _ string) (int64, error) {
 			env := wire.AppendEnvelope(nil, wire.FlagNull, 7, exp, 0, nil)
-			return int64Of(versionedSetScript.Run(ctx, rdb, []string{key}, versionArg(7), env, minute))
+			return int64Of(write.VersionedSetScript.Run(ctx, rdb, []string{key}, versionArg(7), env, minute))
 		}},
 		{"DeleteKeepingVersion", func(ctx context.Context, rdb redis.UniversalClient, key, _ string) (int64, error) {
-			return int64Of(deleteKeepingVersionScript.Run(ctx, rdb, []string{key}, minute))
+			return int64Of(write.DeleteKeepingVersionScript.Run(ctx, rdb, []string{key}, minute))
 		}},
 		{"Set", func(ctx context.Context, rdb redis.UniversalClient, key, _ string) (int64, error) {
 			env := wire.AppendEnvelope(nil, 0, 0, exp, 0, []byte(`"set"`))
-			return int64Of(setKeepingVersionScript.Run(ctx, rdb, []string{key}, env, minute))
+			return int64Of(write.SetKeepingVersionScript.Run(ctx, rdb, []string{key}, env, minute))
 		}},
 		{"take over", func(ctx context.Context, rdb redis.UniversalClient, key, ours string) (int64, error) {
 			cur, err := rdb.Get(ctx, key).Bytes()
@@ -124,7 +125,7 @@ func shapeScripts() []tableScript {
 			} else if err != nil {
 				return 0, err
 			}
-			return int64Of(swapScript.Run(ctx, rdb, []string{key}, cur, ours, minute))
+			return int64Of(lease.SwapScript.Run(ctx, rdb, []string{key}, cur, ours, minute))
 		}},
 	}
 }
@@ -206,7 +207,7 @@ var shapeTable = map[string]map[string]outcome{
 
 // versionIn is the version v carries in whatever shape (0: none).
 func versionIn(v []byte) uint64 {
-	if e, ok := decodeEnvelope(v); ok {
+	if e, ok := wire.DecodeEnvelope(v); ok {
 		return e.Version
 	}
 	if h, ok := wire.ParseHeader(v); ok {
@@ -236,14 +237,14 @@ func TestEveryShapeThroughEveryScript(t *testing.T) {
 		}
 		// The read path decodes whatever looks like an envelope and
 		// takes what does not decode for foreign bytes.
-		want := kindForeign
+		want := entry.Foreign
 		switch {
 		case wire.IsEnvelope(s.value):
-			want = kindEnvelope
+			want = entry.Envelope
 		case s.shape.IsPlaceholder():
-			want = kindLease
+			want = entry.Lease
 		}
-		if got := classify(s.value); got != want {
+		if got := entry.Classify(s.value); got != want {
 			t.Errorf("sample %q: the read path takes it for %v, want %v", s.name, got, want)
 		}
 		for _, sc := range scripts {

@@ -1,9 +1,6 @@
 package cache
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // The soft load timeout. WithLoadTimeout is the hard limit of a load: past
 // it the load is cancelled and nothing is cached. WithSoftLoadTimeout(d) is
@@ -29,7 +26,7 @@ import (
 
 // WithSoftLoadTimeout makes a Get that holds a stale value wait at most d
 // for its reload before returning the stale value; the reload then finishes
-// in the background and lands (see soft.go). d must be positive and shorter
+// in the background and lands (see the comment above). d must be positive and shorter
 // than the load timeout (WithLoadTimeout), which stays the hard limit of
 // every load. Get only: GetMany returns stale entries at once.
 func WithSoftLoadTimeout(d time.Duration) Option {
@@ -39,60 +36,4 @@ func WithSoftLoadTimeout(d time.Duration) Option {
 		}
 		c.softLoadTimeout = d
 	}
-}
-
-// refreshSoft runs, under WithSoftLoadTimeout, the refresh a hit res calls
-// for and waits for it up to the soft timeout: it returns the refreshed
-// value if it landed in time (a value not to be cached, once its refresh
-// removed the entry), else res. ran is false without the option (the
-// caller starts the refresh after answering, refreshAfterHit).
-func (c *Cache[V]) refreshSoft(ctx context.Context, key, rkey string, res flightResult[V], env envelope, load Loader[V]) (out flightResult[V], ran bool) {
-	if c.cfg.softLoadTimeout <= 0 {
-		return res, false
-	}
-	if res.tier != TierRedis || res.r.null {
-		return res, true
-	}
-	done := c.maybeRefresh(ctx, key, rkey, env, load)
-	if done == nil {
-		return res, true
-	}
-	t := time.NewTimer(c.cfg.softLoadTimeout)
-	defer t.Stop()
-	select {
-	case got := <-done:
-		if got.landed {
-			res.r = got.r
-		}
-		return res, true
-	case <-t.C:
-	case <-ctx.Done():
-		return res, true
-	}
-	c.softTimedOut(ctx)
-	return res, true
-}
-
-// waitFlight waits for the read of flight f. Under WithSoftLoadTimeout, with
-// a servable expired local entry, it waits at most the soft timeout: soft
-// reports that it ran out, and the flight goes on without this caller.
-func (c *Cache[V]) waitFlight(ctx context.Context, f *flight[V], stale *LocalEntry[V]) (res flightResult[V], soft bool, err error) {
-	if c.cfg.softLoadTimeout <= 0 || !c.servableStale(stale) {
-		res, err = f.wait(ctx)
-		return res, false, err
-	}
-	sctx, cancel := context.WithTimeout(ctx, c.cfg.softLoadTimeout)
-	defer cancel()
-	res, err = f.wait(sctx)
-	if err != nil && ctx.Err() == nil {
-		c.softTimedOut(ctx)
-		return res, true, nil
-	}
-	return res, false, err
-}
-
-// softTimedOut counts a Get answered stale past the soft timeout.
-func (c *Cache[V]) softTimedOut(ctx context.Context) {
-	c.stats.softTimeouts.Add(1)
-	c.observedTimeout(ctx, true)
 }

@@ -77,7 +77,7 @@ func TestSoftTimeoutServesStaleRedisEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 		filled := make(chan bool, 1)
-		c.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+		c.hooks().OnFill = func(_ string, ok bool) { filled <- ok }
 		release := make(chan struct{})
 		getStale(t, c, release)
 		if gi := obs.last(); !gi.SoftTimeout || gi.LoadTimeout {
@@ -115,9 +115,9 @@ func TestSoftTimeoutServesStaleLocalEntry(t *testing.T) {
 		}
 		// The Redis entry expires (no invalidation): only the local tier
 		// holds the old value, soon past its freshness.
-		rdb.Del(ctx, c.rkey("k"))
+		rdb.Del(ctx, c.keys.Key("k"))
 		for {
-			fresh, e := c.localGet("k")
+			fresh, e := c.tier.Get("k")
 			if e == nil {
 				t.Fatal("no local entry")
 			}
@@ -127,7 +127,7 @@ func TestSoftTimeoutServesStaleLocalEntry(t *testing.T) {
 			time.Sleep(2 * time.Millisecond) // waiting out the local TTL
 		}
 		filled := make(chan bool, 1)
-		c.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+		c.hooks().OnFill = func(_ string, ok bool) { filled <- ok }
 		release := make(chan struct{})
 		getStale(t, c, release)
 		close(release)
@@ -148,7 +148,7 @@ func TestSoftTimeoutReloadRefusedByWrite(t *testing.T) {
 	c.Set(ctx, "k", "old")
 	c.MarkStale(ctx, time.Minute, "k")
 	filled := make(chan bool, 1)
-	c.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+	c.hooks().OnFill = func(_ string, ok bool) { filled <- ok }
 	release := make(chan struct{})
 	if v, _ := c.Get(ctx, "k", blockingLoader("loaded before the write", release)); v != "old" {
 		t.Fatal(v)

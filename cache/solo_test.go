@@ -22,7 +22,7 @@ func TestSoloReadSharedUntilAWrite(t *testing.T) {
 		hold := newHeldGet(prefixFor(t), false)
 		rdb.AddHook(hold)
 		joined := make(chan string, 4)
-		c := newCache[string](t, rdb, withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
+		c := newCache[string](t, rdb, withHooks(&hooks{OnJoin: func(k string) { joined <- k }}))
 		if err := c.Set(ctx, "k", "v1"); err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestSoloReadPanicReleasesSharers(t *testing.T) {
 				hold := newHeldGet(prefixFor(t), false)
 				rdb.AddHook(hold)
 				joined := make(chan string, 4)
-				c := newCache[item](t, rdb, WithCodec(&panicOnce{}), withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
+				c := newCache[item](t, rdb, WithCodec(&panicOnce{}), withHooks(&hooks{OnJoin: func(k string) { joined <- k }}))
 				if err := c.Set(ctx, "k", item{7}); err != nil {
 					t.Fatal(err)
 				}
@@ -208,19 +208,7 @@ func checkFlightsIdle[V any](t *testing.T, c *Cache[V]) {
 
 // busyFlightShards describes each shard of the flight table that holds a
 // flight or marks a solo read.
-func busyFlightShards[V any](c *Cache[V]) []string {
-	var out []string
-	for i := range c.flights.shards {
-		sh := &c.flights.shards[i]
-		sh.mu.Lock()
-		n, solo, more := len(sh.m), sh.solo.key, len(sh.more)
-		sh.mu.Unlock()
-		if n != 0 || solo != "" || more != 0 {
-			out = append(out, fmt.Sprintf("shard %d not idle: %d flights, solo read %q, %d more", i, n, solo, more))
-		}
-	}
-	return out
-}
+func busyFlightShards[V any](c *Cache[V]) []string { return c.eng.Busy() }
 
 func answeredCalls(s Stats) uint64 { return s.Hits + s.Misses + s.NullHits }
 
@@ -237,7 +225,7 @@ func TestSoloReaderCancelledSharersRetry(t *testing.T) {
 		hold := newHeldGet(prefixFor(t), false)
 		rdb.AddHook(hold)
 		joined := make(chan string, 8)
-		c := newCache[string](t, rdb, withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
+		c := newCache[string](t, rdb, withHooks(&hooks{OnJoin: func(k string) { joined <- k }}))
 		if err := c.Set(ctx, "k", "v1"); err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +269,7 @@ func TestSoloMissWriteDuringRead(t *testing.T) {
 		hold := newHeldGet(prefixFor(t), true)
 		rdb.AddHook(hold)
 		joined := make(chan string, 8)
-		c := newCache[string](t, rdb, withHooks(&hooks{onJoin: func(k string) { joined <- k }}))
+		c := newCache[string](t, rdb, withHooks(&hooks{OnJoin: func(k string) { joined <- k }}))
 		c.Delete(ctx, "k")
 		var loads atomic.Int64
 		load := func(context.Context, string) (string, error) { loads.Add(1); return "loaded", nil }
@@ -353,7 +341,7 @@ func TestSoloReadInvalidatedNotAdmitted(t *testing.T) {
 		got := make(chan []string, 8)
 		joined := make(chan string, 8)
 		w := localCache(t, rdb)
-		r := localCache(t, rdb, withHooks(&hooks{onInvalidate: func(k []string) { got <- k }, onJoin: func(k string) { joined <- k }}))
+		r := localCache(t, rdb, withHooks(&hooks{OnInvalidate: func(k []string) { got <- k }, OnJoin: func(k string) { joined <- k }}))
 		if err := w.Set(ctx, "k", "v1"); err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,8 +42,8 @@ func TestMarkStaleABA(t *testing.T) {
 			return v, nil
 		}
 		filledA, filledB := make(chan bool, 1), make(chan bool, 1)
-		a.hooks.onFill = func(_ string, ok bool) { filledA <- ok }
-		b.hooks.onFill = func(_ string, ok bool) { filledB <- ok }
+		a.hooks().OnFill = func(_ string, ok bool) { filledA <- ok }
+		b.hooks().OnFill = func(_ string, ok bool) { filledB <- ok }
 
 		setRow("v2")
 		if err := a.MarkStale(ctx, time.Minute, "k"); err != nil {
@@ -73,7 +74,7 @@ func TestMarkStaleABA(t *testing.T) {
 			t.Error("the refresh that started after the second MarkStale was refused")
 		}
 		raw, _ := rdb.Get(ctx, prefixFor(t)+"k").Bytes()
-		if e, ok := decodeEnvelope(raw); !ok || string(e.Payload) != `"v3"` && string(e.Payload) != "v3" {
+		if e, ok := wire.DecodeEnvelope(raw); !ok || string(e.Payload) != `"v3"` && string(e.Payload) != "v3" {
 			t.Fatalf("Redis holds %q, want v3", raw)
 		}
 	})

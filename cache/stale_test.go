@@ -28,8 +28,8 @@ func TestMarkStaleServesOldWhileOneRefreshes(t *testing.T) {
 		var loads atomic.Int64
 		release := make(chan struct{})
 		filled := make(chan bool, 2)
-		a.hooks.onFill = func(_ string, ok bool) { filled <- ok }
-		b.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+		a.hooks().OnFill = func(_ string, ok bool) { filled <- ok }
+		b.hooks().OnFill = func(_ string, ok bool) { filled <- ok }
 		load := func(context.Context, string) (string, error) {
 			loads.Add(1)
 			<-release
@@ -69,9 +69,9 @@ func TestMarkStaleOnLeaseAndNull(t *testing.T) {
 	_, rdb := newSingle(t)
 	ctx := context.Background()
 	c := newCache[string](t, rdb)
-	c.hooks.afterLoad = func(key string) { c.MarkStale(ctx, time.Minute, key) }
+	c.hooks().AfterLoad = func(key string) { c.MarkStale(ctx, time.Minute, key) }
 	c.Get(ctx, "k", func(context.Context, string) (string, error) { return "loaded before the write", nil })
-	c.hooks.afterLoad = nil
+	c.hooks().AfterLoad = nil
 	// The hook marks stale after every load, so every reload is refused
 	// too, for one wait budget.
 	if rdb.Exists(ctx, prefixFor(t)+"k").Val() != 0 || c.Stats().RejectedFills < 2 {
@@ -103,8 +103,8 @@ func TestRefreshAfterMarkStaleWhileTheLastOneFinishes(t *testing.T) {
 		finish := make(chan struct{})
 		refreshed := make(chan struct{}, 2)
 		var fills atomic.Int32
-		c.hooks.onRefresh = func(string) { refreshed <- struct{}{} }
-		c.hooks.onFill = func(string, bool) {
+		c.hooks().OnRefresh = func(string) { refreshed <- struct{}{} }
+		c.hooks().OnFill = func(string, bool) {
 			if fills.Add(1) == 1 {
 				close(landed)
 				<-finish // the first refresh stays unfinished

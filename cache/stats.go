@@ -1,9 +1,6 @@
 package cache
 
-import (
-	"sync/atomic"
-	"time"
-)
+import "time"
 
 // Stats is a snapshot of a Cache's counters since New.
 type Stats struct {
@@ -28,7 +25,7 @@ type Stats struct {
 	FallbackLoads    uint64 // direct loads while Redis was unavailable (WithFallbackLoads)
 	FallbackRejected uint64 // callers refused because the fallback cap was reached
 	ObserverPanics   uint64 // panics of the Observer, recovered (see Observer)
-	RateLimited      uint64 // Redis reads and loads the key rate limit refused (ratelimit.go); a refused fill's load also counts in LoadErrors
+	RateLimited      uint64 // Redis reads and loads the key rate limit refused (WithKeyRateLimit); a refused fill's load also counts in LoadErrors
 	RateLimitedLocal uint64 // of the Gets they belonged to, answered from the local tier instead
 	TagInvalidations uint64 // tags invalidated by InvalidateTags on this instance
 	TagMisses        uint64 // tagged entries read from Redis and found invalidated by a tag (a miss)
@@ -62,60 +59,54 @@ type Stats struct {
 	TrackingDowns         uint64 // times tracking was lost on a master (its connection gone or replaced, arming failed, a new master not armed yet)
 }
 
-// counters are the live counters behind Stats. hits counts Redis hits only,
-// so that a local hit costs one atomic add.
-type counters struct {
-	hits, localHits, misses, nullHits, filterRejects, filterErrors,
-	loads, loadErrors, leaseWaits, waitTimeouts, rejectedFills,
-	earlyRefresh, corrupt, tooLarge, redisErrors,
-	staleServed, localFlushes, fallbackLoads, fallbackRejected,
-	breakerRejects, observerPanics, rateLimited, rateLimitedLocal,
-	tagInvalidations, tagMisses, tagReads atomic.Uint64
-	softTimeouts, loadTimeouts, ttlZero, ttlInvalid, clears, generations atomic.Uint64
-}
-
-func (c *counters) snapshot() Stats {
-	return Stats{
-		Hits:             c.hits.Load() + c.localHits.Load(),
-		LocalHits:        c.localHits.Load(),
-		Misses:           c.misses.Load(),
-		NullHits:         c.nullHits.Load(),
-		FilterRejects:    c.filterRejects.Load(),
-		FilterErrors:     c.filterErrors.Load(),
-		Loads:            c.loads.Load(),
-		LoadErrors:       c.loadErrors.Load(),
-		LeaseWaits:       c.leaseWaits.Load(),
-		WaitTimeouts:     c.waitTimeouts.Load(),
-		RejectedFills:    c.rejectedFills.Load(),
-		EarlyRefresh:     c.earlyRefresh.Load(),
-		Corrupt:          c.corrupt.Load(),
-		TooLarge:         c.tooLarge.Load(),
-		RedisErrors:      c.redisErrors.Load(),
-		BreakerRejects:   c.breakerRejects.Load(),
-		StaleServed:      c.staleServed.Load(),
-		LocalFlushes:     c.localFlushes.Load(),
-		FallbackLoads:    c.fallbackLoads.Load(),
-		FallbackRejected: c.fallbackRejected.Load(),
-		ObserverPanics:   c.observerPanics.Load(),
-		RateLimited:      c.rateLimited.Load(),
-		RateLimitedLocal: c.rateLimitedLocal.Load(),
-		TagInvalidations: c.tagInvalidations.Load(),
-		TagMisses:        c.tagMisses.Load(),
-		TagReads:         c.tagReads.Load(),
-		SoftTimeouts:     c.softTimeouts.Load(),
-		LoadTimeouts:     c.loadTimeouts.Load(),
-		TTLZero:          c.ttlZero.Load(),
-		TTLInvalid:       c.ttlInvalid.Load(),
-		Clears:           c.clears.Load(),
-		Generations:      c.generations.Load(),
-	}
-}
-
 // Stats returns a snapshot of the counters.
 func (c *Cache[V]) Stats() Stats {
-	s := c.stats.snapshot()
-	c.inval.fill(&s)
-	c.track.fill(&s)
-	s.Breaker = c.breakerState()
+	r := c.rec
+	s := Stats{
+		Hits:             r.Hits.Load() + r.LocalHits.Load(),
+		LocalHits:        r.LocalHits.Load(),
+		Misses:           r.Misses.Load(),
+		NullHits:         r.NullHits.Load(),
+		FilterRejects:    r.FilterRejects.Load(),
+		FilterErrors:     r.FilterErrors.Load(),
+		Loads:            r.Loads.Load(),
+		LoadErrors:       r.LoadErrors.Load(),
+		LeaseWaits:       r.LeaseWaits.Load(),
+		WaitTimeouts:     r.WaitTimeouts.Load(),
+		RejectedFills:    r.RejectedFills.Load(),
+		EarlyRefresh:     r.EarlyRefresh.Load(),
+		Corrupt:          r.Corrupt.Load(),
+		TooLarge:         r.TooLarge.Load(),
+		RedisErrors:      r.RedisErrors.Load(),
+		BreakerRejects:   r.BreakerRejects.Load(),
+		StaleServed:      r.StaleServed.Load(),
+		LocalFlushes:     r.LocalFlushes.Load(),
+		FallbackLoads:    r.FallbackLoads.Load(),
+		FallbackRejected: r.FallbackRejected.Load(),
+		ObserverPanics:   r.ObserverPanics.Load(),
+		RateLimited:      r.RateLimited.Load(),
+		RateLimitedLocal: r.RateLimitedLocal.Load(),
+		TagInvalidations: r.TagInvalidations.Load(),
+		TagMisses:        r.TagMisses.Load(),
+		TagReads:         r.TagReads.Load(),
+		SoftTimeouts:     r.SoftTimeouts.Load(),
+		LoadTimeouts:     r.LoadTimeouts.Load(),
+		TTLZero:          r.TTLZero.Load(),
+		TTLInvalid:       r.TTLInvalid.Load(),
+		Clears:           r.Clears.Load(),
+		Generations:      r.Generations.Load(),
+		Breaker:          c.breakerState(),
+
+		InvalidationsSent:        c.bus.Sent.Load(),
+		InvalidationSendFailures: c.bus.SendFailures.Load(),
+		InvalidationsReceived:    c.bus.Received.Load(),
+		InvalidationGaps:         c.bus.Gaps.Load(),
+		InvalidationsLost:        c.bus.Lost.Load(),
+		InvalidationDecodeErrors: c.bus.DecodeErrors.Load(),
+		SubscriptionDowns:        c.bus.Downs.Load(),
+		SubscriptionRefusals:     c.bus.Refused.Load(),
+	}
+	s.InvalidationLag, s.InvalidationLagMax = c.bus.Lag()
+	s.TrackingInvalidations, s.TrackingFlushes, s.TrackingDowns = c.tier.TrackingStats()
 	return s
 }

@@ -48,7 +48,7 @@ func channelNodes(t *testing.T) (rc *redistest.ReplicatedCluster, channel string
 func awaitSubscribed[V any](t *testing.T, c *Cache[V]) {
 	t.Helper()
 	select {
-	case <-c.subscribed:
+	case <-c.bus.Subscribed():
 	case <-time.After(20 * time.Second):
 		t.Fatal("the local tier never came up")
 	}
@@ -89,7 +89,7 @@ func TestSubscriberTrustsOnlyTheChannelMaster(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	var refused atomic.Int64
 	c := newCache[string](t, rdb, WithLocal(1<<20), WithLocalAdmitAll(), testHealth,
-		withHooks(&hooks{onNotMaster: func() { refused.Add(1); stale.Store(false) }}))
+		withHooks(&hooks{OnNotMaster: func() { refused.Add(1); stale.Store(false) }}))
 	awaitSubscribed(t, c)
 	if n := subscribers(t, replica, channel); n != 0 {
 		t.Errorf("the tier came up with %d subscription(s) on the replica %s", n, replica.Addr)
@@ -173,7 +173,7 @@ func TestCloseWhileRoleHangs(t *testing.T) {
 			owner, _ := slotOwner(t, cl.Masters, slot)
 			asking := make(chan struct{}, 1)
 			c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLocal(1<<20), WithLocalAdmitAll(), testHealth,
-				withHooks(&hooks{beforeRole: func() {
+				withHooks(&hooks{BeforeRole: func() {
 					select {
 					case asking <- struct{}{}:
 					default:

@@ -1,11 +1,6 @@
 package cache
 
-import (
-	"fmt"
-	"time"
-
-	"github.com/cacheguard/cacheguard/internal/wire"
-)
+import "fmt"
 
 // Tags. WithTags gives every entry the tags its function returns for the
 // key and the value; InvalidateTags(t) makes every entry carrying t a miss
@@ -30,7 +25,7 @@ import (
 //     live (2·TTL + load timeout), and the tags and that time are announced
 //     on the cache's invalidation channel.
 //   - An entry is invalidated by one of its tags by the rule of
-//     tagStamp.invalidBy, the one check of every path (a Redis hit, a
+//     entry.Stamp.InvalidBy, the one check of every path (a Redis hit, a
 //     GetMany's hits, the fill path, a local hit). Where the entry records
 //     the tag's seen time, exactly when the tag's time is later: no clock is
 //     involved, so the entry its loader filled is valid for the
@@ -38,8 +33,8 @@ import (
 //     of a missing key, a Set, a versioned write, an early refresh, or a
 //     tag time earlier than the seen one: Redis forgot the tag's time and
 //     an invalidation set it again), by the clocks: created ≤ invalidated +
-//     tagClockMargin. Those times are the wall clocks of the instances that
-//     loaded and invalidated, so they must agree within tagClockMargin (100
+//     entry.TagClockMargin. Those times are the wall clocks of the instances that
+//     loaded and invalidated, so they must agree within entry.TagClockMargin (100
 //     ms): within it, a load that started before an invalidation never
 //     lands as fresh, and one started within the margin after it counts as
 //     invalidated too.
@@ -78,18 +73,6 @@ import (
 // a value outside them is an error for Set and is served but not cached by
 // a fill (reported like a value too large).
 
-// tagClockMargin is how far apart the instances' wall clocks may be (see
-// above).
-const tagClockMargin = 100 * time.Millisecond
-
-// maxTagTimes bounds the times an instance keeps; past it they start over.
-const maxTagTimes = 1 << 16
-
-// ErrInvalidTag is returned for a tag list outside the limits (too many
-// tags, a tag too long, an empty tag), by Set and InvalidateTags, and
-// reported for a fill. It wraps ErrInvalidOption.
-var ErrInvalidTag = fmt.Errorf("%w: invalid tag", ErrInvalidOption)
-
 // WithTags tags every entry with the tags fn returns for its key and value
 // (nil or empty: untagged), so that InvalidateTags can invalidate all the
 // entries of a tag at once. fn must be fast, and safe for concurrent use. V
@@ -116,35 +99,4 @@ func tagFuncOf[V any](f any) (func(string, V) []string, error) {
 		return nil, fmt.Errorf("%w: WithTags function is a %T, not a func(string, %T) []string", ErrInvalidOption, f, zero)
 	}
 	return fn, nil
-}
-
-// tagsOf returns v's tags, checked against the limits; a panic of the tag
-// function is an error.
-func (c *Cache[V]) tagsOf(key string, v V) (tags []string, err error) {
-	if c.tagFn == nil {
-		return nil, nil
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			tags, err = nil, fmt.Errorf("%w: tag function for %q panicked: %v", ErrInvalidTag, key, p)
-		}
-	}()
-	tags = c.tagFn(key, v)
-	if err := wire.CheckTags(tags); err != nil {
-		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidTag, key, err)
-	}
-	return tags, nil
-}
-
-// encodeTagged is encode with v's tags.
-func (c *Cache[V]) encodeTagged(key string, v V) ([]byte, []string, error) {
-	payload, err := c.encode(key, v)
-	if err != nil {
-		return nil, nil, err
-	}
-	tags, err := c.tagsOf(key, v)
-	if err != nil {
-		return nil, nil, err
-	}
-	return payload, tags, nil
 }

@@ -90,7 +90,7 @@ func TestSecondInvalidationInOneMillisecondInvalidatesReload(t *testing.T) {
 		c := newCache[string](t, rdb, WithTags(orgOf))
 		other := newCache[string](t, rdb, WithTags(orgOf))
 		frozen := time.Now()
-		c.hooks.now = func() time.Time { return frozen }
+		c.hooks().Now = func() time.Time { return frozen }
 		var l versionedLoader
 		if v, err := c.Get(ctx, "1-k", l.load); err != nil || v != "org/1:1-k:v1" {
 			t.Fatalf("first Get = %q, %v", v, err)
@@ -99,7 +99,7 @@ func TestSecondInvalidationInOneMillisecondInvalidatesReload(t *testing.T) {
 			t.Fatal(err)
 		}
 		var once sync.Once
-		c.hooks.afterLoad = func(string) {
+		c.hooks().AfterLoad = func(string) {
 			once.Do(func() {
 				if err := c.InvalidateTags(ctx, "org:1"); err != nil {
 					t.Error(err)
@@ -111,7 +111,7 @@ func TestSecondInvalidationInOneMillisecondInvalidatesReload(t *testing.T) {
 		if v, err := c.Get(ctx, "1-k", l.load); err != nil || v != "org/1:1-k:v2" {
 			t.Fatalf("Get after the first invalidation = %q, %v", v, err)
 		}
-		c.hooks.afterLoad = nil
+		c.hooks().AfterLoad = nil
 		if v, err := other.Get(ctx, "1-k", l.load); err != nil || v != "org/1:1-k:v3" {
 			t.Fatalf("served %q, %v: a value loaded before the second invalidation", v, err)
 		}

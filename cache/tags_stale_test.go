@@ -25,7 +25,7 @@ func TestTagInvalidatedLocalEntryNotServedStale(t *testing.T) {
 	load := func(context.Context, string) (string, error) { return row, nil }
 	waitFor(t, func() bool {
 		c.Get(ctx, "k", load)
-		fresh, e := c.localGet("k")
+		fresh, e := c.tier.Get("k")
 		return fresh && e != nil
 	})
 	if err := c.InvalidateTags(ctx, "org1"); err != nil {
@@ -34,7 +34,7 @@ func TestTagInvalidatedLocalEntryNotServedStale(t *testing.T) {
 	row = "org1:v2"
 	// The tag's time, as this instance keeps it, outlives its local TTL.
 	waitFor(t, func() bool {
-		_, ok := c.tagTimes.get("org1", c.epoch.Load(), time.Now().UnixNano())
+		_, ok := c.tier.TagTime("org1", c.tier.Epoch(), time.Now().UnixNano())
 		return !ok
 	})
 	on := new(atomic.Bool)

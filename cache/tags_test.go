@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/write"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -58,7 +59,7 @@ func TestTagInvalidatedOnAIsMissOnBLocalTier(t *testing.T) {
 		ctx := context.Background()
 		heard := make(chan []string, 4)
 		a := newCache[string](t, rdb, WithTags(orgOf))
-		b := localCache(t, rdb, WithTags(orgOf), withHooks(&hooks{onInvalidate: func(k []string) { heard <- k }}))
+		b := localCache(t, rdb, WithTags(orgOf), withHooks(&hooks{OnInvalidate: func(k []string) { heard <- k }}))
 		var l versionedLoader
 		for _, k := range []string{"1-a", "2-b"} {
 			if v, err := b.Get(ctx, k, l.load); err != nil || v != "org/"+k[:1]+":"+k+":v1" {
@@ -66,7 +67,7 @@ func TestTagInvalidatedOnAIsMissOnBLocalTier(t *testing.T) {
 			}
 		}
 		for _, k := range []string{"1-a", "2-b"} {
-			if _, ok := b.local.Get(k); !ok {
+			if _, ok := b.tier.Store().Get(k); !ok {
 				t.Fatalf("b holds no local copy of %s", k)
 			}
 		}
@@ -86,7 +87,7 @@ func TestTagInvalidatedOnAIsMissOnBLocalTier(t *testing.T) {
 		// b's tier admits a's reload, and its tag check keeps it a hit.
 		waitFor(t, func() bool {
 			b.Get(ctx, "1-a", never(t))
-			fresh, e := b.localGet("1-a")
+			fresh, e := b.tier.Get("1-a")
 			return fresh && e != nil && e.Value == "org/1:1-a:v2"
 		})
 		if v, err := b.Get(ctx, "2-b", never(t)); err != nil || v != "org/2:2-b:v1" {
@@ -118,8 +119,8 @@ func TestFillRacingInvalidateTagsLandsInvalid(t *testing.T) {
 		// made: only a creation time taken before the load makes the
 		// fill invalid.
 		var offset atomic.Int64
-		c.hooks.now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-		c.hooks.afterLoad = func(string) {
+		c.hooks().Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		c.hooks().AfterLoad = func(string) {
 			once.Do(func() {
 				if err := c.InvalidateTags(ctx, "org:1"); err != nil {
 					t.Error(err)
@@ -130,7 +131,7 @@ func TestFillRacingInvalidateTagsLandsInvalid(t *testing.T) {
 		if v, err := c.Get(ctx, "1-k", l.load); err != nil || v != "org/1:1-k:v1" {
 			t.Fatalf("first Get = %q, %v", v, err)
 		}
-		c.hooks.afterLoad = nil
+		c.hooks().AfterLoad = nil
 		raw, err := rdb.Get(ctx, prefixFor(t)+"1-k").Bytes()
 		if err != nil || !wire.IsTagged(raw) {
 			t.Fatalf("the fill did not land tagged: %q, %v", raw, err)
@@ -278,7 +279,7 @@ func TestTagsBadInput(t *testing.T) {
 	for name, tags := range map[string][]string{
 		"empty tag": {"a", ""},
 		"long tag":  {strings.Repeat("x", wire.MaxTagSize+1)},
-		"too many":  make([]string, maxTagsPerInvalidation+1),
+		"too many":  make([]string, write.MaxTagsPerInvalidation+1),
 	} {
 		if err := c.InvalidateTags(ctx, tags...); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("InvalidateTags with %s: %v", name, err)
@@ -306,21 +307,21 @@ func TestTagTimesDroppedByFlushAndDown(t *testing.T) {
 	_, rdb := newSingle(t)
 	c := localCache(t, rdb, WithTags(orgOf))
 	known := func() bool {
-		now := c.coarseNow.Load()
-		epoch, ok := c.tagTrust(now)
-		_, known := c.tagTimes.get("org:1", epoch, now)
+		now := c.tier.Now()
+		epoch, ok := c.tier.TagTrust(now)
+		_, known := c.tier.TagTime("org:1", epoch, now)
 		return ok && known
 	}
-	c.applyTags([]string{"org:1"}, 1)
+	c.tier.ApplyTags([]string{"org:1"}, 1)
 	if !known() {
 		t.Fatal("the tag time was not kept")
 	}
-	c.flushLocal()
+	c.tier.Flush()
 	if known() {
 		t.Fatal("a flush left the tag time")
 	}
-	c.applyTags([]string{"org:1"}, 1)
-	c.subscriptionDown(errors.New("test"))
+	c.tier.ApplyTags([]string{"org:1"}, 1)
+	c.tier.Down() // the subscription went down
 	if known() {
 		t.Fatal("the subscription going down left the tag time")
 	}
@@ -338,16 +339,16 @@ func TestEarlyRefreshKeepsTags(t *testing.T) {
 		}
 		filled := make(chan bool, 1)
 		// Half a second before the expiry, with dice that always refresh.
-		c.hooks.now = func() time.Time { return time.Now().Add(time.Minute - 500*time.Millisecond) }
-		c.hooks.rand = func() float64 { return 1e-300 }
-		c.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+		c.hooks().Now = func() time.Time { return time.Now().Add(time.Minute - 500*time.Millisecond) }
+		c.hooks().Rand = func() float64 { return 1e-300 }
+		c.hooks().OnFill = func(_ string, ok bool) { filled <- ok }
 		if v, err := c.Get(ctx, "5-k", l.load); err != nil || v != "org/5:5-k:v1" {
 			t.Fatalf("hit = %q, %v", v, err)
 		}
 		if !<-filled {
 			t.Fatal("the refresh did not land")
 		}
-		c.hooks.rand, c.hooks.onFill = nil, nil
+		c.hooks().Rand, c.hooks().OnFill = nil, nil
 		raw, _ := rdb.Get(ctx, prefixFor(t)+"5-k").Bytes()
 		info, ok := wire.ParseTags(raw)
 		if !ok || !slices.Equal(info.Tags, []string{"org:5", "{all}:x"}) {

@@ -11,7 +11,7 @@ import (
 
 // An entry whose TTL func gives it longer than WithTTL stays invalidated by
 // its tag for as long as it lives: the tag's time must outlive it, so a
-// tagged entry lives at most WithTTL (jittered).
+// tagged entry lives at most WithTTL (entry.Jittered).
 func TestTagInvalidationOutlivedByTTLFuncEntry(t *testing.T) {
 	_, rdb := redistest.RealSingle(t)
 	ctx := context.Background()

@@ -149,7 +149,7 @@ func (p *tlsPair) deleteHeard(t *testing.T) {
 			t.Fatal(err)
 		}
 		for wait := time.Now().Add(2 * time.Second); time.Now().Before(wait); time.Sleep(10 * time.Millisecond) {
-			if _, held := p.b.local.Get(p.key); !held && p.b.Stats().InvalidationsReceived > received {
+			if _, held := p.b.tier.Store().Get(p.key); !held && p.b.Stats().InvalidationsReceived > received {
 				return
 			}
 		}
@@ -163,7 +163,7 @@ func (p *tlsPair) deleteHeard(t *testing.T) {
 // round passes again; tracking holds its bound across the failover.
 func (p *tlsPair) afterFailover(t *testing.T, promoted *redistest.Server) {
 	t.Helper()
-	for deadline := time.Now().Add(trackWait); subscribers(t, promoted, p.b.channel) == 0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(trackWait); subscribers(t, promoted, p.b.bus.Channel()) == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("b's subscriber never moved to the promoted master %s", promoted.Addr)
 		}

@@ -37,7 +37,7 @@ func newTracked(t *testing.T, rdb redis.UniversalClient, opts ...Option) *tracke
 	redistest.NeedServer(t) // miniredis has no CLIENT TRACKING
 	tc := &tracked{ping: make(chan struct{}, 1), ups: make(chan bool, 16)}
 	h := &hooks{
-		onTrack: func(keys []string) {
+		OnTrack: func(keys []string) {
 			tc.mu.Lock()
 			if keys == nil {
 				tc.seen = append(tc.seen, "")
@@ -49,7 +49,7 @@ func newTracked(t *testing.T, rdb redis.UniversalClient, opts ...Option) *tracke
 			default:
 			}
 		},
-		onTracking: func(up bool) {
+		OnTracking: func(up bool) {
 			tc.mu.Lock()
 			f := &tc.down
 			if up {
@@ -155,7 +155,7 @@ func (tc *tracked) hold(t *testing.T, plain redis.UniversalClient, key, fence, v
 			t.Fatalf("%q never served from the local tier", key)
 		}
 	}
-	if err := plain.Set(context.Background(), tc.rkey(fence), "x", 0).Err(); err != nil {
+	if err := plain.Set(context.Background(), tc.keys.Key(fence), "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	tc.awaitTracked(t, fence)
@@ -175,7 +175,7 @@ func (tc *tracked) hold(t *testing.T, plain redis.UniversalClient, key, fence, v
 func (tc *tracked) foreignSet(t *testing.T, plain redis.UniversalClient, key, row string) {
 	t.Helper()
 	tc.rows.Store(key, row)
-	if err := plain.Set(context.Background(), tc.rkey(key), "written by someone else", 0).Err(); err != nil {
+	if err := plain.Set(context.Background(), tc.keys.Key(key), "written by someone else", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	tc.awaitTracked(t, key)
@@ -185,7 +185,7 @@ func (tc *tracked) foreignSet(t *testing.T, plain redis.UniversalClient, key, ro
 }
 
 func (tc *tracked) inLocal(key string) bool {
-	_, ok := tc.local.Get(key)
+	_, ok := tc.tier.Store().Get(key)
 	return ok
 }
 

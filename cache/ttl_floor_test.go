@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -85,7 +86,7 @@ func TestTTLFuncUnderAMillisecondRoundedUp(t *testing.T) {
 			}
 		}
 		st := c.Stats()
-		counts := c.breaker.Counts()
+		counts := c.redis.Counts()
 		if st.RedisErrors != 0 || counts.TotalFailures != 0 || st.Breaker != BreakerClosed {
 			t.Errorf("RedisErrors %d, breaker failures %d, breaker %v; want 0, 0, closed", st.RedisErrors, counts.TotalFailures, st.Breaker)
 		}
@@ -100,20 +101,20 @@ func TestTTLFuncUnderAMillisecondRoundedUp(t *testing.T) {
 // The floor: whole milliseconds, never under one.
 func TestRedisTTLFloor(t *testing.T) {
 	for d, want := range map[time.Duration]int64{
-		1:                          1,
-		999 * time.Microsecond:     1,
-		time.Millisecond:           1,
-		1500 * time.Microsecond:    1,
-		2 * time.Millisecond:       2,
-		time.Minute:                60000,
-		-time.Second:               1,
-		2*maxTTL + time.Nanosecond: int64(2 * maxTTL / time.Millisecond),
+		1:                                1,
+		999 * time.Microsecond:           1,
+		time.Millisecond:                 1,
+		1500 * time.Microsecond:          1,
+		2 * time.Millisecond:             2,
+		time.Minute:                      60000,
+		-time.Second:                     1,
+		2*entry.MaxTTL + time.Nanosecond: int64(2 * entry.MaxTTL / time.Millisecond),
 	} {
-		if got := px(d); got != want {
-			t.Errorf("px(%v) = %d, want %d", d, got, want)
+		if got := entry.PX(d); got != want {
+			t.Errorf("entry.PX(%v) = %d, want %d", d, got, want)
 		}
-		if got := redisTTL(d); got != time.Duration(want)*time.Millisecond {
-			t.Errorf("redisTTL(%v) = %v, want %d ms", d, got, want)
+		if got := entry.RedisTTL(d); got != time.Duration(want)*time.Millisecond {
+			t.Errorf("entry.RedisTTL(%v) = %v, want %d ms", d, got, want)
 		}
 	}
 }

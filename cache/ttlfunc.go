@@ -29,8 +29,8 @@ import (
 //     reported to the error handler with an error wrapping
 //     ErrInvalidOption. Stats counts both (TTLZero, TTLInvalid).
 
-// WithTTLFunc sets fn to choose the TTL of each value (see ttlfunc.go for
-// the rule on 0, negative and too long TTLs). V must be the Cache's value
+// WithTTLFunc sets fn to choose the TTL of each value (see the rule above on 0,
+// negative and too long TTLs). V must be the Cache's value
 // type: New returns an error wrapping ErrInvalidOption otherwise. WithTTL
 // then only sets the default the null TTL is bounded by, and the longest
 // TTL of a tagged entry (WithTags): a tag's invalidation time is kept for
@@ -57,34 +57,4 @@ func ttlFuncOf[V any](cfg config) (func(string, V) time.Duration, error) {
 		return nil, fmt.Errorf("%w: WithTTLFunc for %T on a cache of %T", ErrInvalidOption, cfg.ttlFunc, zero)
 	}
 	return fn, nil
-}
-
-// valueTTL is the TTL (before jitter) to cache v under key with; ok is false
-// when v must not be cached.
-func (c *Cache[V]) valueTTL(key string, v V) (ttl time.Duration, ok bool) {
-	if c.ttlFunc == nil {
-		return c.cfg.ttl, true
-	}
-	d, err := c.callTTLFunc(key, v)
-	switch {
-	case err == nil && d > 0 && d <= maxTTL:
-		return d, true
-	case err == nil && d == 0:
-		c.stats.ttlZero.Add(1)
-		return 0, false
-	case err == nil:
-		err = fmt.Errorf("%w: TTL func returned %v for %q (not cached)", ErrInvalidOption, d, key)
-	}
-	c.stats.ttlInvalid.Add(1)
-	c.report(logUncacheable, key, err)
-	return 0, false
-}
-
-func (c *Cache[V]) callTTLFunc(key string, v V) (d time.Duration, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: TTL func panicked for %q (not cached): %v", ErrInvalidOption, key, p)
-		}
-	}()
-	return c.ttlFunc(key, v), nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +23,7 @@ func ttlByValue(_ string, v string) time.Duration {
 	case "negative":
 		return -time.Second
 	case "huge":
-		return 2 * maxTTL
+		return 2 * entry.MaxTTL
 	case "panic":
 		panic("bad value")
 	}
@@ -57,7 +58,7 @@ func checkPTTL(t *testing.T, rdb redis.UniversalClient, rkey string, base time.D
 	t.Helper()
 	pttl := rdb.PTTL(context.Background(), rkey).Val()
 	if pttl < base*8/10 || pttl > base*11/10 {
-		t.Fatalf("%s: PTTL %v, want %v jittered by 10%%", rkey, pttl, base)
+		t.Fatalf("%s: PTTL %v, want %v entry.Jittered by 10%%", rkey, pttl, base)
 	}
 }
 
@@ -130,7 +131,7 @@ func TestTTLFuncFillsAndWrites(t *testing.T) {
 		}
 		// A refresh takes its TTL from the refreshed value.
 		filled := make(chan bool, 1)
-		c.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+		c.hooks().OnFill = func(_ string, ok bool) { filled <- ok }
 		c.Set(ctx, "r", "hour")
 		c.MarkStale(ctx, time.Minute, "r")
 		c.Get(ctx, "r", func(context.Context, string) (string, error) { return "minute", nil })

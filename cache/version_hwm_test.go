@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/write"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -128,10 +129,10 @@ func isSetWrite(cmd redis.Cmder, err error) bool {
 	}
 	switch cmd.Name() {
 	case "evalsha":
-		return args[1] == setKeepingVersionScript.Hash()
+		return args[1] == write.SetKeepingVersionScript.Hash()
 	case "eval":
 		src, _ := args[1].(string)
-		return redis.NewScript(src).Hash() == setKeepingVersionScript.Hash()
+		return redis.NewScript(src).Hash() == write.SetKeepingVersionScript.Hash()
 	}
 	return false
 }

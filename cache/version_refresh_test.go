@@ -13,7 +13,7 @@ func TestVersionSurvivesRefreshAndMarkStale(t *testing.T) {
 	c := newCache[string](t, rdb, WithEarlyRefresh(1))
 	c.SetVersioned(ctx, "k", "v5", 5)
 	filled := make(chan bool, 1)
-	c.hooks.onFill = func(_ string, ok bool) { filled <- ok }
+	c.hooks().OnFill = func(_ string, ok bool) { filled <- ok }
 	nearExpiry(c, 10*time.Minute)
 	c.Get(ctx, "k", func(context.Context, string) (string, error) { return "refreshed", nil })
 	if !<-filled {

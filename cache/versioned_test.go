@@ -88,9 +88,9 @@ func TestVersionedSetBeatsInFlightFill(t *testing.T) {
 	_, rdb := newSingle(t)
 	ctx := context.Background()
 	c := newCache[string](t, rdb)
-	c.hooks.afterLoad = func(key string) { c.SetVersioned(ctx, key, "pushed", 3) }
+	c.hooks().AfterLoad = func(key string) { c.SetVersioned(ctx, key, "pushed", 3) }
 	c.Get(ctx, "k", func(context.Context, string) (string, error) { return "loaded", nil })
-	c.hooks.afterLoad = nil
+	c.hooks().AfterLoad = nil
 	if v, _ := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "x", nil }); v != "pushed" {
 		t.Fatalf("got %q", v)
 	}

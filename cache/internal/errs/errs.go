@@ -1,0 +1,79 @@
+// Package errs holds the cache's sentinel errors, which every component
+// returns and package cache exports under the same names, and the rules
+// that classify an error from Redis: the caller's own context, a reply
+// error of one command, a key of another Redis type.
+package errs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/option"
+	"github.com/cacheguard/cacheguard/internal/wire"
+	"github.com/redis/go-redis/v9"
+)
+
+// The sentinels; package cache documents each where it exports it.
+var (
+	ErrNotFound            = errors.New("cacheguard: cache: not found")
+	ErrWaitTimeout         = errors.New("cacheguard: cache: timed out waiting for another caller's fill")
+	ErrInvalidKey          = errors.New("cacheguard: cache: invalid key")
+	ErrNilLoader           = errors.New("cacheguard: cache: nil loader")
+	ErrValueTooLarge       = errors.New("cacheguard: cache: value too large")
+	ErrClosed              = errors.New("cacheguard: cache: closed")
+	ErrRedis               = errors.New("cacheguard: cache: redis")
+	ErrInvalidOption       = option.Sentinel("cache")
+	ErrSubscriptionRefused = errors.New("cacheguard: cache: subscription refused by the Redis ACL")
+	ErrCircuitOpen         = errors.New("cacheguard: cache: redis circuit open")
+	ErrRateLimited         = errors.New("cacheguard: cache: rate limited")
+	ErrUnsupportedServer   = errors.New("cacheguard: cache: unsupported redis server")
+	// ErrInvalidTag wraps ErrInvalidOption.
+	ErrInvalidTag = fmt.Errorf("%w: invalid tag", ErrInvalidOption)
+)
+
+// CheckKey refuses a key no caller may use: empty, or starting with the
+// generation mark (wire.ReservedKey).
+func CheckKey(key string) error {
+	if key == "" || wire.ReservedKey(key) {
+		return ErrInvalidKey
+	}
+	return nil
+}
+
+// Caller returns ctx's own error in place of err once ctx has ended. With
+// ContextTimeoutEnabled, go-redis reports a caller's deadline that ran out
+// during a read as a network timeout; taken for a Redis failure, it would
+// count against the breaker and start fallback loads while Redis is healthy.
+//
+// The socket deadline go-redis sets is the context's own deadline, and it can
+// fire a moment before the context's timer marks the context done, so a
+// deadline already reached counts too.
+func Caller(ctx context.Context, err error) error {
+	if err != nil && !errors.Is(err, redis.Nil) {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return context.DeadlineExceeded
+		}
+	}
+	return err
+}
+
+// IsCtx reports a context's own error (the caller gave up; nothing failed).
+func IsCtx(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// IsWrongType reports a WRONGTYPE reply: the key holds another Redis type.
+func IsWrongType(err error) bool { return err != nil && redis.HasErrorPrefix(err, "WRONGTYPE") }
+
+// IsReply reports an error Redis answered for one command (it did not
+// run); anything else (a lost connection, a timeout) leaves unknown whether
+// the command ran.
+func IsReply(err error) bool {
+	var reply redis.Error
+	return err != nil && !errors.Is(err, redis.Nil) && errors.As(err, &reply)
+}

@@ -1,0 +1,279 @@
+package transport
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/script"
+	"github.com/redis/go-redis/v9"
+)
+
+// The engine's single-key commands share round trips: its GETs, the lease
+// attempts (SET NX GET) and fills (a script by SHA) of a Get, and a lone
+// key's Set and Delete. Each Redis node (the single server, the master of a
+// failover client, each master of a cluster, each shard of a ring) has two
+// queues: one for its reads (the GETs) and one for its writes (every other
+// command), so that writes a server holds back (CLIENT PAUSE WRITE, as a
+// failover does) never hold a read. A command goes out at once, as one
+// plain command, while fewer than ReadsInFlight commands of its queue are
+// under way: a lone caller pays one round trip and nothing else. Otherwise
+// it waits in the queue, and when a command of the queue ends, everything
+// queued goes out together as one pipeline (at most MaxReadBatch commands;
+// the rest go in the next one), so N concurrent callers cost about one
+// round trip per batch instead of one connection each. A script answered
+// NOSCRIPT (the server lost its script cache) is sent again with its body,
+// in one more pipeline or, alone, as a plain EVAL (internal/script):
+// a script that ran never runs twice.
+//
+// A caller whose context ends while its command waits leaves at once with
+// its context's error (a command already sent for it in a pipeline is left
+// to finish, its reply dropped; a command not yet sent never is); the
+// others are not affected. A read sent plain ends by its context on any
+// client too (sendCmd).
+//
+// A read counts against its queue until its reply comes or its caller
+// leaves, whichever is first: a plain read whose caller left goes on alone,
+// on a goroutine counted for Close, and a pipeline of reads once every
+// caller of it has left; the queue's next commands go out meanwhile, so
+// reads never wait behind reads nobody waits for. Each of those holds a
+// connection until its reply comes or the client's own timeouts end it
+// (ReadTimeout, retried MaxRetries times); how many a node can hold at once
+// is bounded by the client's pool (PoolSize per node: past it go-redis
+// makes a command wait PoolTimeout for a connection). A write counts until
+// its reply comes, whoever waits for it (a fill's outcome is needed even
+// after its callers left, and a write that landed must invalidate): the
+// writes of a node hold at most ReadsInFlight connections, however long
+// the server holds them back.
+//
+// A command that fails in a pipeline fails only its own caller; a
+// connection failure fails the callers whose commands were on it, each
+// counted by the breaker as its own failure. On a cluster the pipeline
+// follows MOVED and ASK replies as any go-redis pipeline does; the queues a
+// key joins are its slot's master's at the time it is sent (nodes.go),
+// which only groups the commands: where they go is the client's routing
+// (replicas included). go-redis hooks see each queued command, by its own
+// name, in a pipeline.
+
+const (
+	// ReadsInFlight is how many commands of one queue go out without
+	// queueing: two, so that one slow reply (a big value, a stalled
+	// connection) does not hold every other command of its node, and so
+	// that one batch is built and decoded while the other is on the wire.
+	ReadsInFlight = 2
+	// MaxReadBatch bounds one pipeline of queued commands, and with it the
+	// memory a burst of callers holds in one round trip.
+	MaxReadBatch = 512
+)
+
+// nodeQueue is one node's queues: its reads and its writes.
+type nodeQueue struct {
+	key    string // a key the node served when the queue was made (nodes.go)
+	reads  cmdQueue
+	writes cmdQueue
+}
+
+// of is the node's queue of reads (read) or of writes.
+func (n *nodeQueue) of(read bool) *cmdQueue {
+	if read {
+		return &n.reads
+	}
+	return &n.writes
+}
+
+// cmdQueue is one kind of a node's commands: those under way and those
+// waiting for them.
+type cmdQueue struct {
+	mu      sync.Mutex
+	busy    int // commands under way (plain or a pipeline) that count
+	waiting []*queued
+}
+
+// queued is one caller's command waiting in a queue or sent in a batch.
+// Its reply is written into cmd, which its caller reads once done is
+// signalled, and never after leaving on its context's end.
+type queued struct {
+	cmd      redis.Cmder
+	script   *script.Call    // non-nil: cmd is this script's EVALSHA (a *redis.Cmd)
+	ctx      context.Context // the caller's, for its values
+	deadline time.Time       // the caller's, zero if none
+	done     chan struct{}
+	sent     *sentBatch // the batch it went out in (under its queue's mu)
+}
+
+// sentBatch is a pipeline of queued commands under way. It counts against
+// its queue until its replies come or, in a queue of reads, every caller of
+// it has left; whichever is first gives its place back (ended).
+type sentBatch struct {
+	cmds    []*queued
+	callers int  // callers still waiting for its replies (under the queue's mu)
+	ended   bool // its place was given back (under the queue's mu)
+}
+
+var queuedCmds = sync.Pool{New: func() any { return &queued{done: make(chan struct{}, 1)} }}
+
+// Get reads rkey's bytes from Redis through the queue of the reads of
+// its node: redis.Nil when there is no such key, ctx's error if ctx ended
+// first.
+func (c *Redis) Get(ctx context.Context, rkey string) ([]byte, error) {
+	if c.hooks != nil && c.hooks.ReadVia != nil {
+		return c.hooks.ReadVia.Get(ctx, rkey).Bytes()
+	}
+	cmd := redis.NewStringCmd(ctx, "get", rkey)
+	if err := c.sendCmd(ctx, rkey, cmd, nil, true); err != nil {
+		return nil, err
+	}
+	return cmd.Bytes()
+}
+
+// Send sends cmd, a write on the one key rkey (a script's EVALSHA when sc
+// is not nil), through the queue of the writes of rkey's node, and returns
+// once cmd holds its reply; or, if ctx ends while cmd waits in the queue,
+// at once with ctx's error, after which cmd must not be read. A command
+// sent plain is bounded by ctx as far as the client applies it: the writes
+// bound their calls themselves (the write path), and must see the outcome of
+// a write that landed.
+func (c *Redis) Send(ctx context.Context, rkey string, cmd redis.Cmder, sc *script.Call) error {
+	return c.sendCmd(ctx, rkey, cmd, sc, false)
+}
+
+// sendCmd is send; read sends cmd, a read, through the queue of the reads,
+// and makes it end by ctx on any client (internal/call): on one without
+// ContextTimeoutEnabled a read whose context ends is then left to finish on
+// a goroutine of its own, and the caller leaves with ctx's error, giving
+// the read's place in the queue back.
+func (c *Redis) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc *script.Call, read bool) error {
+	q := c.queues.queue(ctx, c.rdb, rkey).of(read)
+	q.mu.Lock()
+	if q.busy < ReadsInFlight && len(q.waiting) == 0 {
+		q.busy++
+		q.mu.Unlock()
+		// The place goes back when sendPlain returns (even if a hook
+		// panics: the queue must move on), or once a read's caller left.
+		defer c.sendQueued(q)
+		if !read || ctx.Done() == nil { // nothing to bound it by: inline
+			c.sendPlain(ctx, cmd, sc)
+			return nil
+		}
+		_, err := call.Do(c.calls, ctx, 0, func(ctx context.Context) (struct{}, error) {
+			c.sendPlain(ctx, cmd, sc)
+			return struct{}{}, nil
+		}, nil)
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		q.mu.Unlock()
+		return err
+	}
+	g := queuedCmds.Get().(*queued)
+	g.cmd, g.script, g.ctx = cmd, sc, ctx
+	g.deadline, _ = ctx.Deadline()
+	q.waiting = append(q.waiting, g)
+	q.mu.Unlock()
+	select {
+	case <-g.done:
+		*g = queued{done: g.done}
+		queuedCmds.Put(g)
+		return nil
+	case <-ctx.Done():
+		// Sent already, g is left to the batch (and the garbage collector).
+		if next := q.leave(g, read); next != nil {
+			c.sendBatches(q, next)
+		}
+		return ctx.Err()
+	}
+}
+
+// leave takes g, whose caller's context ended, out of q if it waits there.
+// If it was sent, and read, and it was the last caller its batch waited
+// for, the batch's place goes back: leave returns the next batch to send
+// (nil if none waits).
+func (q *cmdQueue) leave(g *queued, read bool) *sentBatch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if i := slices.Index(q.waiting, g); i >= 0 {
+		q.waiting = slices.Delete(q.waiting, i, i+1)
+		return nil
+	}
+	b := g.sent
+	if b.callers--; !read || b.callers > 0 || b.ended {
+		return nil
+	}
+	b.ended = true
+	return q.takeLocked()
+}
+
+// sendPlain sends cmd as one plain command (a script's EVALSHA answered
+// NOSCRIPT again as EVAL: script.Process).
+func (c *Redis) sendPlain(ctx context.Context, cmd redis.Cmder, sc *script.Call) {
+	if sc != nil {
+		script.Process(ctx, c.rdb, cmd.(*redis.Cmd), *sc)
+		return
+	}
+	_ = c.rdb.Process(ctx, cmd)
+}
+
+// sendQueued gives back the place of one of q's plain commands: if callers
+// queued meanwhile, their commands go out in pipelines, one after another
+// until the queue is empty, on a goroutine counted for Close; otherwise q
+// has one command less under way.
+func (c *Redis) sendQueued(q *cmdQueue) {
+	if b := q.take(); b != nil {
+		c.sendBatches(q, b)
+	}
+}
+
+// sendBatches sends b, then every batch q holds after it, on a goroutine
+// counted for Close; once Close has begun waiting for those, on the
+// caller's goroutine instead (a command sent plain may end after Close
+// returned, and nothing of the cache's may run after it). It is apart from
+// sendQueued so that the closure's variables are allocated only when there
+// is a batch, not on every command.
+func (c *Redis) sendBatches(q *cmdQueue, b *sentBatch) {
+	send := func() {
+		for ; b != nil; b = q.next(b) {
+			c.sendCmds(b.cmds)
+		}
+	}
+	if !c.flight.TryGo(send) {
+		send()
+	}
+}
+
+// take takes the next batch of q's waiting commands in the place of a
+// command that ended, or, when none waits, gives that place back and
+// returns nil.
+func (q *cmdQueue) take() *sentBatch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.takeLocked()
+}
+
+// next is take once b's replies came; nil if b's place was given back
+// already (every caller of it left).
+func (q *cmdQueue) next(b *sentBatch) *sentBatch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if b.ended {
+		return nil
+	}
+	b.ended = true
+	return q.takeLocked()
+}
+
+// takeLocked is take; q.mu is held.
+func (q *cmdQueue) takeLocked() *sentBatch {
+	if len(q.waiting) == 0 {
+		q.busy--
+		return nil
+	}
+	n := min(len(q.waiting), MaxReadBatch)
+	b := &sentBatch{cmds: slices.Clone(q.waiting[:n]), callers: n}
+	for _, g := range b.cmds {
+		g.sent = b
+	}
+	q.waiting = slices.Delete(q.waiting, 0, n)
+	return b
+}

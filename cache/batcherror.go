@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -80,4 +81,12 @@ func (e *BatchError) Error() string {
 		fmt.Fprintf(&b, "%s%q: %s", sep, k, strings.TrimPrefix(e.errs[k].Error(), "cacheguard: cache: "))
 	}
 	return b.String()
+}
+
+func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[V]) (map[string]V, error) {
+	out, failed, err := c.eng.GetMany(ctx, keys, load)
+	if err != nil {
+		return nil, err
+	}
+	return out, newBatchError(keys, failed)
 }

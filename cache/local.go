@@ -61,21 +61,6 @@ type HotKeys interface {
 	IsHot(key string) bool
 }
 
-type localConfig struct {
-	maxBytes  int64
-	ristretto bool   // WithLocalRistretto
-	store     any    // LocalStore[V], checked in New
-	storeBy   string // the option that chose the store: only one may
-	ttl       time.Duration
-	stale     time.Duration
-	admitAll  bool
-	hot       HotKeys
-	channel   string
-
-	healthInterval, healthTimeout time.Duration // WithInvalidationHealthCheck
-	tracking                      bool          // WithTracking
-}
-
 // WithLocal turns on the local tier with room for maxBytes of values, on
 // otter v2, the default store. Admission follows WithHotKeys (only hot keys,
 // the usual choice) or WithLocalAdmitAll; one of them is required. WithLocal,
@@ -173,13 +158,6 @@ func WithInvalidationChannel(name string) Option {
 		c.local.channel = name
 	}
 }
-
-func defaultLocalConfig() localConfig {
-	return localConfig{ttl: time.Second, stale: 10 * time.Second,
-		healthInterval: time.Second, healthTimeout: time.Second}
-}
-
-func (l *localConfig) enabled() bool { return l.maxBytes > 0 || l.store != nil }
 
 // newLocalStore builds the configured store for V.
 func newLocalStore[V any](l localConfig) (LocalStore[V], error) {

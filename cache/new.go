@@ -124,8 +124,8 @@ func open[V any](rdb redis.UniversalClient, cfg config) (*Cache[V], error) {
 		parts.Hot = cfg.local.hot
 	}
 	c.eng = engine.New(engine.Config{Wait: cfg.wait, LoadOnTimeout: cfg.loadOnTimeout, LoadTimeout: cfg.loadTimeout,
-		SoftLoadTimeout: cfg.softLoadTimeout, EarlyBeta: cfg.earlyBeta, Filter: filterOf(cfg.filter), MissFilter: filterOf(cfg.missFilter),
-		Limiter: limiterOf(cfg.limiter), FallbackLoads: cfg.fallbackLoads, MaxLoads: cfg.maxLoads}, parts)
+		SoftLoadTimeout: cfg.softLoadTimeout, EarlyBeta: cfg.earlyBeta, Filter: cfg.filter, MissFilter: cfg.missFilter,
+		Limiter: cfg.limiter, FallbackLoads: cfg.fallbackLoads, MaxLoads: cfg.maxLoads}, parts)
 	c.write = write.New(write.Config{LoadTimeout: cfg.loadTimeout}, parts, c.bus, c.eng)
 	if err := c.gens.Sync(context.Background()); err != nil {
 		// Synced again every health interval (internal/generation).
@@ -157,27 +157,5 @@ func (c *Cache[V]) errorHandler() func(key string, err error) {
 			err = &KeyError{Key: key, Err: err}
 		}
 		fn(err)
-	}
-}
-
-// filterOf is f for the engine (nil: none, not a nil interface inside one).
-func filterOf(f Filter) engine.Filter {
-	if f == nil {
-		return nil
-	}
-	return f
-}
-
-// limiterOf asks l for the engine, nil without one.
-func limiterOf(l KeyLimiter) engine.Limiter {
-	if l == nil {
-		return nil
-	}
-	return func(ctx context.Context, load bool, key string) (bool, error) {
-		op := LimitRead
-		if load {
-			op = LimitLoad
-		}
-		return l.Allow(ctx, op, key)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"math"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/engine"
 	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/cacheguard/cacheguard/cache/internal/hook"
+	"github.com/cacheguard/cacheguard/cache/internal/local"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 	"github.com/cacheguard/cacheguard/internal/option"
 )
@@ -30,12 +32,12 @@ type config struct {
 	loadOnTimeout bool
 	maxValueSize  int
 	compressAt    int // WithCompression
-	codec         Codec
+	codec         entry.Codec
 	logger        *slog.Logger
 	onError       func(error)
 	logInterval   time.Duration // WithLogInterval
-	filter        Filter
-	missFilter    Filter
+	filter        engine.Filter // WithBloom
+	missFilter    engine.Filter // WithBloomOnMiss
 	local         localConfig
 	earlyBeta     float64
 
@@ -44,10 +46,10 @@ type config struct {
 	fallbackLoads   int
 	maxLoads        int
 	closeTimeout    time.Duration
-	observer        Observer      // WithObserver
-	limiter         KeyLimiter    // WithKeyRateLimit
-	softLoadTimeout time.Duration // WithSoftLoadTimeout
-	ttlFunc         any           // WithTTLFunc: a func(string, V) time.Duration, checked by New
+	observer        Observer       // WithObserver
+	limiter         engine.Limiter // WithKeyRateLimit
+	softLoadTimeout time.Duration  // WithSoftLoadTimeout
+	ttlFunc         any            // WithTTLFunc: a func(string, V) time.Duration, checked by New
 
 	hooks *hook.Set // tests only: installed before any goroutine starts
 
@@ -278,3 +280,25 @@ func (c *config) validate() error {
 	}
 	return c.errs.Err()
 }
+
+type localConfig struct {
+	maxBytes  int64
+	ristretto bool   // WithLocalRistretto
+	store     any    // LocalStore[V], checked in New
+	storeBy   string // the option that chose the store: only one may
+	ttl       time.Duration
+	stale     time.Duration
+	admitAll  bool
+	hot       local.HotKeys
+	channel   string
+
+	healthInterval, healthTimeout time.Duration // WithInvalidationHealthCheck
+	tracking                      bool          // WithTracking
+}
+
+func defaultLocalConfig() localConfig {
+	return localConfig{ttl: time.Second, stale: 10 * time.Second,
+		healthInterval: time.Second, healthTimeout: time.Second}
+}
+
+func (l *localConfig) enabled() bool { return l.maxBytes > 0 || l.store != nil }

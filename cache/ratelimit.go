@@ -57,7 +57,14 @@ func WithKeyRateLimit(l KeyLimiter) Option {
 	return func(c *config) {
 		if l == nil {
 			c.errs.Invalid("nil key rate limiter")
+			return
 		}
-		c.limiter = l
+		c.limiter = func(ctx context.Context, load bool, key string) (bool, error) {
+			op := LimitRead
+			if load {
+				op = LimitLoad
+			}
+			return l.Allow(ctx, op, key)
+		}
 	}
 }

@@ -24,7 +24,9 @@
 package bus
 
 import (
+	"context"
 	"crypto/rand"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -98,3 +100,18 @@ func (b *Bus) observeLag(d time.Duration) {
 
 // Close ends the subscription (the hub is the caller's).
 func (b *Bus) Close() { b.sub.Close() }
+
+type publisher struct {
+	mu      sync.Mutex
+	queue   []*pendingInval
+	running bool   // a sender goroutine is draining the queue
+	seq     uint64 // last sequence number used; only the sender touches it
+}
+
+type pendingInval struct {
+	keys    []string
+	tags    []string // invalidated at tagTime (Unix ms): the write path
+	tagTime int64
+	ctx     context.Context // the writer's, without its cancellation (values only)
+	done    chan struct{}   // closed once the keys are sent or given up
+}

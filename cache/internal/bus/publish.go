@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
@@ -32,21 +31,6 @@ const (
 	publishAttempts = 5
 	publishRetryMin = 10 * time.Millisecond
 )
-
-type publisher struct {
-	mu      sync.Mutex
-	queue   []*pendingInval
-	running bool   // a sender goroutine is draining the queue
-	seq     uint64 // last sequence number used; only the sender touches it
-}
-
-type pendingInval struct {
-	keys    []string
-	tags    []string // invalidated at tagTime (Unix ms): the write path
-	tagTime int64
-	ctx     context.Context // the writer's, without its cancellation (values only)
-	done    chan struct{}   // closed once the keys are sent or given up
-}
 
 // Publish queues keys for the other instances and waits until they are
 // sent or ctx ends; they are sent either way.

@@ -95,3 +95,15 @@ func (c *Engine[V]) fillDetached(ctx context.Context, keys []string, load BatchL
 	}
 	return ferr
 }
+
+// oneOf loads one key through a batch loader.
+func oneOf[V any](load BatchLoader[V]) Loader[V] {
+	return func(ctx context.Context, key string) (V, error) {
+		rows, err := load(ctx, []string{key})
+		v, ok := rows[key]
+		if err == nil && !ok {
+			err = errs.ErrNotFound
+		}
+		return v, err
+	}
+}

@@ -173,15 +173,3 @@ func (c *Engine[V]) settleMany(ctx context.Context, key string, load BatchLoader
 		failed[key] = err
 	}
 }
-
-// oneOf loads one key through a batch loader.
-func oneOf[V any](load BatchLoader[V]) Loader[V] {
-	return func(ctx context.Context, key string) (V, error) {
-		rows, err := load(ctx, []string{key})
-		v, ok := rows[key]
-		if err == nil && !ok {
-			err = errs.ErrNotFound
-		}
-		return v, err
-	}
-}

@@ -44,3 +44,9 @@ func (vc valueCodec[V]) decode(b []byte) (V, error) {
 	err := vc.codec.Unmarshal(b, &v)
 	return v, err
 }
+
+// Codec turns values into bytes and back (cache.Codec).
+type Codec interface {
+	Marshal(v any) ([]byte, error)
+	Unmarshal(data []byte, v any) error
+}

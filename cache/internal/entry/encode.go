@@ -76,3 +76,21 @@ func (f *Format[V]) TaggedEntry(null bool, version uint64, delta time.Duration, 
 	f.rec.Size("write", n)
 	return wire.AppendTaggedEnvelope(make([]byte, 0, n), flags, version, f.Now().Add(ttl), delta, created, tags, seen, payload), ttl
 }
+
+// tagsOf returns v's tags, checked against the limits; a panic of the tag
+// function is an error.
+func (f *Format[V]) tagsOf(key string, v V) (tags []string, err error) {
+	if f.cfg.Tags == nil {
+		return nil, nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			tags, err = nil, fmt.Errorf("%w: tag function for %q panicked: %v", errs.ErrInvalidTag, key, p)
+		}
+	}()
+	tags = f.cfg.Tags(key, v)
+	if err := wire.CheckTags(tags); err != nil {
+		return nil, fmt.Errorf("%w: %q: %w", errs.ErrInvalidTag, key, err)
+	}
+	return tags, nil
+}

@@ -12,12 +12,6 @@ import (
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 )
 
-// Codec turns values into bytes and back (cache.Codec).
-type Codec interface {
-	Marshal(v any) ([]byte, error)
-	Unmarshal(data []byte, v any) error
-}
-
 // Config is what a Format is made of; New checked it.
 type Config[V any] struct {
 	Codec        Codec

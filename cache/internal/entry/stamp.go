@@ -1,10 +1,8 @@
 package entry
 
 import (
-	"fmt"
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
@@ -12,24 +10,6 @@ import (
 // entry whose loader read no tag time is invalidated by a tag invalidated
 // up to this long after the entry's load started (see Stamp.InvalidBy).
 const TagClockMargin = 100 * time.Millisecond
-
-// tagsOf returns v's tags, checked against the limits; a panic of the tag
-// function is an error.
-func (f *Format[V]) tagsOf(key string, v V) (tags []string, err error) {
-	if f.cfg.Tags == nil {
-		return nil, nil
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			tags, err = nil, fmt.Errorf("%w: tag function for %q panicked: %v", errs.ErrInvalidTag, key, p)
-		}
-	}()
-	tags = f.cfg.Tags(key, v)
-	if err := wire.CheckTags(tags); err != nil {
-		return nil, fmt.Errorf("%w: %q: %w", errs.ErrInvalidTag, key, err)
-	}
-	return tags, nil
-}
 
 // Stamp is what a tagged entry records (its envelope's tag section, kept
 // by the local tier too): its tags, when its load started (Unix ms), and per

@@ -32,16 +32,15 @@ func (l Lease) Placeholder() string { return l.ph }
 type Leases struct {
 	ttl   time.Duration
 	redis *transport.Redis
-	hub   *pubsub.Hub
-	life  *life.Group
 	rec   *telemetry.Recorder
 	hooks *hook.Set
-	fills listener // wakes waiters when a fill lands (notify.go)
+	fills *listener // wakes waiters when a fill lands (notify.go)
 }
 
 // New returns the leases, of ttl each, of a cache.
 func New(ttl time.Duration, r *transport.Redis, hub *pubsub.Hub, g *life.Group, rec *telemetry.Recorder, hooks *hook.Set) *Leases {
-	return &Leases{ttl: ttl, redis: r, hub: hub, life: g, rec: rec, hooks: hooks}
+	return &Leases{ttl: ttl, redis: r, rec: rec, hooks: hooks,
+		fills: &listener{rdb: r.Client(), hub: hub, closing: g.Closing(), ttl: ttl, hooks: hooks}}
 }
 
 // TTL is a lease's length.
@@ -57,7 +56,7 @@ func (ls *Leases) New(rkey string) (Lease, error) {
 	if _, err := rand.Read(tok[:]); err != nil {
 		return Lease{}, err
 	}
-	return Lease{Key: rkey, ph: wire.Placeholder(tok), notify: ls.target(rkey)}, nil
+	return Lease{Key: rkey, ph: wire.Placeholder(tok), notify: ls.fills.target(rkey)}, nil
 }
 
 // Acquire sends the attempts of leases, SET key placeholder NX GET PX ttl,
@@ -136,4 +135,22 @@ func (ls *Leases) Release(ctx context.Context, leases []Lease) {
 	if err != nil {
 		ls.rec.Report(telemetry.LeaseRelease, leases[0].Key, ls.redis.Error(leases[0].Key, "release lease", err))
 	}
+}
+
+// MarkWaited marks the placeholders prev[i] of rkeys as waited for, in one
+// pipeline; it returns which ones still held them (false: look again now).
+func (ls *Leases) MarkWaited(ctx context.Context, rkeys []string, prev [][]byte) ([]bool, error) {
+	return ls.fills.markWaited(ctx, rkeys, prev)
+}
+
+// Listen registers a waiter for the fill channels of rkeys, subscribing
+// where needed. It returns nil when notifications are off for this client.
+func (ls *Leases) Listen(ctx context.Context, rkeys []string) *Waiter {
+	return ls.fills.listen(ctx, rkeys)
+}
+
+// Await waits out one step of a lease wait: until w hears a fill, the next
+// poll, the end of left, or ctx.
+func (ls *Leases) Await(ctx context.Context, w *Waiter, backoff *time.Duration, left time.Duration, key string) error {
+	return ls.fills.await(ctx, w, backoff, left, key)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/hook"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/cacheguard/cacheguard/internal/wire"
@@ -46,7 +47,7 @@ const (
 )
 
 // notifiedPoll is how often a waiter that will be notified still retries
-// (at most; see Leases.notifiedPoll).
+// (at most; see listener.notifiedPoll).
 const notifiedPoll = 200 * time.Millisecond
 
 // confirmTimeout bounds the wait for a new subscription's confirmation; past
@@ -59,8 +60,8 @@ type target struct {
 	cmd, channel string
 }
 
-func (ls *Leases) target(rkey string) target {
-	switch ls.redis.Client().(type) {
+func (fl *listener) target(rkey string) target {
+	switch fl.rdb.(type) {
 	case *redis.Ring:
 		// A ring shards channels and keys apart: no script could reach
 		// the key's channel.
@@ -71,20 +72,20 @@ func (ls *Leases) target(rkey string) target {
 	return target{"publish", wire.FillChannelPrefix + rkey}
 }
 
-// MarkWaited marks the placeholders prev[i] of rkeys as waited for, in one
+// markWaited marks the placeholders prev[i] of rkeys as waited for, in one
 // pipeline; it returns which ones still held them (false: look again now).
-func (ls *Leases) MarkWaited(ctx context.Context, rkeys []string, prev [][]byte) ([]bool, error) {
+func (fl *listener) markWaited(ctx context.Context, rkeys []string, prev [][]byte) ([]bool, error) {
 	calls := make([]script.Call, len(rkeys))
 	for i, k := range rkeys {
 		calls[i] = script.Call{Script: MarkWaitScript, Keys: []string{k}, Args: []any{wire.PlaceholderBase(prev[i])}}
 	}
-	cmds, err := script.Run(ctx, ls.redis.Client(), calls)
+	cmds, err := script.Run(ctx, fl.rdb, calls)
 	held := make([]bool, len(rkeys))
 	for i, cmd := range cmds {
 		n, _ := cmd.Int()
 		held[i] = n == 1
-		if held[i] && ls.hooks != nil && ls.hooks.OnWaitMarked != nil {
-			ls.hooks.OnWaitMarked(rkeys[i])
+		if held[i] && fl.hooks != nil && fl.hooks.OnWaitMarked != nil {
+			fl.hooks.OnWaitMarked(rkeys[i])
 		}
 	}
 	return held, err
@@ -95,6 +96,12 @@ func (ls *Leases) MarkWaited(ctx context.Context, rkeys []string, prev [][]byte)
 // someone here waits on it; each fill message wakes the waiters registered
 // for its channel.
 type listener struct {
+	rdb     redis.UniversalClient
+	hub     *pubsub.Hub
+	closing context.Context // cancelled by Close: the subscriptions end
+	ttl     time.Duration   // a lease's
+	hooks   *hook.Set
+
 	mu    sync.Mutex
 	chans map[string]*fillChan // by channel
 }
@@ -111,7 +118,7 @@ type fillChan struct {
 
 // Waiter is one call waiting for fills of one or more keys.
 type Waiter struct {
-	ls       *Leases
+	fl       *listener
 	ch       chan struct{} // a fill message arrived for one of channels
 	channels []string
 	// OK: every channel's subscription was confirmed, so a fill that lands
@@ -137,22 +144,21 @@ func (fc *fillChan) Down(string, error)        {}
 func (fc *fillChan) Healthy(string, time.Time) {}
 func (fc *fillChan) Report(error)              {}
 
-// Listen registers a waiter for the fill channels of rkeys, subscribing
+// listen registers a waiter for the fill channels of rkeys, subscribing
 // where needed. It returns nil when notifications are off for this client.
-func (ls *Leases) Listen(ctx context.Context, rkeys []string) *Waiter {
-	if ls.target(rkeys[0]).cmd == "" || (ls.hooks != nil && ls.hooks.NoFillNotify) {
+func (fl *listener) listen(ctx context.Context, rkeys []string) *Waiter {
+	if fl.target(rkeys[0]).cmd == "" || (fl.hooks != nil && fl.hooks.NoFillNotify) {
 		return nil
 	}
-	w := &Waiter{ls: ls, ch: make(chan struct{}, 1)}
-	fl := &ls.fills
+	w := &Waiter{fl: fl, ch: make(chan struct{}, 1)}
 	var readies []chan struct{}
 	fl.mu.Lock()
 	for _, rk := range rkeys {
-		t := ls.target(rk)
+		t := fl.target(rk)
 		fc := fl.chans[t.channel]
 		if fc == nil {
 			fc = &fillChan{ready: make(chan struct{}), waiters: map[*Waiter]struct{}{}}
-			if fc.sub = ls.hub.Subscribe(ls.life.Closing(), t.channel, fc, pubsub.Options{}); fc.sub == nil {
+			if fc.sub = fl.hub.Subscribe(fl.closing, t.channel, fc, pubsub.Options{}); fc.sub == nil {
 				continue
 			}
 			if fl.chans == nil {
@@ -188,12 +194,11 @@ func (ls *Leases) Listen(ctx context.Context, rkeys []string) *Waiter {
 // Leave unregisters w; channels nobody waits on any more are unsubscribed.
 func (w *Waiter) Leave() {
 	if w != nil {
-		w.ls.leave(w)
+		w.fl.leave(w)
 	}
 }
 
-func (ls *Leases) leave(w *Waiter) {
-	fl := &ls.fills
+func (fl *listener) leave(w *Waiter) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	for _, ch := range w.channels {
@@ -222,14 +227,14 @@ func (fl *listener) close() {
 	}
 }
 
-// Await waits out one step of a lease wait: until w hears a fill, the
+// await waits out one step of a lease wait: until w hears a fill, the
 // next poll (notifiedPoll when w is confirmed, else one step of the 2-50 ms
 // backoff), the end of left, or ctx.
-func (ls *Leases) Await(ctx context.Context, w *Waiter, backoff *time.Duration, left time.Duration, key string) error {
+func (fl *listener) await(ctx context.Context, w *Waiter, backoff *time.Duration, left time.Duration, key string) error {
 	var d time.Duration
 	var wake <-chan struct{}
 	if w != nil && w.OK {
-		d, wake = min(ls.notifiedPoll(), left), w.ch
+		d, wake = min(fl.notifiedPoll(), left), w.ch
 	} else {
 		d = min(*backoff/2+rand.N(*backoff/2+1), left)
 		*backoff = min(2**backoff, maxBackoff)
@@ -240,12 +245,12 @@ func (ls *Leases) Await(ctx context.Context, w *Waiter, backoff *time.Duration, 
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-wake:
-		if ls.hooks != nil && ls.hooks.OnWake != nil {
-			ls.hooks.OnWake(key, true)
+		if fl.hooks != nil && fl.hooks.OnWake != nil {
+			fl.hooks.OnWake(key, true)
 		}
 	case <-t.C:
-		if ls.hooks != nil && ls.hooks.OnWake != nil {
-			ls.hooks.OnWake(key, false)
+		if fl.hooks != nil && fl.hooks.OnWake != nil {
+			fl.hooks.OnWake(key, false)
 		}
 	}
 	return nil
@@ -254,9 +259,9 @@ func (ls *Leases) Await(ctx context.Context, w *Waiter, backoff *time.Duration, 
 // notifiedPoll is notifiedPoll, or half the lease if that is shorter, so that
 // a lease whose holder died is taken over well within one lease after it
 // expires.
-func (ls *Leases) notifiedPoll() time.Duration {
-	if ls.hooks != nil && ls.hooks.NotifiedPoll > 0 {
-		return ls.hooks.NotifiedPoll
+func (fl *listener) notifiedPoll() time.Duration {
+	if fl.hooks != nil && fl.hooks.NotifiedPoll > 0 {
+		return fl.hooks.NotifiedPoll
 	}
-	return max(min(notifiedPoll, ls.ttl/2), MinBackoff)
+	return max(min(notifiedPoll, fl.ttl/2), MinBackoff)
 }

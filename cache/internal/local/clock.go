@@ -1,6 +1,9 @@
 package local
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // coarseTick is the resolution of the clock the tier's freshness checks
 // read. Reading the wall clock on every local hit would cost more than the
@@ -10,21 +13,35 @@ const coarseTick = time.Millisecond
 // clockIdleTicks is how many ticks without a local read pause the clock.
 const clockIdleTicks = 1000
 
-// runCoarseClock keeps coarseNow within a tick of the wall clock until Close,
-// while the tier is read. After clockIdleTicks without a read it pauses (an
-// idle cache costs no CPU) until touchClock wakes it.
-func (t *Tier[V]) runCoarseClock() {
+// coarseClock is the wall clock to within a tick, read with one atomic
+// load. Make it with newCoarseClock; run keeps it going.
+type coarseClock struct {
+	now  atomic.Int64  // unix nanos, advanced every coarseTick
+	idle atomic.Bool   // paused until the next read
+	used atomic.Bool   // a read happened since the last tick
+	wake chan struct{} // wakes a paused clock
+}
+
+func newCoarseClock() *coarseClock {
+	c := &coarseClock{wake: make(chan struct{}, 1)}
+	c.now.Store(time.Now().UnixNano())
+	return c
+}
+
+// run keeps now within a tick of the wall clock until closing is closed,
+// while the clock is read. After clockIdleTicks without a read it pauses (an
+// idle cache costs no CPU) until touch wakes it.
+func (c *coarseClock) run(closing <-chan struct{}) {
 	tk := time.NewTicker(coarseTick)
 	defer tk.Stop()
-	closing := t.life.Closing().Done()
 	idle := 0
 	for {
 		select {
 		case <-closing:
 			return
 		case now := <-tk.C:
-			t.coarseNow.Store(now.UnixNano())
-			if t.clockUsed.Swap(false) {
+			c.now.Store(now.UnixNano())
+			if c.used.Swap(false) {
 				idle = 0
 				continue
 			}
@@ -32,11 +49,11 @@ func (t *Tier[V]) runCoarseClock() {
 				continue
 			}
 			tk.Stop()
-			t.clockIdle.Store(true)
+			c.idle.Store(true)
 			select {
 			case <-closing:
 				return
-			case <-t.clockWake:
+			case <-c.wake:
 			}
 			idle = 0
 			tk.Reset(coarseTick)
@@ -44,22 +61,19 @@ func (t *Tier[V]) runCoarseClock() {
 	}
 }
 
-// touchClock marks a local read; the first read after a pause brings the
-// clock up to date itself (so it never judges freshness by the time the
-// clock paused) and wakes the ticker. Reads keep to loads while nothing
-// changes, so the hit path writes no shared memory.
-func (t *Tier[V]) touchClock() {
-	if !t.clockUsed.Load() {
-		t.clockUsed.Store(true)
+// touch marks a read; the first read after a pause brings the clock up to
+// date itself (so it never judges freshness by the time the clock paused)
+// and wakes the ticker. Reads keep to loads while nothing changes, so the
+// hit path writes no shared memory.
+func (c *coarseClock) touch() {
+	if !c.used.Load() {
+		c.used.Store(true)
 	}
-	if t.clockIdle.Load() && t.clockIdle.CompareAndSwap(true, false) {
-		t.coarseNow.Store(time.Now().UnixNano())
+	if c.idle.Load() && c.idle.CompareAndSwap(true, false) {
+		c.now.Store(time.Now().UnixNano())
 		select {
-		case t.clockWake <- struct{}{}:
+		case c.wake <- struct{}{}:
 		default:
 		}
 	}
 }
-
-// ClockIdle reports whether the coarse clock is paused.
-func (t *Tier[V]) ClockIdle() bool { return t.clockIdle.Load() }

@@ -20,7 +20,10 @@ func (t *Tier[V]) EpochOf(e *Entry[V]) uint64 { return e.epoch }
 func (t *Tier[V]) Epoch() uint64 { return t.epoch.Load() }
 
 // Now is the tier's coarse clock (unix nanos).
-func (t *Tier[V]) Now() int64 { return t.coarseNow.Load() }
+func (t *Tier[V]) Now() int64 { return t.clock.now.Load() }
 
 // SameStripe reports whether a and b take the same admission lock.
 func (t *Tier[V]) SameStripe(a, b string) bool { return t.locks.of(a) == t.locks.of(b) }
+
+// ClockIdle reports whether the coarse clock is paused.
+func (t *Tier[V]) ClockIdle() bool { return t.clock.idle.Load() }

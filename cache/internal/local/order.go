@@ -1,6 +1,10 @@
 package local
 
-import "sync"
+import (
+	"time"
+
+	"github.com/cacheguard/cacheguard/cache/internal/entry"
+)
 
 // Ordering admissions against invalidations. A read admits what it fetched
 // only if no invalidation arrived since it started (Clock). Checking the
@@ -18,20 +22,6 @@ import "sync"
 // entries of an epoch before the last clear (floor) are not served
 // even stale, while Redis fails.
 
-// admitLocks is a small set of mutexes striped by key.
-type admitLocks struct {
-	stripes [admitStripes]struct {
-		sync.Mutex
-		_ [56]byte // one stripe per cache line
-	}
-}
-
-const admitStripes = 64
-
-func (l *admitLocks) of(key string) *sync.Mutex {
-	return &l.stripes[Hash(key)%admitStripes].Mutex
-}
-
 // Drop removes keys from the tier after a write or an invalidation of
 // them, once the clock has moved on.
 func (t *Tier[V]) Drop(keys []string) {
@@ -44,11 +34,46 @@ func (t *Tier[V]) Drop(keys []string) {
 	}
 }
 
-// Hash hashes s (FNV-1a, 32 bits) to spread keys over lock stripes.
-func Hash(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint32(s[i])) * 16777619
+// Admit puts a value that just came from Redis or a load into the tier,
+// if the key qualifies, the subscription is up and nothing invalidated
+// anything since before was read (the clock taken before going to Redis).
+func (t *Tier[V]) Admit(key string, r entry.Result[V], size int, before Clock) {
+	if t == nil || r.NoLocal || before.epoch%2 == 1 || before != t.Clock() {
+		return // subscription down, or an invalidation arrived since the read
 	}
-	return h
+	epoch := before.epoch
+	if !t.cfg.AdmitAll && !t.cfg.Hot.IsHot(key) {
+		return
+	}
+	now := time.Now()
+	ttl := entry.Jittered(t.cfg.TTL, t.cfg.Jitter)
+	e := &Entry[V]{Value: r.V, Null: r.Null, epoch: epoch,
+		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + t.cfg.Stale).UnixNano()}
+	e.tagged = r.Tagged
+	// Checked again and stored under the key's lock: an invalidation
+	// either sees the entry and deletes it, or made this check fail
+	// (order.go).
+	mu := t.locks.of(key)
+	mu.Lock()
+	defer mu.Unlock()
+	if t.Clock() != before {
+		return
+	}
+	if t.hooks != nil && t.hooks.BeforeLocalSet != nil {
+		t.hooks.BeforeLocalSet(key)
+	}
+	t.store.Set(key, e, int64(size+len(key)+64), ttl+t.cfg.Stale)
+}
+
+// Clock is read before going to Redis and compared before admitting what
+// came back: if the subscription went down or any invalidation arrived in
+// between, the value may already be stale and is not admitted.
+type Clock struct{ epoch, seq uint64 }
+
+// Clock is the tier's clock now (zero without a tier).
+func (t *Tier[V]) Clock() Clock {
+	if t == nil {
+		return Clock{}
+	}
+	return Clock{t.epoch.Load(), t.invalSeq.Load()}
 }

@@ -4,10 +4,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/cacheguard/cacheguard/cache/internal/hook"
 	"github.com/cacheguard/cacheguard/cache/internal/life"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/internal/pubsub"
 )
 
 // HotKeys decides which keys the tier admits (cache.HotKeys).
@@ -43,13 +43,10 @@ type Tier[V any] struct {
 	// around that clear and is never served, not even stale while Redis
 	// fails. Up and Flush write it, with the current epoch, which only
 	// grows; it never goes down.
-	floor     atomic.Uint64
-	coarseNow atomic.Int64  // unix nanos, advanced every coarseTick (clock.go)
-	clockIdle atomic.Bool   // the coarse clock is paused until the next read
-	clockUsed atomic.Bool   // a read happened since the last tick
-	clockWake chan struct{} // wakes a paused coarse clock
-	invalSeq  atomic.Uint64 // bumped by every invalidation
-	locks     admitLocks    // orders admissions against invalidations (order.go)
+	floor    atomic.Uint64
+	clock    *coarseClock  // what freshness is judged by (clock.go)
+	invalSeq atomic.Uint64 // bumped by every invalidation
+	locks    admitLocks    // orders admissions against invalidations (order.go)
 	// trustUntil (unix nanos) is how long the tier may be served on the
 	// strength of the last health reply (trust.go).
 	trustUntil atomic.Int64
@@ -64,11 +61,10 @@ type Tier[V any] struct {
 // New returns a tier over store, down until its first Up, and starts its
 // coarse clock (until Close of g).
 func New[V any](cfg Config, store Store[V], g *life.Group, rec *telemetry.Recorder, hooks *hook.Set) *Tier[V] {
-	t := &Tier[V]{cfg: cfg, store: store, life: g, rec: rec, hooks: hooks, clockWake: make(chan struct{}, 1)}
+	t := &Tier[V]{cfg: cfg, store: store, life: g, rec: rec, hooks: hooks, clock: newCoarseClock()}
 	t.otter, _ = store.(*OtterStore[V])
 	t.epoch.Store(1) // down until the first subscription is confirmed
-	t.coarseNow.Store(time.Now().UnixNano())
-	g.Go(t.runCoarseClock)
+	g.Go(func() { t.clock.run(g.Closing().Done()) })
 	return t
 }
 
@@ -81,78 +77,12 @@ func (t *Tier[V]) Close() { t.store.Close() }
 // Hot is the hot-key detector (nil with AdmitAll).
 func (t *Tier[V]) Hot() HotKeys { return t.cfg.Hot }
 
-// Get returns the entry for key if it may be served as fresh, and the
-// entry itself (possibly stale) for the Redis-failure fallback.
-func (t *Tier[V]) Get(key string) (fresh bool, e *Entry[V]) {
-	t.touchClock()
-	var ok bool
-	if t.otter != nil {
-		e, ok = t.otter.Get(key)
-	} else {
-		e, ok = t.store.Get(key)
-	}
-	if !ok {
-		return false, nil
-	}
-	now := t.coarseNow.Load()
-	fresh = now < e.fresh && now < t.trustUntil.Load() && e.epoch == t.epoch.Load()
-	if e.tagged != nil {
-		valid, servable := t.tagsValid(e, now)
-		if !servable {
-			return false, nil
-		}
-		fresh = fresh && valid
-	}
-	return fresh, e
-}
+// tracking is a tier's tracking state (nil without WithTracking).
+type tracking struct {
+	sub *pubsub.Tracker
+	// The trust (unix nanos) each source vouches for; trustUntil is the
+	// smaller. The Hub serializes the handlers that write them.
+	inval, track atomic.Int64
 
-// Admit puts a value that just came from Redis or a load into the tier,
-// if the key qualifies, the subscription is up and nothing invalidated
-// anything since before was read (the clock taken before going to Redis).
-func (t *Tier[V]) Admit(key string, r entry.Result[V], size int, before Clock) {
-	if t == nil || r.NoLocal || before.epoch%2 == 1 || before != t.Clock() {
-		return // subscription down, or an invalidation arrived since the read
-	}
-	epoch := before.epoch
-	if !t.cfg.AdmitAll && !t.cfg.Hot.IsHot(key) {
-		return
-	}
-	now := time.Now()
-	ttl := entry.Jittered(t.cfg.TTL, t.cfg.Jitter)
-	e := &Entry[V]{Value: r.V, Null: r.Null, epoch: epoch,
-		fresh: now.Add(ttl).UnixNano(), stale: now.Add(ttl + t.cfg.Stale).UnixNano()}
-	e.tagged = r.Tagged
-	// Checked again and stored under the key's lock: an invalidation
-	// either sees the entry and deletes it, or made this check fail
-	// (order.go).
-	mu := t.locks.of(key)
-	mu.Lock()
-	defer mu.Unlock()
-	if t.Clock() != before {
-		return
-	}
-	if t.hooks != nil && t.hooks.BeforeLocalSet != nil {
-		t.hooks.BeforeLocalSet(key)
-	}
-	t.store.Set(key, e, int64(size+len(key)+64), ttl+t.cfg.Stale)
-}
-
-// Clock is read before going to Redis and compared before admitting what
-// came back: if the subscription went down or any invalidation arrived in
-// between, the value may already be stale and is not admitted.
-type Clock struct{ epoch, seq uint64 }
-
-// Clock is the tier's clock now (zero without a tier).
-func (t *Tier[V]) Clock() Clock {
-	if t == nil {
-		return Clock{}
-	}
-	return Clock{t.epoch.Load(), t.invalSeq.Load()}
-}
-
-// ServableStale reports whether e, an entry past its freshness, may answer
-// a Get that Redis (or a rate limit) cannot: it is within the stale bound
-// and was admitted since the tier was last cleared.
-func (t *Tier[V]) ServableStale(e *Entry[V]) bool {
-	return e != nil && t.coarseNow.Load() < e.stale && e.epoch >= t.floor.Load()
+	received, flushes, downs atomic.Uint64
 }

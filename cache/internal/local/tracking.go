@@ -2,7 +2,6 @@ package local
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
@@ -25,16 +24,6 @@ import (
 // tier serving within H; every time tracking comes back up on every master
 // the tier is cleared first, so nothing that may have missed a change
 // survives a gap.
-
-// tracking is a tier's tracking state (nil without WithTracking).
-type tracking struct {
-	sub *pubsub.Tracker
-	// The trust (unix nanos) each source vouches for; trustUntil is the
-	// smaller. The Hub serializes the handlers that write them.
-	inval, track atomic.Int64
-
-	received, flushes, downs atomic.Uint64
-}
 
 // Keys is what tracking needs of the cache's key naming: the user key of
 // one of its Redis keys in the current generation.

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
+	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 )
@@ -17,18 +19,40 @@ import (
 // consecutive Redis failures it opens and calls skip Redis for a cooldown,
 // then one probe call is let through to see whether Redis is back.
 
-func newBreaker(br Breaker, onChange func(from, to gobreaker.State)) *gobreaker.TwoStepCircuitBreaker[struct{}] {
-	return gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+// Breaker configures the circuit breaker; Failures 0 means none.
+type Breaker struct {
+	Name     string // gobreaker's name for it
+	Failures int    // consecutive failures that open it
+	Cooldown time.Duration
+}
+
+// breaker is the circuit breaker in front of Redis with its lock-free fast
+// path (gate, below). A nil *breaker lets every call through.
+type breaker struct {
+	cb   *gobreaker.TwoStepCircuitBreaker[struct{}]
+	gate breakerGate
+	rec  *telemetry.Recorder
+}
+
+// newBreaker returns the breaker br describes (nil without one); its state
+// changes are reported to rec.
+func newBreaker(br Breaker, rec *telemetry.Recorder) *breaker {
+	if br.Failures <= 0 {
+		return nil
+	}
+	b := &breaker{rec: rec}
+	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        br.Name,
 		MaxRequests: 1,
 		Timeout:     br.Cooldown,
 		ReadyToTrip: func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= uint32(br.Failures) },
 		OnStateChange: func(_ string, from, to gobreaker.State) {
-			onChange(from, to)
+			rec.Report(telemetry.Breaker, "", fmt.Errorf("cacheguard: cache: redis circuit %s -> %s", from, to))
 		},
 		IsSuccessful: redisAnswered,
 		IsExcluded:   callerGaveUp,
 	})
+	return b
 }
 
 // redisAnswered reports whether a call's outcome shows Redis up: a reply from
@@ -59,24 +83,24 @@ func noop(error) {}
 // failure counted, every call goes through it, so that successes reset its
 // count and it opens, probes and closes as configured.
 //
-// breakerGate holds that state, one per transport (its gate field).
+// breakerGate holds that state, one per breaker.
 type breakerGate struct {
 	// state: bit 0 is set while calls go through the breaker; the rest
 	// counts failures reported to it, so that a caller who saw the breaker
 	// healthy clears bit 0 only if no failure was reported since it looked.
 	state atomic.Uint64
-	// fast is the transport's fastOutcome, bound once: a method value made
+	// fast is the breaker's fastOutcome, bound once: a method value made
 	// on every call would allocate.
 	fast atomic.Pointer[func(error)]
 }
 
 const breakerSuspect = 1
 
-// Allow asks the breaker for a Redis call about key; done must be called
+// allow asks the breaker for a Redis call about key; done must be called
 // with the call's error. An open breaker refuses it with an error matching
 // ErrRedis and ErrCircuitOpen.
-func (r *Redis) Allow(key string) (done func(error), err error) {
-	if r.breaker == nil {
+func (r *breaker) allow(key string) (done func(error), err error) {
+	if r == nil {
 		return noop, nil
 	}
 	if r.gate.state.Load()&breakerSuspect == 0 {
@@ -87,7 +111,7 @@ func (r *Redis) Allow(key string) (done func(error), err error) {
 		r.gate.fast.CompareAndSwap(nil, &f)
 		return f, nil
 	}
-	brDone, err := r.breaker.Allow()
+	brDone, err := r.cb.Allow()
 	if err != nil {
 		r.rec.BreakerRejects.Add(1) // no call was made: not a Redis error
 		return nil, &circuitOpenError{key: key, err: err}
@@ -103,7 +127,7 @@ func (r *Redis) Allow(key string) (done func(error), err error) {
 		}
 		// Healthy again once closed with no failure counted, and no failure
 		// reported by anyone since seen was read.
-		if r.breaker.State() == gobreaker.StateClosed && r.breaker.Counts().ConsecutiveFailures == 0 {
+		if r.cb.State() == gobreaker.StateClosed && r.cb.Counts().ConsecutiveFailures == 0 {
 			r.gate.state.CompareAndSwap(seen, seen&^breakerSuspect)
 		}
 	}, nil
@@ -112,12 +136,12 @@ func (r *Redis) Allow(key string) (done func(error), err error) {
 // fastOutcome is the outcome callback of a call let past a healthy breaker:
 // a success changes nothing; a failure is reported to the breaker, and from
 // then on calls go through it.
-func (r *Redis) fastOutcome(err error) {
+func (r *breaker) fastOutcome(err error) {
 	if redisAnswered(err) || callerGaveUp(err) {
 		return
 	}
 	r.markSuspect()
-	if done, err2 := r.breaker.Allow(); err2 == nil {
+	if done, err2 := r.cb.Allow(); err2 == nil {
 		done(err)
 	}
 	r.markSuspect()
@@ -125,7 +149,7 @@ func (r *Redis) fastOutcome(err error) {
 
 // markSuspect sends calls through the breaker and records one more reported
 // failure, so that no caller who looked before it clears the state.
-func (r *Redis) markSuspect() {
+func (r *breaker) markSuspect() {
 	for {
 		old := r.gate.state.Load()
 		if r.gate.state.CompareAndSwap(old, (old+2)|breakerSuspect) {
@@ -134,18 +158,17 @@ func (r *Redis) markSuspect() {
 	}
 }
 
-// Suspect reports whether calls go through the breaker (a failure was
+// suspect reports whether calls go through the breaker (a failure was
 // reported since it was last healthy).
-func (r *Redis) Suspect() bool { return r.gate.state.Load()&breakerSuspect != 0 }
+func (r *breaker) suspect() bool { return r != nil && r.gate.state.Load()&breakerSuspect != 0 }
 
-// BreakerState is the breaker's state (closed without one); reading it
-// also moves an open breaker whose cooldown has passed to half-open, as
-// any call would.
-func (r *Redis) BreakerState() gobreaker.State {
-	if r.breaker == nil {
+// state is the breaker's state (closed without one); reading it also moves
+// an open breaker whose cooldown has passed to half-open, as any call would.
+func (r *breaker) state() gobreaker.State {
+	if r == nil {
 		return gobreaker.StateClosed
 	}
-	return r.breaker.State()
+	return r.cb.State()
 }
 
 // circuitOpenError is the error of a call the breaker kept away from Redis.
@@ -163,5 +186,10 @@ func (e *circuitOpenError) Unwrap() []error {
 	return []error{errs.ErrRedis, errs.ErrCircuitOpen, e.err}
 }
 
-// Counts are the breaker's counts (tests).
-func (r *Redis) Counts() gobreaker.Counts { return r.breaker.Counts() }
+// counts are the breaker's counts.
+func (r *breaker) counts() gobreaker.Counts {
+	if r == nil {
+		return gobreaker.Counts{}
+	}
+	return r.cb.Counts()
+}

@@ -70,3 +70,18 @@ func (r *readQueues) prune(ctx context.Context, rdb redis.UniversalClient) {
 		return true
 	})
 }
+
+// nodeQueue is one node's queues: its reads and its writes.
+type nodeQueue struct {
+	key    string // a key the node served when the queue was made (nodes.go)
+	reads  cmdQueue
+	writes cmdQueue
+}
+
+// of is the node's queue of reads (read) or of writes.
+func (n *nodeQueue) of(read bool) *cmdQueue {
+	if read {
+		return &n.reads
+	}
+	return &n.writes
+}

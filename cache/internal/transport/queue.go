@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/redis/go-redis/v9"
 )
@@ -68,21 +67,6 @@ const (
 	MaxReadBatch = 512
 )
 
-// nodeQueue is one node's queues: its reads and its writes.
-type nodeQueue struct {
-	key    string // a key the node served when the queue was made (nodes.go)
-	reads  cmdQueue
-	writes cmdQueue
-}
-
-// of is the node's queue of reads (read) or of writes.
-func (n *nodeQueue) of(read bool) *cmdQueue {
-	if read {
-		return &n.reads
-	}
-	return &n.writes
-}
-
 // cmdQueue is one kind of a node's commands: those under way and those
 // waiting for them.
 type cmdQueue struct {
@@ -114,78 +98,6 @@ type sentBatch struct {
 
 var queuedCmds = sync.Pool{New: func() any { return &queued{done: make(chan struct{}, 1)} }}
 
-// Get reads rkey's bytes from Redis through the queue of the reads of
-// its node: redis.Nil when there is no such key, ctx's error if ctx ended
-// first.
-func (c *Redis) Get(ctx context.Context, rkey string) ([]byte, error) {
-	if c.hooks != nil && c.hooks.ReadVia != nil {
-		return c.hooks.ReadVia.Get(ctx, rkey).Bytes()
-	}
-	cmd := redis.NewStringCmd(ctx, "get", rkey)
-	if err := c.sendCmd(ctx, rkey, cmd, nil, true); err != nil {
-		return nil, err
-	}
-	return cmd.Bytes()
-}
-
-// Send sends cmd, a write on the one key rkey (a script's EVALSHA when sc
-// is not nil), through the queue of the writes of rkey's node, and returns
-// once cmd holds its reply; or, if ctx ends while cmd waits in the queue,
-// at once with ctx's error, after which cmd must not be read. A command
-// sent plain is bounded by ctx as far as the client applies it: the writes
-// bound their calls themselves (the write path), and must see the outcome of
-// a write that landed.
-func (c *Redis) Send(ctx context.Context, rkey string, cmd redis.Cmder, sc *script.Call) error {
-	return c.sendCmd(ctx, rkey, cmd, sc, false)
-}
-
-// sendCmd is send; read sends cmd, a read, through the queue of the reads,
-// and makes it end by ctx on any client (internal/call): on one without
-// ContextTimeoutEnabled a read whose context ends is then left to finish on
-// a goroutine of its own, and the caller leaves with ctx's error, giving
-// the read's place in the queue back.
-func (c *Redis) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc *script.Call, read bool) error {
-	q := c.queues.queue(ctx, c.rdb, rkey).of(read)
-	q.mu.Lock()
-	if q.busy < ReadsInFlight && len(q.waiting) == 0 {
-		q.busy++
-		q.mu.Unlock()
-		// The place goes back when sendPlain returns (even if a hook
-		// panics: the queue must move on), or once a read's caller left.
-		defer c.sendQueued(q)
-		if !read || ctx.Done() == nil { // nothing to bound it by: inline
-			c.sendPlain(ctx, cmd, sc)
-			return nil
-		}
-		_, err := call.Do(c.calls, ctx, 0, func(ctx context.Context) (struct{}, error) {
-			c.sendPlain(ctx, cmd, sc)
-			return struct{}{}, nil
-		}, nil)
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		q.mu.Unlock()
-		return err
-	}
-	g := queuedCmds.Get().(*queued)
-	g.cmd, g.script, g.ctx = cmd, sc, ctx
-	g.deadline, _ = ctx.Deadline()
-	q.waiting = append(q.waiting, g)
-	q.mu.Unlock()
-	select {
-	case <-g.done:
-		*g = queued{done: g.done}
-		queuedCmds.Put(g)
-		return nil
-	case <-ctx.Done():
-		// Sent already, g is left to the batch (and the garbage collector).
-		if next := q.leave(g, read); next != nil {
-			c.sendBatches(q, next)
-		}
-		return ctx.Err()
-	}
-}
-
 // leave takes g, whose caller's context ended, out of q if it waits there.
 // If it was sent, and read, and it was the last caller its batch waited
 // for, the batch's place goes back: leave returns the next batch to send
@@ -203,43 +115,6 @@ func (q *cmdQueue) leave(g *queued, read bool) *sentBatch {
 	}
 	b.ended = true
 	return q.takeLocked()
-}
-
-// sendPlain sends cmd as one plain command (a script's EVALSHA answered
-// NOSCRIPT again as EVAL: script.Process).
-func (c *Redis) sendPlain(ctx context.Context, cmd redis.Cmder, sc *script.Call) {
-	if sc != nil {
-		script.Process(ctx, c.rdb, cmd.(*redis.Cmd), *sc)
-		return
-	}
-	_ = c.rdb.Process(ctx, cmd)
-}
-
-// sendQueued gives back the place of one of q's plain commands: if callers
-// queued meanwhile, their commands go out in pipelines, one after another
-// until the queue is empty, on a goroutine counted for Close; otherwise q
-// has one command less under way.
-func (c *Redis) sendQueued(q *cmdQueue) {
-	if b := q.take(); b != nil {
-		c.sendBatches(q, b)
-	}
-}
-
-// sendBatches sends b, then every batch q holds after it, on a goroutine
-// counted for Close; once Close has begun waiting for those, on the
-// caller's goroutine instead (a command sent plain may end after Close
-// returned, and nothing of the cache's may run after it). It is apart from
-// sendQueued so that the closure's variables are allocated only when there
-// is a batch, not on every command.
-func (c *Redis) sendBatches(q *cmdQueue, b *sentBatch) {
-	send := func() {
-		for ; b != nil; b = q.next(b) {
-			c.sendCmds(b.cmds)
-		}
-	}
-	if !c.flight.TryGo(send) {
-		send()
-	}
 }
 
 // take takes the next batch of q's waiting commands in the place of a

@@ -31,8 +31,7 @@ type Redis struct {
 	flight *call.Flight
 	queues readQueues // per-node queues of single-key commands (queue.go)
 
-	breaker *gobreaker.TwoStepCircuitBreaker[struct{}] // nil when off
-	gate    breakerGate                                // the breaker's lock-free fast path (breaker.go)
+	br *breaker // nil when off (breaker.go)
 
 	rec   *telemetry.Recorder
 	hooks *hook.Set
@@ -41,13 +40,6 @@ type Redis struct {
 	// replicaReads: the client may send reads to replicas (a cluster
 	// client with ReadOnly, RouteByLatency or RouteRandomly).
 	replicaReads bool
-}
-
-// Breaker configures the circuit breaker; Failures 0 means none.
-type Breaker struct {
-	Name     string // gobreaker's name for it
-	Failures int    // consecutive failures that open it
-	Cooldown time.Duration
 }
 
 // New returns the transport over rdb.
@@ -59,11 +51,7 @@ func New(rdb redis.UniversalClient, br Breaker, rec *telemetry.Recorder, hooks *
 		o := cc.Options()
 		r.replicaReads = o.ReadOnly || o.RouteByLatency || o.RouteRandomly
 	}
-	if br.Failures > 0 {
-		r.breaker = newBreaker(br, func(from, to gobreaker.State) {
-			rec.Report(telemetry.Breaker, "", fmt.Errorf("cacheguard: cache: redis circuit %s -> %s", from, to))
-		})
-	}
+	r.br = newBreaker(br, rec)
 	return r
 }
 
@@ -120,3 +108,18 @@ func (r *Redis) reloadTopology(err error) {
 	}
 	cc.ReloadState(context.Background())
 }
+
+// Allow asks the circuit breaker for a Redis call about key; done must be
+// called with the call's error. An open breaker refuses it with an error
+// matching ErrRedis and ErrCircuitOpen.
+func (r *Redis) Allow(key string) (done func(error), err error) { return r.br.allow(key) }
+
+// BreakerState is the breaker's state (closed without one).
+func (r *Redis) BreakerState() gobreaker.State { return r.br.state() }
+
+// Suspect reports whether calls go through the breaker: a failure was
+// reported since it was last healthy (tests).
+func (r *Redis) Suspect() bool { return r.br.suspect() }
+
+// Counts are the breaker's counts (tests).
+func (r *Redis) Counts() gobreaker.Counts { return r.br.counts() }

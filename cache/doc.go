@@ -3,9 +3,9 @@
 //
 // A Cache[V] wraps a repository's Get: Get(ctx, key, load) answers from Redis
 // when it can and calls load when it must. Each entry is one Redis string key
-// (prefix + key; after a Clear, prefix, generation and key: keys.go) holding either an envelope (a small header and the encoded
-// value, or a null marker for a row that does not exist) or a lease
-// placeholder. A caller that misses writes the placeholder with SET NX GET PX;
+// (prefix + key; after a Clear, prefix, generation and key: see Clear below)
+// holding either an envelope (a small header and the encoded value, or a null
+// marker for a row that does not exist) or a lease placeholder. A caller that misses writes the placeholder with SET NX GET PX;
 // whoever gets it loads and fills through a compare-and-set script that writes
 // only while the key still holds its own placeholder. Everyone else waits
 // for that fill: in this process by joining the read already under way (all
@@ -175,7 +175,7 @@
 // refresh) are compared by the clocks instead: the instances' wall clocks
 // must agree within 100 ms, and such an entry created within that margin
 // after an invalidation counts as invalidated too (its reload records the
-// time). See tags.go for the model and the limits (64 tags of at most 256
+// time). See WithTags (tags.go) for the model and the limits (64 tags of at most 256
 // bytes per entry).
 //
 // # Writes made outside cacheguard (WithTracking)
@@ -244,6 +244,29 @@
 // by every Cache and lock Client built on that client: invalidations, fill
 // notifications and lock release notifications, one health check and one
 // resubscription policy for all (see internal/pubsub).
+//
+// # Inside
+//
+// A Cache is a thin facade (this package: the API, the options, Stats and
+// the Observer) over components, each a package of cache/internal that
+// imports only those listed before it:
+//
+//   - errs, hook, life, telemetry: the sentinel errors, the tests' hook
+//     set, the background work Close waits for, and the one seam the
+//     counters, the reports and the Observer's marks go through;
+//   - transport: every command to Redis, its circuit breaker, the per-node
+//     queues that make concurrent commands share round trips, scripts by
+//     SHA;
+//   - entry: the bytes of an entry (codec, compression, envelope, TTLs and
+//     their floor, tags) and what a read makes of them;
+//   - bus and generation: the invalidation channel, and the key naming with
+//     the generation Clear moves;
+//   - local: the local tier, its stores, its trust and its tracking;
+//   - flight and lease: coalescing the reads of a key in this process, and
+//     the lease protocol across processes with its fill notifications;
+//   - engine: Get and GetMany from the local tier to the decoded value, and
+//     the per-key state machine of a miss;
+//   - write: every write of keys, tags and versions.
 //
 // Over TLS everything above holds as without it, on every topology: the
 // connections the package makes itself (the subscriber's, tracking's, the

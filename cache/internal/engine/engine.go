@@ -53,16 +53,8 @@ type Config struct {
 
 // Engine reads one cache's keys. Make it with New.
 type Engine[V any] struct {
-	cfg    Config
-	fmt    *entry.Format[V]
-	tier   *local.Tier[V] // nil: no local tier
-	hot    local.HotKeys  // nil: none
-	keys   *generation.Keys
-	redis  *transport.Redis
-	leases *lease.Leases
-	life   *life.Group
-	rec    *telemetry.Recorder
-	hooks  *hook.Set
+	Parts[V]
+	cfg Config
 
 	// flights coalesces the Redis reads of one key (internal/flight).
 	flights flight.Table[V]
@@ -92,8 +84,7 @@ type Parts[V any] struct {
 
 // New returns the engine of cfg over p.
 func New[V any](cfg Config, p Parts[V]) *Engine[V] {
-	e := &Engine[V]{cfg: cfg, fmt: p.Format, tier: p.Tier, hot: p.Hot, keys: p.Keys, redis: p.Redis,
-		leases: p.Leases, life: p.Life, rec: p.Rec, hooks: p.Hooks}
+	e := &Engine[V]{Parts: p, cfg: cfg}
 	if cfg.MaxLoads > 0 {
 		e.loadSem = make(chan struct{}, cfg.MaxLoads)
 	}
@@ -110,7 +101,7 @@ func New[V any](cfg Config, p Parts[V]) *Engine[V] {
 // anyway).
 func (c *Engine[V]) Forget(keys []string) {
 	for _, k := range keys {
-		c.flights.Forget(c.keys.Key(k))
+		c.flights.Forget(c.Keys.Key(k))
 		c.fallbackGroup.Forget(k)
 	}
 }

@@ -26,7 +26,7 @@ const (
 // event announces e for key (err for the failures) on the call whose
 // context is ctx.
 func (c *Engine[V]) event(ctx context.Context, e readEvent, key string, err error) {
-	h := c.hooks
+	h := c.Hooks
 	switch e {
 	case evShared:
 		if h != nil && h.OnJoin != nil {
@@ -34,24 +34,24 @@ func (c *Engine[V]) event(ctx context.Context, e readEvent, key string, err erro
 		}
 	case evLeaseWait, evLeaseWaitOn:
 		if e == evLeaseWait {
-			c.rec.LeaseWaits.Add(1)
+			c.Rec.LeaseWaits.Add(1)
 		}
-		c.rec.Waits(ctx)
+		c.Rec.Waits(ctx)
 		if h != nil && h.OnLeaseWait != nil {
 			h.OnLeaseWait(key)
 		}
 	case evWaitTimeout:
-		c.rec.WaitTimeouts.Add(1)
+		c.Rec.WaitTimeouts.Add(1)
 	case evLoaded:
 		if h != nil && h.AfterLoad != nil {
 			h.AfterLoad(key)
 		}
 	case evFilled, evFillRefused, evFillFailed:
 		if e == evFillRefused {
-			c.rec.RejectedFills.Add(1)
+			c.Rec.RejectedFills.Add(1)
 		}
 		if e == evFillFailed {
-			c.rec.Report(telemetry.FillFailed, key, c.redis.Error(key, "fill", err))
+			c.Rec.Report(telemetry.FillFailed, key, c.Redis.Error(key, "fill", err))
 		}
 		if h != nil && h.OnFill != nil {
 			h.OnFill(key, e == evFilled)

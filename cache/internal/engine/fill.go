@@ -18,8 +18,8 @@ import (
 // Flights of one key run one after another, so a key has one fill under
 // way here.
 func (c *Engine[V]) sharedFill(ctx context.Context, f *flight.Flight[V], key, rkey string, load Loader[V]) {
-	started := c.life.Go(func() {
-		r, err := life.Detached(c.life, ctx, "fill", key, func(ctx context.Context) (entry.Result[V], error) {
+	started := c.Life.Go(func() {
+		r, err := life.Detached(c.Life, ctx, "fill", key, func(ctx context.Context) (entry.Result[V], error) {
 			return c.fill(ctx, key, rkey, load)
 		})
 		c.flights.Finish(f, flight.Result[V]{R: r, Tier: telemetry.TierFill, Err: err})
@@ -68,9 +68,9 @@ func (c *Engine[V]) fillDetached(ctx context.Context, keys []string, load BatchL
 	fb := &batch[V]{res: make(map[string]flight.Result[V], len(keys)), errs: map[string]error{}, end: b.end, mu: new(sync.Mutex)}
 	done := make(chan struct{})
 	var err error
-	started := c.life.Go(func() {
+	started := c.Life.Go(func() {
 		defer close(done)
-		_, err = life.Detached(c.life, ctx, "fill", keys, func(ctx context.Context) (struct{}, error) {
+		_, err = life.Detached(c.Life, ctx, "fill", keys, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, c.fillMany(ctx, keys, load, fb)
 		})
 		fb.endUndecided(keys, err)

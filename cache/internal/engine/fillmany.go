@@ -39,18 +39,18 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 		leases := make([]lease.Lease, len(pending))
 		acq := make([]*redis.StatusCmd, len(pending))
 		for i, k := range pending {
-			l, err := c.leases.New(c.keys.Key(k))
+			l, err := c.Leases.New(c.Keys.Key(k))
 			if err != nil {
 				return err
 			}
 			leases[i] = l
 		}
-		done, err := c.redis.Allow(pending[0])
+		done, err := c.Redis.Allow(pending[0])
 		if err != nil {
 			return err
 		}
-		err = c.leases.Acquire(ctx, leases, acq)
-		c.rec.Attempt(ctx)
+		err = c.Leases.Acquire(ctx, leases, acq)
+		c.Rec.Attempt(ctx)
 		err = errs.Caller(ctx, err)
 		done(err)
 		// Read every reply before acting on an error, so that leases this
@@ -65,7 +65,7 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 		// Envelopes found under tagged keys are checked together: one
 		// read of tag times for the round.
 		// The times read are the tags' times before any load of this
-		// round starts: its fills record them (tags.go).
+		// round starts: its fills record them (tags_check.go).
 		tagged, seen, tagErr := dropInvalidatedMany(c, ctx, pending, acq, false)
 		for i, k := range pending {
 			prev, err := acq[i].Bytes()
@@ -81,11 +81,11 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 			case errs.IsReply(err):
 				// Redis refused this key's SET: no lease was taken, and
 				// the other keys' replies stand.
-				b.fail(k, c.redis.Error(k, "acquire lease", err))
+				b.fail(k, c.Redis.Error(k, "acquire lease", err))
 				continue
 			case err != nil:
 				if firstErr == nil {
-					firstErr = c.redis.Error(k, "acquire lease", err)
+					firstErr = c.Redis.Error(k, "acquire lease", err)
 				}
 				continue
 			}
@@ -108,7 +108,7 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 						break
 					}
 				}
-				if r, _, ok := c.fmt.Decode(k, prev); ok {
+				if r, _, ok := c.Format.Decode(k, prev); ok {
 					b.put(k, r, telemetry.TierFill)
 					continue
 				}
@@ -119,13 +119,13 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 			// A SET whose reply was lost (a timeout, a cancelled context)
 			// may have taken its lease: release every one this round tried
 			// (the script leaves keys that are not ours alone).
-			c.leases.Release(ctx, leases)
+			c.Leases.Release(ctx, leases)
 			return firstErr
 		}
 		if len(lookalikes) > 0 {
 			healed, err := c.healMany(ctx, pending, leases, acq, lookalikes)
 			if err != nil {
-				c.leases.Release(ctx, held)
+				c.Leases.Release(ctx, held)
 				return err
 			}
 			if len(healed) > 0 {
@@ -144,13 +144,13 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 			var ok bool
 			var err error
 			if foreignPrev[i] == nil {
-				ok, err = c.leases.TakeOverType(ctx, foreignLeases[i])
+				ok, err = c.Leases.TakeOverType(ctx, foreignLeases[i])
 			} else {
-				ok, err = c.leases.TakeOver(ctx, foreignLeases[i], foreignPrev[i])
+				ok, err = c.Leases.TakeOver(ctx, foreignLeases[i], foreignPrev[i])
 			}
 			if err != nil {
-				c.leases.Release(ctx, append(held, foreignLeases[i]))
-				return c.redis.Error(k, "take over", err)
+				c.Leases.Release(ctx, append(held, foreignLeases[i]))
+				return c.Redis.Error(k, "take over", err)
 			}
 			if ok {
 				held, heldKeys = append(held, foreignLeases[i]), append(heldKeys, k)
@@ -205,12 +205,12 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 		}
 		pending = waiting
 		if w == nil {
-			w = c.leases.Listen(ctx, c.keys.Keys(waiting))
+			w = c.Leases.Listen(ctx, c.Keys.Keys(waiting))
 		}
 		if w != nil && w.OK && !c.markManyWaited(ctx, waiting, waitPrev) {
 			continue // one of them was filled or released meanwhile: look again now
 		}
-		if err := c.leases.Await(ctx, w, &backoff, left, waiting[0]); err != nil {
+		if err := c.Leases.Await(ctx, w, &backoff, left, waiting[0]); err != nil {
 			return err
 		}
 	}

@@ -15,10 +15,10 @@ import (
 // local tier (front); the Bloom filter; then one GET, read solo when nobody
 // else here reads the key (no flight, no allocation), shared otherwise
 // (internal/flight: callers join only a read not sent yet, so none is
-// handed a value older than its own start); the envelope decoded (read.go);
-// on a miss the fill under a Redis lease (miss.go, fillmany.go); the answer
+// handed a value older than its own start); the GET and the envelope decoded
+// (read.go); on a miss the fill under a Redis lease (miss.go, fillmany.go); the answer
 // admitted to the local tier if nothing invalidated the key since the read
-// was sent; and when Redis fails, the outage policy (outage.go).
+// was sent; and when Redis fails, the outage policy (unavailable, below).
 
 // Get is cache.Get without an Observer.
 func (c *Engine[V]) Get(ctx context.Context, key string, load Loader[V]) (V, error) {
@@ -54,7 +54,7 @@ func (c *Engine[V]) GetMarked(ctx context.Context, key string, load Loader[V]) (
 		// and a Close since then is found by the read path.
 		return c.remote(ctx, key, load, e)
 	}
-	c.rec.Reached(ctx, telemetry.TierLocal)
+	c.Rec.Reached(ctx, telemetry.TierLocal)
 	if e.Null {
 		return zero, errs.ErrNotFound
 	}
@@ -65,7 +65,7 @@ func (c *Engine[V]) check(ctx context.Context, key string) error {
 	if err := errs.CheckKey(key); err != nil {
 		return err
 	}
-	if c.life.Closed() {
+	if c.Life.Closed() {
 		return errs.ErrClosed
 	}
 	return ctx.Err()
@@ -86,17 +86,17 @@ func (c *Engine[V]) front(ctx context.Context, key string, load Loader[V]) (e *l
 	if load == nil || c.check(ctx, key) != nil {
 		return nil, frontInvalid
 	}
-	if c.hot != nil {
-		c.hot.Record(key)
+	if c.Hot != nil {
+		c.Hot.Record(key)
 	}
-	if c.tier == nil {
+	if c.Tier == nil {
 		return nil, frontMiss
 	}
-	fresh, e := c.tier.Get(key)
+	fresh, e := c.Tier.Get(key)
 	if !fresh {
 		return e, frontMiss
 	}
-	c.rec.LocalHits.Add(1) // Stats adds these to Hits
+	c.Rec.LocalHits.Add(1) // Stats adds these to Hits
 	return e, frontHit
 }
 
@@ -108,13 +108,13 @@ func (c *Engine[V]) remote(ctx context.Context, key string, load Loader[V], stal
 	if c.absent(ctx, c.cfg.Filter, key) {
 		return zero, errs.ErrNotFound
 	}
-	gen, rkey := c.keys.GenKey(key)
+	gen, rkey := c.Keys.GenKey(key)
 	var f *flight.Flight[V]
 	lead := false
 	// Nobody else reads the key here: read it solo. A caller that comes
 	// meanwhile makes a flight standing for this read (EndSolo hands it
 	// over), which this caller finishes, or on a miss leads the fill of.
-	if sh, clock, ok := c.flights.StartSolo(rkey, c.tier.Clock); ok {
+	if sh, clock, ok := c.flights.StartSolo(rkey, c.Tier.Clock); ok {
 		ended := false
 		defer func() {
 			if !ended { // a panic on the way: release whoever joined, re-raise
@@ -171,7 +171,7 @@ func (c *Engine[V]) remote(ctx context.Context, key string, load Loader[V], stal
 		if !lead {
 			c.countJoined(ctx, res)
 		} else if res.Tier == telemetry.TierFill && f.Joined.Load() > 0 {
-			c.rec.Shared(ctx)
+			c.Rec.Shared(ctx)
 		}
 		return c.answer(ctx, key, load, stale, c.sameGeneration(gen, res), f.Clock())
 	}
@@ -181,7 +181,7 @@ func (c *Engine[V]) remote(ctx context.Context, key string, load Loader[V], stal
 // new generation since its read chose its Redis key: the clock the read took
 // after choosing it may postdate the move's clear of the tier.
 func (c *Engine[V]) sameGeneration(gen uint64, res flight.Result[V]) flight.Result[V] {
-	if c.tier != nil && c.keys.Gen() != gen {
+	if c.Tier != nil && c.Keys.Gen() != gen {
 		res.R.NoLocal = true
 	}
 	return res
@@ -197,7 +197,7 @@ func (c *Engine[V]) answer(ctx context.Context, key string, load Loader[V], stal
 	if res.Err != nil {
 		return c.unavailable(ctx, key, load, stale, res.Err)
 	}
-	c.tier.Admit(key, res.R, res.R.Size, clock)
+	c.Tier.Admit(key, res.R, res.R.Size, clock)
 	if res.R.Null {
 		return zero, errs.ErrNotFound
 	}
@@ -210,15 +210,15 @@ func (c *Engine[V]) countJoined(ctx context.Context, res flight.Result[V]) {
 	if res.Err != nil {
 		return
 	}
-	c.rec.Reached(ctx, res.Tier)
+	c.Rec.Reached(ctx, res.Tier)
 	switch {
 	case res.Tier == telemetry.TierFill:
-		c.rec.Misses.Add(1)
-		c.rec.Shared(ctx)
+		c.Rec.Misses.Add(1)
+		c.Rec.Shared(ctx)
 	case res.R.Null:
-		c.rec.NullHits.Add(1)
+		c.Rec.NullHits.Add(1)
 	default:
-		c.rec.Hits.Add(1)
+		c.Rec.Hits.Add(1)
 	}
 }
 
@@ -235,11 +235,11 @@ func (c *Engine[V]) unavailable(ctx context.Context, key string, load Loader[V],
 	if !errors.Is(err, errs.ErrRedis) {
 		return zero, err // the caller's context ended: nothing failed
 	}
-	if !c.tier.ServableStale(e) {
+	if !c.Tier.ServableStale(e) {
 		return c.fallbackLoad(ctx, key, load, err)
 	}
-	c.rec.StaleServed.Add(1)
-	c.rec.Report(telemetry.StaleServed, key, fmt.Errorf("cacheguard: cache: served a stale local entry: %w", err))
+	c.Rec.StaleServed.Add(1)
+	c.Rec.Report(telemetry.StaleServed, key, fmt.Errorf("cacheguard: cache: served a stale local entry: %w", err))
 	if e.Null {
 		return zero, errs.ErrNotFound
 	}

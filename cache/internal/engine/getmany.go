@@ -24,12 +24,12 @@ func (c *Engine[V]) GetMany(ctx context.Context, keys []string, load BatchLoader
 	}
 	// Close cancels a GetMany in flight and waits for it, so that the
 	// leases it holds are released and its keep-alive goroutine is gone.
-	leave, ok := c.life.Enter()
+	leave, ok := c.Life.Enter()
 	if !ok {
 		return nil, nil, errs.ErrClosed
 	}
 	defer leave()
-	ctx, cancel := c.life.UntilClosed(ctx)
+	ctx, cancel := c.Life.UntilClosed(ctx)
 	defer cancel()
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -48,14 +48,14 @@ func (c *Engine[V]) GetMany(ctx context.Context, keys []string, load BatchLoader
 			continue
 		}
 		seen[k] = true
-		if c.hot != nil {
-			c.hot.Record(k)
+		if c.Hot != nil {
+			c.Hot.Record(k)
 		}
-		if c.tier != nil {
-			fresh, e := c.tier.Get(k)
+		if c.Tier != nil {
+			fresh, e := c.Tier.Get(k)
 			if fresh {
-				c.rec.LocalHits.Add(1)
-				c.rec.Reached(ctx, telemetry.TierLocal)
+				c.Rec.LocalHits.Add(1)
+				c.Rec.Reached(ctx, telemetry.TierLocal)
 				if !e.Null {
 					out[k] = e.Value
 				}
@@ -82,7 +82,7 @@ func (c *Engine[V]) GetMany(ctx context.Context, keys []string, load BatchLoader
 		var ready, queued, joined []string
 		var readyF, queuedF, joinedF []*flight.Flight[V]
 		for _, k := range todo {
-			f, lead := c.flights.Join(c.keys.Key(k))
+			f, lead := c.flights.Join(c.Keys.Key(k))
 			switch {
 			case lead && !f.Prev():
 				ready, readyF = append(ready, k), append(readyF, f)
@@ -116,7 +116,7 @@ func (c *Engine[V]) GetMany(ctx context.Context, keys []string, load BatchLoader
 				continue
 			}
 			c.countJoined(ctx, res)
-			c.tier.Admit(k, res.R, res.R.Size, joinedF[i].Clock())
+			c.Tier.Admit(k, res.R, res.R.Size, joinedF[i].Clock())
 			if !res.R.Null {
 				out[k] = res.R.V
 			}
@@ -132,7 +132,7 @@ func (c *Engine[V]) leadGroup(ctx context.Context, keys []string, fs []*flight.F
 	var sent []string
 	var sentF []*flight.Flight[V]
 	for i, f := range fs {
-		if err := f.Send(ctx, c.tier.Clock); err != nil {
+		if err := f.Send(ctx, c.Tier.Clock); err != nil {
 			c.flights.Finish(f, flight.Result[V]{Gone: true})
 			failed[keys[i]] = err
 			continue

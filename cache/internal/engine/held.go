@@ -34,7 +34,7 @@ func (c *Engine[V]) ReleaseHeld() {
 		return true
 	})
 	if len(ls) > 0 {
-		c.leases.Release(context.Background(), ls)
+		c.Leases.Release(context.Background(), ls)
 	}
 }
 

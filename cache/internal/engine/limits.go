@@ -28,12 +28,12 @@ func (c *Engine[V]) absent(ctx context.Context, f Filter, key string) bool {
 	}
 	ok, err := f.MayContain(ctx, key)
 	if err != nil {
-		c.rec.FilterErrors.Add(1)
-		c.rec.Report(telemetry.FilterFailed, key, err)
+		c.Rec.FilterErrors.Add(1)
+		c.Rec.Report(telemetry.FilterFailed, key, err)
 		return false
 	}
 	if !ok {
-		c.rec.FilterRejects.Add(1)
+		c.Rec.FilterRejects.Add(1)
 	}
 	return !ok
 }
@@ -42,17 +42,17 @@ func (c *Engine[V]) absent(ctx context.Context, f Filter, key string) bool {
 // go ahead, and returns an error wrapping ErrRateLimited if not.
 func (c *Engine[V]) limit(ctx context.Context, load bool, key string) error {
 	l := c.cfg.Limiter
-	if l == nil || (c.hot != nil && !c.hot.IsHot(key)) {
+	if l == nil || (c.Hot != nil && !c.Hot.IsHot(key)) {
 		return nil
 	}
 	ok, err := l(ctx, load, key)
 	if err != nil {
-		c.rec.Report(telemetry.RateLimiter, key, fmt.Errorf("cacheguard: cache: rate limiter: %w", err))
+		c.Rec.Report(telemetry.RateLimiter, key, fmt.Errorf("cacheguard: cache: rate limiter: %w", err))
 	}
 	if ok {
 		return nil
 	}
-	c.rec.RateLimited.Add(1)
+	c.Rec.RateLimited.Add(1)
 	op := "read"
 	if load {
 		op = "load"
@@ -73,10 +73,10 @@ func (c *Engine[V]) limitRead(ctx context.Context, key string) (flight.Result[V]
 // tier's entry past its freshness if an outage could serve it, else with err.
 func (c *Engine[V]) rateLimited(e *local.Entry[V], err error) (V, error) {
 	var zero V
-	if !c.tier.ServableStale(e) {
+	if !c.Tier.ServableStale(e) {
 		return zero, err
 	}
-	c.rec.RateLimitedLocal.Add(1)
+	c.Rec.RateLimitedLocal.Add(1)
 	if e.Null {
 		return zero, errs.ErrNotFound
 	}

@@ -39,14 +39,14 @@ func (c *Engine[V]) runLoad(ctx context.Context, what string, call func(context.
 		return err
 	}
 	defer release()
-	c.rec.Loads.Add(1)
+	c.Rec.Loads.Add(1)
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("cacheguard: cache: %s panicked: %v", what, p)
 		}
 		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && context.Cause(ctx) == errLoadTimeout {
-			c.rec.LoadTimeouts.Add(1)
-			c.rec.TimedOut(ctx, false)
+			c.Rec.LoadTimeouts.Add(1)
+			c.Rec.TimedOut(ctx, false)
 		}
 	}()
 	return call(ctx)
@@ -66,8 +66,8 @@ func (c *Engine[V]) loadSlot(ctx context.Context) (release func(), err error) {
 		return c.releaseSlot, nil
 	default:
 	}
-	if c.hooks != nil && c.hooks.OnLoadWait != nil {
-		c.hooks.OnLoadWait()
+	if c.Hooks != nil && c.Hooks.OnLoadWait != nil {
+		c.Hooks.OnLoadWait()
 	}
 	select {
 	case c.loadSem <- struct{}{}:
@@ -91,25 +91,25 @@ func (c *Engine[V]) fallbackLoad(ctx context.Context, key string, load Loader[V]
 	// The shared load runs detached from any one caller (Close cancels it
 	// and waits for it); each caller waits only as long as its own context.
 	ch := make(chan singleflight.Result, 1)
-	started := c.life.Go(func() {
+	started := c.Life.Go(func() {
 		v, err, shared := c.fallbackGroup.Do(key, func() (any, error) {
 			// Inside Do's function: a panic leaving it would be raised
 			// again in every caller of Do, where nobody recovers it.
-			return life.Detached(c.life, ctx, "fallback load", key, func(ctx context.Context) (any, error) {
+			return life.Detached(c.Life, ctx, "fallback load", key, func(ctx context.Context) (any, error) {
 				select {
 				case c.fallbackSem <- struct{}{}:
 				default:
-					c.rec.FallbackRejected.Add(1)
+					c.Rec.FallbackRejected.Add(1)
 					return nil, redisErr
 				}
 				defer func() { <-c.fallbackSem }()
-				c.rec.FallbackLoads.Add(1)
+				c.Rec.FallbackLoads.Add(1)
 				v, err := c.callLoader(ctx, key, load)
 				if errors.Is(err, errs.ErrNotFound) {
 					return entry.Result[V]{Null: true}, nil
 				}
 				if err != nil {
-					c.rec.LoadErrors.Add(1)
+					c.Rec.LoadErrors.Add(1)
 					return nil, err
 				}
 				return entry.Result[V]{V: v}, nil

@@ -23,16 +23,16 @@ func (c *Engine[V]) loadAndFillMany(ctx context.Context, keys []string, leases [
 	c.hold(leases...)
 	defer c.unhold(leases...)
 	var rows map[string]V
-	created := c.fmt.Now() // a tag invalidated from here on invalidates these fills
+	created := c.Format.Now() // a tag invalidated from here on invalidates these fills
 	start := time.Now()
-	c.leases.While(ctx, leases, func() { rows, err = c.callBatchLoader(ctx, keys, load) })
+	c.Leases.While(ctx, leases, func() { rows, err = c.callBatchLoader(ctx, keys, load) })
 	delta := time.Since(start)
 	for _, k := range keys {
 		c.event(ctx, evLoaded, k, nil)
 	}
 	if err != nil {
-		c.rec.LoadErrors.Add(1)
-		c.leases.Release(ctx, leases)
+		c.Rec.LoadErrors.Add(1)
+		c.Leases.Release(ctx, leases)
 		return nil, err
 	}
 	rs := make([]entry.Result[V], len(keys))
@@ -43,16 +43,16 @@ func (c *Engine[V]) loadAndFillMany(ctx context.Context, keys []string, leases [
 		var ttl time.Duration
 		if !found {
 			rs[i] = entry.Result[V]{Null: true}
-			env, ttl = c.fmt.Entry(true, 0, delta, nil)
-		} else if base, ok := c.fmt.ValueTTL(k, v); !ok {
+			env, ttl = c.Format.Entry(true, 0, delta, nil)
+		} else if base, ok := c.Format.ValueTTL(k, v); !ok {
 			rs[i] = entry.Result[V]{V: v, NoLocal: true} // served, not cached (entry.Format.ValueTTL)
-		} else if payload, tags, err := c.fmt.EncodeTagged(k, v); err != nil {
-			c.fmt.Uncacheable(k, err)
+		} else if payload, tags, err := c.Format.EncodeTagged(k, v); err != nil {
+			c.Format.Uncacheable(k, err)
 			rs[i] = entry.Result[V]{V: v, NoLocal: true}
 		} else {
 			st := entry.NewStamp(tags, created, seen)
 			rs[i] = entry.Result[V]{V: v, Size: len(payload), Tagged: st}
-			env, ttl = c.fmt.TaggedEntry(false, 0, delta, payload, base, tags, created, st.SeenTimes())
+			env, ttl = c.Format.TaggedEntry(false, 0, delta, payload, base, tags, created, st.SeenTimes())
 		}
 		if env == nil { // release instead of fill
 			calls[i] = leases[i].ReleaseCall()
@@ -60,12 +60,12 @@ func (c *Engine[V]) loadAndFillMany(ctx context.Context, keys []string, leases [
 		}
 		calls[i] = leases[i].FillCall(env, ttl)
 	}
-	cmds, err := c.redis.RunScripts(ctx, calls)
+	cmds, err := c.Redis.RunScripts(ctx, calls)
 	if err != nil {
-		c.rec.Report(telemetry.FillFailed, keys[0], c.redis.Error(keys[0], "fill many", err))
+		c.Rec.Report(telemetry.FillFailed, keys[0], c.Redis.Error(keys[0], "fill many", err))
 		// The values are good; they are just not cached. Release the
 		// leases that did not fill.
-		c.leases.Release(ctx, leases)
+		c.Leases.Release(ctx, leases)
 		for i, k := range keys {
 			if calls[i].Script == lease.FillScript {
 				c.event(ctx, evFillAbandoned, k, err)
@@ -106,9 +106,9 @@ func (c *Engine[V]) healMany(ctx context.Context, pending []string, leases []lea
 	calls := make([]script.Call, len(idx))
 	for j, i := range idx {
 		prev, _ := acq[i].Bytes()
-		calls[j] = c.leases.HealCall(leases[i], prev)
+		calls[j] = c.Leases.HealCall(leases[i], prev)
 	}
-	cmds, err := c.redis.RunScripts(ctx, calls)
+	cmds, err := c.Redis.RunScripts(ctx, calls)
 	healed := map[string]lease.Lease{}
 	for j, i := range idx {
 		if n, err := cmds[j].Int(); err == nil && n == 1 {
@@ -116,8 +116,8 @@ func (c *Engine[V]) healMany(ctx context.Context, pending []string, leases []lea
 		}
 	}
 	if err = errs.Caller(ctx, err); err != nil {
-		c.leases.Release(ctx, leasesOf(healed))
-		return nil, c.redis.Error(pending[idx[0]], "check leases", err)
+		c.Leases.Release(ctx, leasesOf(healed))
+		return nil, c.Redis.Error(pending[idx[0]], "check leases", err)
 	}
 	return healed, nil
 }
@@ -133,7 +133,7 @@ func leasesOf(m map[string]lease.Lease) []lease.Lease {
 func (c *Engine[V]) loadManyDirect(ctx context.Context, keys []string, load BatchLoader[V], b *batch[V]) error {
 	rows, err := c.callBatchLoader(ctx, keys, load)
 	if err != nil {
-		c.rec.LoadErrors.Add(1)
+		c.Rec.LoadErrors.Add(1)
 		return err
 	}
 	for _, k := range keys {
@@ -163,13 +163,13 @@ func (c *Engine[V]) markManyWaited(ctx context.Context, keys []string, prev [][]
 	var prevs [][]byte
 	for i, k := range keys {
 		if prev[i] != nil {
-			rkeys, prevs = append(rkeys, c.keys.Key(k)), append(prevs, prev[i])
+			rkeys, prevs = append(rkeys, c.Keys.Key(k)), append(prevs, prev[i])
 		}
 	}
 	if len(rkeys) == 0 {
 		return true // no placeholder seen (a takeover race): polling covers it
 	}
-	held, err := c.leases.MarkWaited(ctx, rkeys, prevs)
+	held, err := c.Leases.MarkWaited(ctx, rkeys, prevs)
 	if err != nil {
 		return true
 	}

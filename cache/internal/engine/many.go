@@ -56,25 +56,25 @@ func (c *Engine[V]) leadMany(ctx context.Context, todo []string, fs []*flight.Fl
 // readMany is leadMany's work: what it does not decide key by key in b
 // (none of them, or the ones a step left undecided) gets its error.
 func (c *Engine[V]) readMany(ctx context.Context, todo []string, load BatchLoader[V], b *batch[V]) error {
-	clock := c.tier.Clock()
+	clock := c.Tier.Clock()
 	gets := make([]*redis.StringCmd, len(todo))
-	done, err := c.redis.Allow(todo[0])
+	done, err := c.Redis.Allow(todo[0])
 	if err != nil {
 		return err
 	}
 	// Bounded by ctx on any client (internal/call); abandoned, the
 	// replies are not read (the error returns below).
-	_, err = call.Do(c.redis.Calls(), ctx, 0, func(ctx context.Context) (struct{}, error) {
+	_, err = call.Do(c.Redis.Calls(), ctx, 0, func(ctx context.Context) (struct{}, error) {
 		for i, k := range todo {
-			gets[i] = redis.NewStringCmd(ctx, "get", c.keys.Key(k))
+			gets[i] = redis.NewStringCmd(ctx, "get", c.Keys.Key(k))
 		}
-		return struct{}{}, pipe.Send(ctx, c.redis.Client().Pipeline(), gets)
+		return struct{}{}, pipe.Send(ctx, c.Redis.Client().Pipeline(), gets)
 	}, nil)
 	err = errs.Caller(ctx, err)
 	done(err)
 	var reply redis.Error
 	if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
-		return c.redis.Error(todo[0], "get many", err)
+		return c.Redis.Error(todo[0], "get many", err)
 	}
 	// Reply errors belong to single keys: read them key by key below.
 	// Tagged hits are checked together first: one read of tag times.
@@ -84,7 +84,7 @@ func (c *Engine[V]) readMany(ctx context.Context, todo []string, load BatchLoade
 		raw, err := gets[i].Bytes()
 		err = errs.Caller(ctx, err)
 		if errs.IsWrongType(err) { // another Redis type: foreign data, a miss
-			c.rec.Corrupt.Add(1)
+			c.Rec.Corrupt.Add(1)
 			err = redis.Nil
 		}
 		if err == nil && wire.IsTagged(raw) {
@@ -99,22 +99,22 @@ func (c *Engine[V]) readMany(ctx context.Context, todo []string, load BatchLoade
 		if err != nil && !errors.Is(err, redis.Nil) {
 			// This key's reply failed (a refused command, a node that
 			// did not answer): the others' replies still stand.
-			b.fail(k, c.redis.Error(k, "get many", err))
+			b.fail(k, c.Redis.Error(k, "get many", err))
 			continue
 		}
 		if err == nil {
 			if r, env, ok := c.decodeHit(k, raw); ok {
-				c.rec.Reached(ctx, telemetry.TierRedis)
-				c.tier.Admit(k, r, len(raw), clock)
+				c.Rec.Reached(ctx, telemetry.TierRedis)
+				c.Tier.Admit(k, r, len(raw), clock)
 				b.put(k, r, telemetry.TierRedis)
 				if !r.Null {
-					c.maybeRefresh(ctx, k, c.keys.Key(k), env, oneOf(load))
+					c.maybeRefresh(ctx, k, c.Keys.Key(k), env, oneOf(load))
 				}
 				continue
 			}
 		}
-		c.rec.Misses.Add(1)
-		c.rec.Reached(ctx, telemetry.TierFill)
+		c.Rec.Misses.Add(1)
+		c.Rec.Reached(ctx, telemetry.TierFill)
 		if c.absent(ctx, c.cfg.MissFilter, k) {
 			b.put(k, entry.Result[V]{Null: true, NoLocal: true}, telemetry.TierFill)
 			continue
@@ -127,7 +127,7 @@ func (c *Engine[V]) readMany(ctx context.Context, todo []string, load BatchLoade
 	err = c.fillDetached(ctx, misses, load, b)
 	for _, k := range misses { // as a Get's fill would be
 		if res, ok := b.res[k]; ok {
-			c.tier.Admit(k, res.R, res.R.Size, clock)
+			c.Tier.Admit(k, res.R, res.R.Size, clock)
 		}
 	}
 	return err

@@ -6,7 +6,6 @@ import (
 	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/cacheguard/cacheguard/cache/internal/flight"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
-	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 // lead runs the read of flight f: it waits for the key's read under way
@@ -22,7 +21,7 @@ func (c *Engine[V]) lead(ctx context.Context, f *flight.Flight[V], key, rkey str
 	if f.Prev() {
 		c.event(ctx, evShared, key, nil) // queued behind the read under way
 	}
-	if err := f.Send(ctx, c.tier.Clock); err != nil {
+	if err := f.Send(ctx, c.Tier.Clock); err != nil {
 		ended = true
 		c.flights.Finish(f, flight.Result[V]{Gone: true, Err: err})
 		return
@@ -49,8 +48,8 @@ func (c *Engine[V]) leadMiss(ctx context.Context, f *flight.Flight[V], key, rkey
 			c.flights.Finish(f, flight.Result[V]{Gone: true})
 		}
 	}()
-	c.rec.Misses.Add(1)
-	c.rec.Reached(ctx, telemetry.TierFill)
+	c.Rec.Misses.Add(1)
+	c.Rec.Reached(ctx, telemetry.TierFill)
 	absent := c.absent(ctx, c.cfg.MissFilter, key)
 	filling = true
 	if absent {
@@ -58,12 +57,4 @@ func (c *Engine[V]) leadMiss(ctx context.Context, f *flight.Flight[V], key, rkey
 		return
 	}
 	c.sharedFill(ctx, f, key, rkey, load) // which ends the flight
-}
-
-// refreshAfterHit starts an early refresh of a value just read from Redis,
-// if it is due (after the read's callers have their answer).
-func (c *Engine[V]) refreshAfterHit(ctx context.Context, key, rkey string, res flight.Result[V], env wire.Envelope, load Loader[V]) {
-	if res.Tier == telemetry.TierRedis && !res.R.Null {
-		c.maybeRefresh(ctx, key, rkey, env, load)
-	}
 }

@@ -19,22 +19,22 @@ func (c *Engine[V]) read(ctx context.Context, key, rkey string) (res flight.Resu
 	if res, limited := c.limitRead(ctx, key); limited {
 		return res, env, false
 	}
-	done, err := c.redis.Allow(key)
+	done, err := c.Redis.Allow(key)
 	if err != nil {
 		return flight.Result[V]{Err: err}, env, false
 	}
-	raw, err := c.redis.Get(ctx, rkey)
+	raw, err := c.Redis.Get(ctx, rkey)
 	err = errs.Caller(ctx, err)
 	done(err)
 	if errs.IsWrongType(err) { // another Redis type: foreign data, a miss
-		c.rec.Corrupt.Add(1)
+		c.Rec.Corrupt.Add(1)
 		err = redis.Nil
 	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		if errs.IsCtx(err) {
 			return flight.Result[V]{Gone: true, Err: err}, env, false
 		}
-		return flight.Result[V]{Err: c.redis.Error(key, "get", err)}, env, false
+		return flight.Result[V]{Err: c.Redis.Error(key, "get", err)}, env, false
 	}
 	if err == nil && wire.IsTagged(raw) {
 		raws := [][]byte{raw}
@@ -47,7 +47,7 @@ func (c *Engine[V]) read(ctx context.Context, key, rkey string) (res flight.Resu
 	}
 	if err == nil {
 		if r, env, ok := c.decodeHit(key, raw); ok {
-			c.rec.Reached(ctx, telemetry.TierRedis)
+			c.Rec.Reached(ctx, telemetry.TierRedis)
 			return flight.Result[V]{R: r, Tier: telemetry.TierRedis}, env, false
 		}
 	}
@@ -60,8 +60,8 @@ func (c *Engine[V]) decodeHit(key string, raw []byte) (entry.Result[V], wire.Env
 	if entry.Classify(raw) == entry.Lease || wire.IsTombstone(raw) {
 		return entry.Result[V]{}, wire.Envelope{}, false // a miss, not corrupt data
 	}
-	r, env, ok := c.fmt.Decode(key, raw)
-	if c.redis.ReplicaReads() {
+	r, env, ok := c.Format.Decode(key, raw)
+	if c.Redis.ReplicaReads() {
 		// Possibly read from a replica that has not caught up with a
 		// write whose invalidation already arrived: an admission's clock
 		// check cannot see that, and the tier would keep the old value
@@ -70,11 +70,19 @@ func (c *Engine[V]) decodeHit(key string, raw []byte) (entry.Result[V], wire.Env
 	}
 	switch {
 	case !ok:
-		c.rec.Corrupt.Add(1)
+		c.Rec.Corrupt.Add(1)
 	case r.Null:
-		c.rec.NullHits.Add(1)
+		c.Rec.NullHits.Add(1)
 	default:
-		c.rec.Hits.Add(1)
+		c.Rec.Hits.Add(1)
 	}
 	return r, env, ok
+}
+
+// refreshAfterHit starts an early refresh of a value just read from Redis,
+// if it is due (after the read's callers have their answer).
+func (c *Engine[V]) refreshAfterHit(ctx context.Context, key, rkey string, res flight.Result[V], env wire.Envelope, load Loader[V]) {
+	if res.Tier == telemetry.TierRedis && !res.R.Null {
+		c.maybeRefresh(ctx, key, rkey, env, load)
+	}
 }

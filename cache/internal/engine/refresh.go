@@ -73,14 +73,14 @@ func (c *Engine[V]) shouldRefresh(env wire.Envelope) bool {
 		return false
 	}
 	u := 1 - rand.Float64() // (0, 1]
-	if c.hooks != nil && c.hooks.Rand != nil {
-		u = c.hooks.Rand()
+	if c.Hooks != nil && c.Hooks.Rand != nil {
+		u = c.Hooks.Rand()
 	}
 	// Compared in floating point: the gap can exceed what a Duration holds
 	// (a large beta, a slow load), and converted it would wrap negative.
 	delta := max(env.Delta, time.Millisecond)
 	gap := float64(delta) * beta * -math.Log(u)
-	return gap >= float64(env.Expiry.Sub(c.fmt.Now()))
+	return gap >= float64(env.Expiry.Sub(c.Format.Now()))
 }
 
 // maybeRefresh starts a background refresh of key if XFetch says so and none
@@ -116,22 +116,22 @@ func (c *Engine[V]) maybeRefresh(ctx context.Context, key, rkey string, env wire
 	// mark that call's observation.
 	rctx := telemetry.Unobserved(ctx)
 	done := make(chan refreshed[V], 1)
-	started := c.life.Go(func() {
+	started := c.Life.Go(func() {
 		defer c.refreshing.CompareAndDelete(rkey, gen)
 		var out refreshed[V]
 		defer func() { done <- out }()
-		out, err := life.Detached(c.life, rctx, "refresh", key, func(ctx context.Context) (refreshed[V], error) {
+		out, err := life.Detached(c.Life, rctx, "refresh", key, func(ctx context.Context) (refreshed[V], error) {
 			return c.refresh(ctx, key, rkey, header, load), nil
 		})
 		if err != nil { // a panic
-			c.rec.Report(telemetry.RefreshFailed, key, err)
+			c.Rec.Report(telemetry.RefreshFailed, key, err)
 		}
 	})
 	if !started {
 		c.refreshing.CompareAndDelete(rkey, gen)
 		return nil
 	}
-	c.rec.Refreshed(ctx)
+	c.Rec.Refreshed(ctx)
 	return done
 }
 
@@ -145,40 +145,40 @@ type refreshed[V any] struct {
 func (c *Engine[V]) refresh(ctx context.Context, key, rkey string, header []byte, load Loader[V]) (out refreshed[V]) {
 	marked := append([]byte(nil), header...)
 	marked[wire.FlagsOffset] |= wire.FlagRefreshing
-	ok, err := markRefreshScript.Run(ctx, c.redis.Client(), []string{rkey}, header, marked[wire.FlagsOffset:wire.FlagsOffset+1]).Int()
+	ok, err := markRefreshScript.Run(ctx, c.Redis.Client(), []string{rkey}, header, marked[wire.FlagsOffset:wire.FlagsOffset+1]).Int()
 	if err != nil {
-		c.rec.Report(telemetry.RefreshFailed, key, c.redis.Error(key, "mark refresh", err))
+		c.Rec.Report(telemetry.RefreshFailed, key, c.Redis.Error(key, "mark refresh", err))
 		return out
 	}
 	if ok == 0 {
 		return out // changed since we read it: someone else refreshed, deleted or set it
 	}
-	c.rec.EarlyRefresh.Add(1)
-	if c.hooks != nil && c.hooks.OnRefresh != nil {
-		c.hooks.OnRefresh(key)
+	c.Rec.EarlyRefresh.Add(1)
+	if c.Hooks != nil && c.Hooks.OnRefresh != nil {
+		c.Hooks.OnRefresh(key)
 	}
-	created := c.fmt.Now()
+	created := c.Format.Now()
 	start := time.Now()
 	v, err := c.callLoader(ctx, key, load)
 	delta := time.Since(start)
 	null := errors.Is(err, errs.ErrNotFound)
 	var payload []byte
 	var tags []string
-	base, cacheable := c.fmt.TTL(), true
+	base, cacheable := c.Format.TTL(), true
 	switch {
 	case null:
 	case err != nil:
 		// The entry keeps serving until it expires; then the ordinary miss
 		// path loads it under a lease.
-		c.rec.LoadErrors.Add(1)
-		c.rec.Report(telemetry.RefreshFailed, key, err)
+		c.Rec.LoadErrors.Add(1)
+		c.Rec.Report(telemetry.RefreshFailed, key, err)
 		return out
 	default:
-		if base, cacheable = c.fmt.ValueTTL(key, v); !cacheable {
+		if base, cacheable = c.Format.ValueTTL(key, v); !cacheable {
 			break // the entry goes (entry.Format.ValueTTL)
 		}
-		if payload, tags, err = c.fmt.EncodeTagged(key, v); err != nil {
-			c.fmt.Uncacheable(key, err)
+		if payload, tags, err = c.Format.EncodeTagged(key, v); err != nil {
+			c.Format.Uncacheable(key, err)
 			return out
 		}
 	}
@@ -189,20 +189,20 @@ func (c *Engine[V]) refresh(ctx context.Context, key, rkey string, header []byte
 	var ttl time.Duration
 	switch {
 	case cacheable:
-		env, ttl = c.fmt.TaggedEntry(null, version, delta, payload, base, tags, created, nil)
+		env, ttl = c.Format.TaggedEntry(null, version, delta, payload, base, tags, created, nil)
 	case version != 0: // a version tombstone, as SetVersioned leaves
-		env, ttl = wire.AppendTombstone(nil, version), c.fmt.NullTTL()
+		env, ttl = wire.AppendTombstone(nil, version), c.Format.NullTTL()
 	} // else env stays empty: the entry is removed, as Set does
-	n, err := refreshFillScript.Run(ctx, c.redis.Client(), []string{rkey}, marked, env, entry.PX(ttl)).Int()
+	n, err := refreshFillScript.Run(ctx, c.Redis.Client(), []string{rkey}, marked, env, entry.PX(ttl)).Int()
 	if err != nil {
-		c.rec.Report(telemetry.RefreshFailed, key, c.redis.Error(key, "refresh fill", err))
+		c.Rec.Report(telemetry.RefreshFailed, key, c.Redis.Error(key, "refresh fill", err))
 		return out
 	}
 	if n == 0 {
-		c.rec.RejectedFills.Add(1)
+		c.Rec.RejectedFills.Add(1)
 	}
-	if c.hooks != nil && c.hooks.OnFill != nil {
-		c.hooks.OnFill(key, n == 1)
+	if c.Hooks != nil && c.Hooks.OnFill != nil {
+		c.Hooks.OnFill(key, n == 1)
 	}
 	if !cacheable { // served, not cached: kept out of the local tier too
 		return refreshed[V]{R: entry.Result[V]{V: v, NoLocal: true}, landed: n == 1}

@@ -18,8 +18,8 @@ import (
 // took tens of milliseconds).
 func TestEarlyRefreshWithAHugeGap(t *testing.T) {
 	for _, beta := range []float64{1e12, math.Inf(1)} {
-		c := &Engine[string]{cfg: Config{EarlyBeta: beta}, hooks: &hook.Set{Rand: func() float64 { return 0.5 }},
-			fmt: entry.New(entry.Config[string]{}, &telemetry.Recorder{}, nil)}
+		c := &Engine[string]{cfg: Config{EarlyBeta: beta}, Parts: Parts[string]{Hooks: &hook.Set{Rand: func() float64 { return 0.5 }},
+			Format: entry.New(entry.Config[string]{}, &telemetry.Recorder{}, nil)}}
 		env := wire.Envelope{Delta: 50 * time.Millisecond, Expiry: time.Now().Add(10 * time.Minute)}
 		if !c.shouldRefresh(env) {
 			t.Errorf("beta %v, load 50ms, 10 minutes left: no refresh", beta)

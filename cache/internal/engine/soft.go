@@ -68,7 +68,7 @@ func (c *Engine[V]) refreshSoft(ctx context.Context, key, rkey string, res fligh
 // a servable expired local entry, it waits at most the soft timeout: soft
 // reports that it ran out, and the flight goes on without this caller.
 func (c *Engine[V]) waitFlight(ctx context.Context, f *flight.Flight[V], stale *local.Entry[V]) (res flight.Result[V], soft bool, err error) {
-	if c.cfg.SoftLoadTimeout <= 0 || !c.tier.ServableStale(stale) {
+	if c.cfg.SoftLoadTimeout <= 0 || !c.Tier.ServableStale(stale) {
 		res, err = f.Wait(ctx)
 		return res, false, err
 	}
@@ -84,6 +84,6 @@ func (c *Engine[V]) waitFlight(ctx context.Context, f *flight.Flight[V], stale *
 
 // softTimedOut counts a Get answered stale past the soft timeout.
 func (c *Engine[V]) softTimedOut(ctx context.Context) {
-	c.rec.SoftTimeouts.Add(1)
-	c.rec.TimedOut(ctx, true)
+	c.Rec.SoftTimeouts.Add(1)
+	c.Rec.TimedOut(ctx, true)
 }

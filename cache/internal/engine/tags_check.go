@@ -37,11 +37,11 @@ func (c *Engine[V]) dropInvalidated(ctx context.Context, key string, raws [][]by
 		}
 	}
 	now := time.Now().UnixNano()
-	epoch, trusted := c.tier.TagTrust(now)
+	epoch, trusted := c.Tier.TagTrust(now)
 	known := make(map[string]int64, len(floor))
 	var need []string
 	for tag, seen := range floor {
-		if ms, ok := c.tier.TagTime(tag, epoch, now); trusted && ok && ms >= seen {
+		if ms, ok := c.Tier.TagTime(tag, epoch, now); trusted && ok && ms >= seen {
 			known[tag] = ms
 			continue
 		}
@@ -56,7 +56,7 @@ func (c *Engine[V]) dropInvalidated(ctx context.Context, key string, raws [][]by
 			known[tag] = ms[i]
 		}
 		if trusted {
-			c.tier.LearnTags(need, ms, epoch)
+			c.Tier.LearnTags(need, ms, epoch)
 		}
 	}
 	for j, st := range stamps {
@@ -64,7 +64,7 @@ func (c *Engine[V]) dropInvalidated(ctx context.Context, key string, raws [][]by
 			if st.InvalidBy(i, known[tag]) {
 				raws[at[j]] = nil
 				if count {
-					c.rec.TagMisses.Add(1)
+					c.Rec.TagMisses.Add(1)
 				}
 				break
 			}
@@ -78,21 +78,21 @@ func (c *Engine[V]) dropInvalidated(ctx context.Context, key string, raws [][]by
 func (c *Engine[V]) readTagTimes(ctx context.Context, key string, tags []string) ([]int64, error) {
 	keys := make([]string, len(tags))
 	for i, t := range tags {
-		keys[i] = wire.TagKey(c.keys.Prefix(), t)
+		keys[i] = wire.TagKey(c.Keys.Prefix(), t)
 	}
-	done, err := c.redis.Allow(key)
+	done, err := c.Redis.Allow(key)
 	if err != nil {
 		return nil, err
 	}
-	vals, err := c.redis.Client().MGet(ctx, keys...).Result()
+	vals, err := c.Redis.Client().MGet(ctx, keys...).Result()
 	err = errs.Caller(ctx, err)
 	done(err)
-	c.rec.TagReads.Add(1)
+	c.Rec.TagReads.Add(1)
 	if err != nil {
 		if errs.IsCtx(err) {
 			return nil, err
 		}
-		return nil, c.redis.Error(key, "read tag times", err)
+		return nil, c.Redis.Error(key, "read tag times", err)
 	}
 	ms := make([]int64, len(tags))
 	for i, v := range vals {
@@ -104,7 +104,7 @@ func (c *Engine[V]) readTagTimes(ctx context.Context, key string, tags []string)
 		if !ok {
 			// Foreign bytes under a tag key: count the tag as invalidated
 			// now, so that nothing is served on its strength.
-			c.rec.Corrupt.Add(1)
+			c.Rec.Corrupt.Add(1)
 			t = time.Now().UnixMilli()
 		}
 		ms[i] = t

@@ -55,10 +55,10 @@ func (f *Format[V]) Entry(null bool, version uint64, delta time.Duration, payloa
 // TaggedEntry is Entry with base, before jitter, as the value TTL
 // (ValueTTL), carrying tags (none: an untagged envelope), the time the
 // entry's load started and the tags' times its loader had read before
-// (seen: nil, or one per tag; tags.go).
+// (seen: nil, or one per tag; stamp.go).
 func (f *Format[V]) TaggedEntry(null bool, version uint64, delta time.Duration, payload []byte, base time.Duration, tags []string, created time.Time, seen []int64) ([]byte, time.Duration) {
 	if len(tags) > 0 && base > f.cfg.TTL {
-		// A tag's time is kept for about 2·WithTTL (tags.go): a tagged
+		// A tag's time is kept for about 2·WithTTL (cache.WithTags): a tagged
 		// entry must not outlive it, whatever WithTTLFunc chose.
 		base = f.cfg.TTL
 	}

@@ -52,7 +52,7 @@ func (t *Tier[V]) Admit(key string, r entry.Result[V], size int, before Clock) {
 	e.tagged = r.Tagged
 	// Checked again and stored under the key's lock: an invalidation
 	// either sees the entry and deletes it, or made this check fail
-	// (order.go).
+	// (above).
 	mu := t.locks.of(key)
 	mu.Lock()
 	defer mu.Unlock()

@@ -2,11 +2,8 @@ package write
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache/internal/entry"
-	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -70,11 +67,5 @@ return 2
 
 // MarkStale is cache.MarkStale, which documents it.
 func (c *Writer[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys ...string) error {
-	if c.life.Closed() {
-		return errs.ErrClosed
-	}
-	if maxStale < entry.MinTTL {
-		return fmt.Errorf("%w: maxStale %v must be at least %v", errs.ErrInvalidOption, maxStale, entry.MinTTL)
-	}
-	return c.writeEach(ctx, "mark stale", MarkStaleScript, keys, entry.PX(maxStale))
+	return c.writeEach(ctx, "mark stale", MarkStaleScript, keys, "maxStale", maxStale)
 }

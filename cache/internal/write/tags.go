@@ -38,7 +38,7 @@ const MaxTagsPerInvalidation = 1024
 
 // InvalidateTags is cache.InvalidateTags, which documents it.
 func (c *Writer[V]) InvalidateTags(ctx context.Context, tags ...string) error {
-	if c.life.Closed() {
+	if c.Life.Closed() {
 		return errs.ErrClosed
 	}
 	if len(tags) > MaxTagsPerInvalidation {
@@ -57,11 +57,11 @@ func (c *Writer[V]) InvalidateTags(ctx context.Context, tags ...string) error {
 	}
 	keys := make([]string, len(tags))
 	for i, t := range tags {
-		keys[i] = wire.TagKey(c.keys.Prefix(), t)
+		keys[i] = wire.TagKey(c.Keys.Prefix(), t)
 	}
-	now := c.fmt.Now().UnixMilli()
-	hold := 2*c.fmt.TTL() + c.cfg.LoadTimeout + entry.TagClockMargin
-	done, err := c.redis.Allow(keys[0])
+	now := c.Format.Now().UnixMilli()
+	hold := 2*c.Format.TTL() + c.cfg.LoadTimeout + entry.TagClockMargin
+	done, err := c.Redis.Allow(keys[0])
 	if err != nil {
 		return err
 	}
@@ -69,15 +69,15 @@ func (c *Writer[V]) InvalidateTags(ctx context.Context, tags ...string) error {
 	// other instances learn it when the times they keep expire (the local
 	// TTL).
 	at, err := boundedWrite(c, ctx, nil, func(ctx context.Context) (int64, error) {
-		return InvalidateTagsScript.Run(ctx, c.redis.Client(), keys, wire.FormatTagTime(now), entry.PX(hold)).Int64()
+		return InvalidateTagsScript.Run(ctx, c.Redis.Client(), keys, wire.FormatTagTime(now), entry.PX(hold)).Int64()
 	}, func(int64) bool { return false })
 	err = errs.Caller(ctx, err)
 	done(err)
 	if err != nil {
-		return c.redis.Error(tags[0], "invalidate tags", err)
+		return c.Redis.Error(tags[0], "invalidate tags", err)
 	}
-	c.rec.TagInvalidations.Add(uint64(len(tags)))
-	c.tier.ApplyTags(tags, at)
+	c.Rec.TagInvalidations.Add(uint64(len(tags)))
+	c.Tier.ApplyTags(tags, at)
 	c.bus.PublishTags(ctx, tags, at)
 	return nil
 }

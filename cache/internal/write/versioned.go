@@ -3,7 +3,6 @@ package write
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/entry"
@@ -45,15 +44,15 @@ func (c *Writer[V]) SetVersioned(ctx context.Context, key string, v V, version u
 	if err := c.check(ctx, key); err != nil {
 		return false, err
 	}
-	base, cacheable := c.fmt.ValueTTL(key, v)
+	base, cacheable := c.Format.ValueTTL(key, v)
 	if !cacheable { // a version tombstone: readers miss, older versions are refused (ttlfunc.go)
-		return c.runVersioned(ctx, key, version, wire.AppendTombstone(nil, version), entry.PX(c.fmt.NullTTL()))
+		return c.runVersioned(ctx, key, version, wire.AppendTombstone(nil, version), entry.PX(c.Format.NullTTL()))
 	}
-	payload, tags, err := c.fmt.EncodeTagged(key, v)
+	payload, tags, err := c.Format.EncodeTagged(key, v)
 	if err != nil {
 		return false, err
 	}
-	env, ttl := c.fmt.TaggedEntry(false, version, 0, payload, base, tags, c.fmt.Now(), nil)
+	env, ttl := c.Format.TaggedEntry(false, version, 0, payload, base, tags, c.Format.Now(), nil)
 	return c.runVersioned(ctx, key, version, env, entry.PX(ttl))
 }
 
@@ -62,17 +61,17 @@ func (c *Writer[V]) DeleteVersioned(ctx context.Context, key string, version uin
 	if err := c.check(ctx, key); err != nil {
 		return false, err
 	}
-	env, ttl := c.fmt.Entry(true, version, 0, nil)
+	env, ttl := c.Format.Entry(true, version, 0, nil)
 	return c.runVersioned(ctx, key, version, env, entry.PX(ttl))
 }
 
 func (c *Writer[V]) runVersioned(ctx context.Context, key string, version uint64, env []byte, ttlMS int64) (bool, error) {
 	ver := binary.BigEndian.AppendUint64(nil, version)
 	n, err := boundedWrite(c, ctx, []string{key}, func(ctx context.Context) (int, error) {
-		return VersionedSetScript.Run(ctx, c.redis.Client(), []string{c.keys.Key(key)}, ver, env, ttlMS).Int()
+		return VersionedSetScript.Run(ctx, c.Redis.Client(), []string{c.Keys.Key(key)}, ver, env, ttlMS).Int()
 	}, func(n int) bool { return n == 1 })
 	if err = errs.Caller(ctx, err); err != nil {
-		return false, c.redis.Error(key, "versioned write", err)
+		return false, c.Redis.Error(key, "versioned write", err)
 	}
 	if n == 1 {
 		c.eng.Forget([]string{key})
@@ -104,11 +103,5 @@ return 1
 
 // DeleteKeepingVersion is cache.DeleteKeepingVersion, which documents it.
 func (c *Writer[V]) DeleteKeepingVersion(ctx context.Context, hold time.Duration, keys ...string) error {
-	if c.life.Closed() {
-		return errs.ErrClosed
-	}
-	if hold < entry.MinTTL {
-		return fmt.Errorf("%w: tombstone hold %v must be at least %v", errs.ErrInvalidOption, hold, entry.MinTTL)
-	}
-	return c.writeEach(ctx, "delete keeping version", DeleteKeepingVersionScript, keys, entry.PX(hold))
+	return c.writeEach(ctx, "delete keeping version", DeleteKeepingVersionScript, keys, "tombstone hold", hold)
 }

@@ -2,6 +2,8 @@ package write
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
@@ -20,7 +22,7 @@ import (
 // Redis has it, callers that arrive later load afresh and other instances
 // drop the keys from their local tiers.
 func (c *Writer[V]) writeKeys(ctx context.Context, op string, keys []string, send func(ctx context.Context) error) error {
-	if c.life.Closed() {
+	if c.Life.Closed() {
 		return errs.ErrClosed
 	}
 	for _, k := range keys {
@@ -34,7 +36,7 @@ func (c *Writer[V]) writeKeys(ctx context.Context, op string, keys []string, sen
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	done, err := c.redis.Allow(keys[0])
+	done, err := c.Redis.Allow(keys[0])
 	if err != nil {
 		return err
 	}
@@ -44,7 +46,7 @@ func (c *Writer[V]) writeKeys(ctx context.Context, op string, keys []string, sen
 	err = errs.Caller(ctx, err)
 	done(err)
 	if err != nil {
-		return c.redis.Error(keys[0], op, err)
+		return c.Redis.Error(keys[0], op, err)
 	}
 	c.eng.Forget(keys)
 	c.afterWrite(ctx, keys...)
@@ -57,7 +59,7 @@ func (c *Writer[V]) writeKeys(ctx context.Context, op string, keys []string, sen
 // invalidated then, here and in the other instances, as if it had returned
 // in time.
 func boundedWrite[V, T any](c *Writer[V], ctx context.Context, keys []string, send func(context.Context) (T, error), landed func(T) bool) (T, error) {
-	return call.Do(c.redis.Calls(), ctx, 0, send, func(v T, err error) {
+	return call.Do(c.Redis.Calls(), ctx, 0, send, func(v T, err error) {
 		if err == nil && (landed == nil || landed(v)) {
 			c.eng.Forget(keys)
 			c.afterWrite(ctx, keys...)
@@ -65,15 +67,22 @@ func boundedWrite[V, T any](c *Writer[V], ctx context.Context, keys []string, se
 	})
 }
 
-// writeEach is writeKeys running s once per key (prefixed), with args, in
-// one pipeline by SHA (script.Run).
-func (c *Writer[V]) writeEach(ctx context.Context, op string, s *redis.Script, keys []string, args ...any) error {
+// writeEach is writeKeys running s once per key (prefixed), with d (named
+// what, at least MinTTL: an expiry) as its argument, in one pipeline by SHA
+// (script.Run).
+func (c *Writer[V]) writeEach(ctx context.Context, op string, s *redis.Script, keys []string, what string, d time.Duration) error {
+	if c.Life.Closed() {
+		return errs.ErrClosed
+	}
+	if d < entry.MinTTL {
+		return fmt.Errorf("%w: %s %v must be at least %v", errs.ErrInvalidOption, what, d, entry.MinTTL)
+	}
 	return c.writeKeys(ctx, op, keys, func(ctx context.Context) error {
 		calls := make([]script.Call, len(keys))
 		for i, k := range keys {
-			calls[i] = script.Call{Script: s, Keys: []string{c.keys.Key(k)}, Args: args}
+			calls[i] = script.Call{Script: s, Keys: []string{c.Keys.Key(k)}, Args: []any{entry.PX(d)}}
 		}
-		_, err := script.Run(ctx, c.redis.Client(), calls)
+		_, err := script.Run(ctx, c.Redis.Client(), calls)
 		return err
 	})
 }
@@ -83,20 +92,20 @@ func (c *Writer[V]) Set(ctx context.Context, key string, v V) error {
 	if err := c.check(ctx, key); err != nil {
 		return err
 	}
-	base, cacheable := c.fmt.ValueTTL(key, v)
+	base, cacheable := c.Format.ValueTTL(key, v)
 	if !cacheable {
 		return c.Delete(ctx, key) // not to be cached: the old value must go (ttlfunc.go)
 	}
-	payload, tags, err := c.fmt.EncodeTagged(key, v)
+	payload, tags, err := c.Format.EncodeTagged(key, v)
 	if err != nil {
 		return err
 	}
-	env, ttl := c.fmt.TaggedEntry(false, 0, 0, payload, base, tags, c.fmt.Now(), nil)
+	env, ttl := c.Format.TaggedEntry(false, 0, 0, payload, base, tags, c.Format.Now(), nil)
 	// The key's version stays (versionkeep.go).
 	return c.writeKeys(ctx, "set", []string{key}, func(ctx context.Context) error {
 		// Through the queue of the key's node: a burst of Sets shares
 		// round trips (readbatch.go).
-		_, err := c.redis.RunScripts(ctx, []script.Call{{Script: SetKeepingVersionScript, Keys: []string{c.keys.Key(key)}, Args: []any{env, entry.PX(ttl)}}})
+		_, err := c.Redis.RunScripts(ctx, []script.Call{{Script: SetKeepingVersionScript, Keys: []string{c.Keys.Key(key)}, Args: []any{env, entry.PX(ttl)}}})
 		return err
 	})
 }
@@ -105,16 +114,16 @@ func (c *Writer[V]) Set(ctx context.Context, key string, v V) error {
 func (c *Writer[V]) Delete(ctx context.Context, keys ...string) error {
 	return c.writeKeys(ctx, "delete", keys, func(ctx context.Context) error {
 		if len(keys) == 1 { // through the queue of the key's node (readbatch.go)
-			rkey := c.keys.Key(keys[0])
+			rkey := c.Keys.Key(keys[0])
 			cmd := redis.NewIntCmd(ctx, "unlink", rkey)
-			if err := c.redis.Send(ctx, rkey, cmd, nil); err != nil {
+			if err := c.Redis.Send(ctx, rkey, cmd, nil); err != nil {
 				return err
 			}
 			return cmd.Err()
 		}
-		_, err := pipe.Run(ctx, c.redis.Client().Pipeline(), func(p redis.Pipeliner) error {
+		_, err := pipe.Run(ctx, c.Redis.Client().Pipeline(), func(p redis.Pipeliner) error {
 			for _, k := range keys {
-				p.Unlink(ctx, c.keys.Key(k))
+				p.Unlink(ctx, c.Keys.Key(k))
 			}
 			return nil
 		})

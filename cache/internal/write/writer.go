@@ -13,13 +13,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/cache/internal/bus"
 	"github.com/cacheguard/cacheguard/cache/internal/engine"
-	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
-	"github.com/cacheguard/cacheguard/cache/internal/generation"
-	"github.com/cacheguard/cacheguard/cache/internal/life"
-	"github.com/cacheguard/cacheguard/cache/internal/local"
-	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
-	"github.com/cacheguard/cacheguard/cache/internal/transport"
 )
 
 // Config is the write path's.
@@ -29,20 +23,15 @@ type Config struct {
 
 // Writer writes one cache's keys. Make it with New.
 type Writer[V any] struct {
-	cfg   Config
-	fmt   *entry.Format[V]
-	tier  *local.Tier[V] // nil: no local tier
-	keys  *generation.Keys
-	redis *transport.Redis
-	bus   *bus.Bus
-	eng   *engine.Engine[V]
-	life  *life.Group
-	rec   *telemetry.Recorder
+	engine.Parts[V]
+	cfg Config
+	bus *bus.Bus
+	eng *engine.Engine[V]
 }
 
 // New returns the write path of a cache whose reads eng runs.
 func New[V any](cfg Config, p engine.Parts[V], b *bus.Bus, eng *engine.Engine[V]) *Writer[V] {
-	return &Writer[V]{cfg: cfg, fmt: p.Format, tier: p.Tier, keys: p.Keys, redis: p.Redis, bus: b, eng: eng, life: p.Life, rec: p.Rec}
+	return &Writer[V]{Parts: p, cfg: cfg, bus: b, eng: eng}
 }
 
 // afterWrite runs after a write to keys landed in Redis: it drops them from
@@ -53,8 +42,8 @@ func New[V any](cfg Config, p engine.Parts[V], b *bus.Bus, eng *engine.Engine[V]
 // (or given up), or when ctx ends, whichever comes first; in the second case
 // the message is still sent, detached from ctx.
 func (c *Writer[V]) afterWrite(ctx context.Context, keys ...string) {
-	if c.tier != nil {
-		c.tier.Drop(keys)
+	if c.Tier != nil {
+		c.Tier.Drop(keys)
 	}
 	c.bus.Publish(ctx, keys)
 }
@@ -63,7 +52,7 @@ func (c *Writer[V]) check(ctx context.Context, key string) error {
 	if err := errs.CheckKey(key); err != nil {
 		return err
 	}
-	if c.life.Closed() {
+	if c.Life.Closed() {
 		return errs.ErrClosed
 	}
 	return ctx.Err()

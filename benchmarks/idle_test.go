@@ -49,7 +49,7 @@ func TestIdleCPU(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { det.Close() })
-		c, err := cache.New[row](rdb,
+		c, err := cache.New(rdb, cache.Values[row]{},
 			cache.WithPrefix("idle:"+strconv.Itoa(i)+":"),
 			cache.WithLocal(1<<20),
 			cache.WithHotKeys(det),

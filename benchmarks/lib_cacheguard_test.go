@@ -62,7 +62,7 @@ func openCacheguard(tb testing.TB, cfg implConfig) *cacheImpl {
 	if cfg.bloom {
 		opts = append(opts, cache.WithBloom(rowFilter(tb, cfg.db.rows)))
 	}
-	c, err := cache.New[row](rdb, opts...)
+	c, err := cache.New(rdb, cache.Values[row]{}, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}

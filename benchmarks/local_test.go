@@ -193,7 +193,7 @@ func BenchmarkLocalHit(b *testing.B) {
 // closed when b ends, that serves key from its local tier, and its loader.
 func localHitCache(b *testing.B, rdb redis.UniversalClient, db *simDB, name, key string, opts ...cache.Option) (*cache.Cache[row], cache.Loader[row]) {
 	opts = append(opts, cache.WithPrefix("local:"+name+":"), cache.WithLocalTTL(localTTL), cache.WithLogger(quietLog))
-	c, err := cache.New[row](rdb, opts...)
+	c, err := cache.New(rdb, cache.Values[row]{}, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestMassExpiryTail(t *testing.T) {
 	ctx := context.Background()
 	db := newSimDB(zipfKeys, 0, massConns)
 	rdb, _ := countedClient(t)
-	c, err := cache.New[row](rdb, cache.WithPrefix("tail:"+nonce()+":"), cache.WithTTL(massTTL),
+	c, err := cache.New(rdb, cache.Values[row]{}, cache.WithPrefix("tail:"+nonce()+":"), cache.WithTTL(massTTL),
 		cache.WithNullTTL(massTTL), cache.WithLogger(quietLog))
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,7 @@ func BenchmarkPaired(b *testing.B) {
 		rdb := newClient(b)
 		raw, _ := json.Marshal(makeRow(42))
 		rdb.Set(ctx, "paired:raw:"+key, raw, time.Hour)
-		c, err := cache.New[row](rdb, cache.WithPrefix("paired:cg:"), cache.WithTTL(time.Hour), cache.WithLogger(quietLog))
+		c, err := cache.New(rdb, cache.Values[row]{}, cache.WithPrefix("paired:cg:"), cache.WithTTL(time.Hour), cache.WithLogger(quietLog))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -100,7 +100,7 @@ func BenchmarkPaired(b *testing.B) {
 		r0 := makeRow(42)
 		rc.Set(key, &r0, 200)
 		rc.Wait()
-		c, err := cache.New[row](newClient(b), cache.WithPrefix("paired:local:"), cache.WithLocal(localBytes),
+		c, err := cache.New(newClient(b), cache.Values[row]{}, cache.WithPrefix("paired:local:"), cache.WithLocal(localBytes),
 			cache.WithLocalAdmitAll(), cache.WithLocalTTL(localTTL), cache.WithLogger(quietLog))
 		if err != nil {
 			b.Fatal(err)

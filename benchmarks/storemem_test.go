@@ -30,7 +30,7 @@ func BenchmarkLocalStoreMemory(b *testing.B) {
 				var perEntry float64
 				for b.Loop() {
 					before := heapInUse()
-					c, err := cache.New[int](rdb, v.store(), cache.WithLocalAdmitAll(), cache.WithLocalTTL(localTTL),
+					c, err := cache.New(rdb, cache.Values[int]{}, v.store(), cache.WithLocalAdmitAll(), cache.WithLocalTTL(localTTL),
 						cache.WithPrefix("storemem:"+v.name+":"), cache.WithLogger(quietLog))
 					if err != nil {
 						b.Fatal(err)

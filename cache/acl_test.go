@@ -78,9 +78,8 @@ func aclLocalCache(t *testing.T, rdb redis.UniversalClient, errs *errLog, h *hoo
 		h = &hooks{}
 	}
 	h.OnSubscribed = func() { once.Do(func() { close(ch) }) }
-	c = newCache[string](t, rdb, append([]Option{
+	c = newCacheWith(t, rdb, Values[string]{Tags: func(string, string) []string { return []string{"all"} }}, append([]Option{
 		WithLocal(1 << 20), WithLocalAdmitAll(), testHealth,
-		WithTags(func(string, string) []string { return []string{"all"} }),
 		WithErrorHandler(errs.add),
 		withHooks(h),
 	}, opts...)...)

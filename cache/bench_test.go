@@ -14,7 +14,7 @@ import (
 func BenchmarkLocalHit(b *testing.B) {
 	_, rdb := newSingleB(b)
 	ctx := context.Background()
-	c, err := New[string](rdb, WithPrefix("opt:"), WithLocal(1<<20), WithLocalAdmitAll())
+	c, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithLocal(1<<20), WithLocalAdmitAll())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 // The parallel run shows whether callers queue on a shared lock.
 func BenchmarkBreakerAllow(b *testing.B) {
 	_, rdb := newSingleB(b)
-	c, err := New[string](rdb, WithPrefix("opt:"), WithCircuitBreaker(5, time.Second))
+	c, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithCircuitBreaker(5, time.Second))
 	if err != nil {
 		b.Fatal(err)
 	}

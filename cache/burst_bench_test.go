@@ -37,7 +37,7 @@ func BenchmarkDeleteBurst(b *testing.B) {
 
 func burst(b *testing.B, unit string, op func(c *Cache[string], ctx context.Context, k string) error) {
 	_, rdb := newSingleB(b)
-	c, err := New[string](rdb, WithPrefix(fmt.Sprintf("burst%d:", time.Now().UnixNano())))
+	c, err := New(rdb, Values[string]{}, WithPrefix(fmt.Sprintf("burst%d:", time.Now().UnixNano())))
 	if err != nil {
 		b.Fatal(err)
 	}

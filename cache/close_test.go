@@ -20,7 +20,7 @@ func TestCloseRacingCallsNoPanic(t *testing.T) {
 	rdb := sharedSingleFor(t)
 	ctx := context.Background()
 	for round := 0; round < 30; round++ {
-		c, err := New[string](rdb, WithPrefix(fmt.Sprintf("%s%d:", prefixFor(t), round)), WithLocal(1<<20), WithLocalAdmitAll(), WithLogger(quietLogger()))
+		c, err := New(rdb, Values[string]{}, WithPrefix(fmt.Sprintf("%s%d:", prefixFor(t), round)), WithLocal(1<<20), WithLocalAdmitAll(), WithLogger(quietLogger()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -125,7 +125,7 @@ func TestCompressedGarbageIsAMiss(t *testing.T) {
 
 func TestCompressionRejectsNegativeThreshold(t *testing.T) {
 	_, rdb := newSingle(t)
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithCompression(-1)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithCompression(-1)); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("New = %v, want ErrInvalidOption", err)
 	}
 }

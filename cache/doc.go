@@ -16,7 +16,7 @@
 // Delete and Set replace the key outright, so a fill that loaded before them
 // is refused and cannot write a stale value back.
 //
-//	users, err := cache.New[User](rdb, cache.WithPrefix("user:"), cache.WithTTL(10*time.Minute))
+//	users, err := cache.New(rdb, cache.Values[User]{}, cache.WithPrefix("user:"), cache.WithTTL(10*time.Minute))
 //	u, err := users.Get(ctx, id, repo.FindUser) // FindUser returns cache.ErrNotFound for a missing row
 //	err = users.Delete(ctx, id)                 // after the row changed
 //
@@ -97,7 +97,7 @@
 //
 // The local tier keeps its entries in a LocalStore sized in bytes (an entry
 // costs its encoded value, its key and 64 bytes). WithLocal picks otter v2,
-// the default; WithLocalRistretto picks ristretto v2; WithLocalStore plugs
+// the default; WithLocalRistretto picks ristretto v2; Values.LocalStore plugs
 // in a store of your own, which package localstoretest checks against the
 // contract. The bounds above hold with any of them. Otter is the default
 // because it does less on the paths that matter (figures from
@@ -158,7 +158,7 @@
 //
 // # Tags
 //
-// WithTags tags each entry with what a function returns for its key and
+// Values.Tags tags each entry with what a function returns for its key and
 // value; InvalidateTags(ctx, tags...) makes every entry of those tags a miss
 // for every instance and local tier, in O(number of tags): each tagged entry
 // records its tags and when its load started, each tag's last invalidation
@@ -175,7 +175,7 @@
 // refresh) are compared by the clocks instead: the instances' wall clocks
 // must agree within 100 ms, and such an entry created within that margin
 // after an invalidation counts as invalidated too (its reload records the
-// time). See WithTags (tags.go) for the model and the limits (64 tags of at most 256
+// time). See values.go for the model and the limits (64 tags of at most 256
 // bytes per entry).
 //
 // # Writes made outside cacheguard (WithTracking)

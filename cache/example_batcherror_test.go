@@ -16,7 +16,7 @@ func ExampleBatchError() {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	names, _ := cache.New[string](rdb, cache.WithPrefix("name:"))
+	names, _ := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("name:"))
 	defer names.Close()
 	ctx := context.Background()
 	names.Set(ctx, "1", "name-1")

@@ -18,7 +18,7 @@ func ExampleCache_Clear() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
-	users, err := cache.New[string](rdb, cache.WithPrefix("user:"))
+	users, err := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("user:"))
 	if err != nil {
 		panic(err)
 	}

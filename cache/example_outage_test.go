@@ -32,12 +32,11 @@ func Example_outage() {
 		ContextTimeoutEnabled: true, // context deadlines bound socket reads
 	})
 	defer rdb.Close()
-	users, err := cache.New[User](rdb,
+	users, err := cache.New(rdb, cache.Values[User]{},
 		cache.WithPrefix("user:"),
 		cache.WithCircuitBreaker(5, time.Second),
 		cache.WithFallbackLoads(8),
-		cache.WithMaxLoads(32),
-	)
+		cache.WithMaxLoads(32))
 	if err != nil {
 		panic(err)
 	}

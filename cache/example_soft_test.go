@@ -20,7 +20,7 @@ func ExampleWithSoftLoadTimeout() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
-	prices, err := cache.New[string](rdb, cache.WithPrefix("price:"),
+	prices, err := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("price:"),
 		cache.WithSoftLoadTimeout(20*time.Millisecond), // what a reader waits for a fresh value
 		cache.WithLoadTimeout(5*time.Second),           // what a load may take at all
 	)

@@ -13,7 +13,7 @@ type Member struct {
 	ID, Org, Name string
 }
 
-func ExampleWithTags() {
+func ExampleValues_tags() {
 	mr := miniredis.NewMiniRedis()
 	mr.Start()
 	defer mr.Close()
@@ -21,10 +21,8 @@ func ExampleWithTags() {
 	defer rdb.Close()
 
 	// Every member is tagged with its organisation.
-	members, err := cache.New[Member](rdb,
-		cache.WithPrefix("member:"),
-		cache.WithTags(func(_ string, m Member) []string { return []string{"org:" + m.Org} }),
-	)
+	members, err := cache.New(rdb, cache.Values[Member]{Tags: func(_ string, m Member) []string { return []string{"org:" + m.Org} }},
+		cache.WithPrefix("member:"))
 	if err != nil {
 		panic(err)
 	}

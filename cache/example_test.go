@@ -31,12 +31,11 @@ func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
-	users, err := cache.New[User](rdb,
+	users, err := cache.New(rdb, cache.Values[User]{},
 		cache.WithPrefix("user:"),
 		cache.WithTTL(10*time.Minute),
 		cache.WithJitter(0.1),
-		cache.WithNullTTL(time.Minute),
-	)
+		cache.WithNullTTL(time.Minute))
 	if err != nil {
 		panic(err)
 	}
@@ -63,7 +62,7 @@ func ExampleCache_GetMany() {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	names, _ := cache.New[string](rdb, cache.WithPrefix("name:"))
+	names, _ := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("name:"))
 	defer names.Close()
 
 	// One query for all the misses, e.g. SELECT ... WHERE id IN (...).
@@ -87,7 +86,7 @@ func ExampleCache_Delete() {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	users, _ := cache.New[User](rdb, cache.WithPrefix("user:"))
+	users, _ := cache.New(rdb, cache.Values[User]{}, cache.WithPrefix("user:"))
 	defer users.Close()
 	ctx := context.Background()
 
@@ -106,7 +105,7 @@ func ExampleWithBloom() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
-	users, _ := cache.New[User](rdb, cache.WithPrefix("user:"), cache.WithBloom(knownIDs{"42": true}))
+	users, _ := cache.New(rdb, cache.Values[User]{}, cache.WithPrefix("user:"), cache.WithBloom(knownIDs{"42": true}))
 	defer users.Close()
 	_, err := users.Get(context.Background(), "no-such-id", findUser)
 	fmt.Println(errors.Is(err, cache.ErrNotFound), users.Stats().Loads, users.Stats().FilterRejects)
@@ -128,11 +127,10 @@ func ExampleWithCompression() {
 	defer rdb.Close()
 	ctx := context.Background()
 
-	reports, err := cache.New[[]string](rdb,
+	reports, err := cache.New(rdb, cache.Values[[]string]{},
 		cache.WithPrefix("report:"),
 		cache.WithCompression(4<<10), // compress values of 4 KiB and more
-		cache.WithMaxValueSize(8<<20),
-	)
+		cache.WithMaxValueSize(8<<20))
 	if err != nil {
 		panic(err)
 	}

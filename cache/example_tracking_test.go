@@ -18,13 +18,12 @@ func ExampleWithTracking() {
 	defer rdb.Close()
 	ctx := context.Background()
 
-	prices, err := cache.New[string](rdb,
+	prices, err := cache.New(rdb, cache.Values[string]{},
 		cache.WithPrefix("price:"),
 		cache.WithLocal(64<<20), // the tier Redis invalidates
 		cache.WithLocalAdmitAll(),
 		cache.WithLocalTTL(30*time.Second), // tracking, not the TTL, bounds staleness
-		cache.WithTracking(),
-	)
+		cache.WithTracking())
 	if err != nil {
 		panic(err)
 	}

@@ -17,20 +17,19 @@ type Article struct {
 
 // Each entry's TTL is chosen from its value: drafts change often and are
 // not cached at all (0), published articles are cached for a day.
-func ExampleWithTTLFunc() {
+func ExampleValues_ttl() {
 	mr := miniredis.NewMiniRedis()
 	mr.Start()
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
-	articles, err := cache.New[Article](rdb, cache.WithPrefix("article:"),
-		cache.WithTTLFunc(func(_ string, a Article) time.Duration {
-			if a.Draft {
-				return 0 // served, not cached
-			}
-			return 24 * time.Hour // entry.Jittered like any TTL
-		}))
+	articles, err := cache.New(rdb, cache.Values[Article]{TTL: func(_ string, a Article) time.Duration {
+		if a.Draft {
+			return 0 // served, not cached
+		}
+		return 24 * time.Hour // jittered like any TTL
+	}}, cache.WithPrefix("article:"))
 	if err != nil {
 		panic(err)
 	}

@@ -492,7 +492,7 @@ const clusterBusDelay = 50 * time.Millisecond
 func TestFaultCloseWhileBlackholed(t *testing.T) {
 	p, viaProxy, direct := proxiedSingle(t)
 	before := runtime.NumGoroutine()
-	c, err := New[string](viaProxy, WithPrefix(prefixFor(t)), WithLocal(1<<20), WithLocalAdmitAll(), testHealth,
+	c, err := New(viaProxy, Values[string]{}, WithPrefix(prefixFor(t)), WithLocal(1<<20), WithLocalAdmitAll(), testHealth,
 		WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		t.Fatal(err)

@@ -91,16 +91,28 @@ func TestOptionEdgeCases(t *testing.T) {
 		name string
 		new  func() error
 	}{
-		{"huge TTL", func() error { _, err := New[string](rdb, WithPrefix("opt:"), WithTTL(math.MaxInt64)); return err }},
-		{"huge null TTL", func() error { _, err := New[string](rdb, WithPrefix("opt:"), WithNullTTL(math.MaxInt64)); return err }},
-		{"huge local TTL", func() error {
-			_, err := New[string](rdb, WithPrefix("opt:"), WithLocal(1<<20), WithLocalAdmitAll(), WithLocalTTL(math.MaxInt64))
+		{"huge TTL", func() error {
+			_, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithTTL(math.MaxInt64))
 			return err
 		}},
-		{"interface value with JSON", func() error { _, err := New[any](rdb, WithPrefix("opt:")); return err }},
-		{"Stringer value with JSON", func() error { _, err := New[fmt.Stringer](rdb, WithPrefix("opt:")); return err }},
-		{"hot keys without a local tier", func() error { _, err := New[string](rdb, WithPrefix("opt:"), WithHotKeys(allHot{})); return err }},
-		{"local admit-all without a local tier", func() error { _, err := New[string](rdb, WithPrefix("opt:"), WithLocalAdmitAll()); return err }},
+		{"huge null TTL", func() error {
+			_, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithNullTTL(math.MaxInt64))
+			return err
+		}},
+		{"huge local TTL", func() error {
+			_, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithLocal(1<<20), WithLocalAdmitAll(), WithLocalTTL(math.MaxInt64))
+			return err
+		}},
+		{"interface value with JSON", func() error { _, err := New(rdb, Values[any]{}, WithPrefix("opt:")); return err }},
+		{"Stringer value with JSON", func() error { _, err := New(rdb, Values[fmt.Stringer]{}, WithPrefix("opt:")); return err }},
+		{"hot keys without a local tier", func() error {
+			_, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithHotKeys(allHot{}))
+			return err
+		}},
+		{"local admit-all without a local tier", func() error {
+			_, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithLocalAdmitAll())
+			return err
+		}},
 	}
 	for _, tc := range cases {
 		err := tc.new()
@@ -113,7 +125,7 @@ func TestOptionEdgeCases(t *testing.T) {
 		}
 	}
 	// An interface value with a codec that records types is fine.
-	c, err := New[any](rdb, WithPrefix("opt:"), WithCodec(GobCodec{}))
+	c, err := New(rdb, Values[any]{}, WithPrefix("opt:"), WithCodec(GobCodec{}))
 	if err != nil {
 		t.Fatalf("interface value with gob: %v", err)
 	}

@@ -33,7 +33,7 @@ func TestRedisHitAllocatesNoMoreThanABareGet(t *testing.T) {
 	if err := rdb.Set(ctx, "bare:k", raw, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New[row](rdb, WithPrefix("allocs:"), WithTTL(time.Hour))
+	c, err := New(rdb, Values[row]{}, WithPrefix("allocs:"), WithTTL(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -493,7 +493,7 @@ func TestInvalidationHealthCheckOption(t *testing.T) {
 		WithInvalidationHealthCheck(time.Second, 0),
 		WithInvalidationHealthCheck(-time.Second, time.Second),
 	} {
-		if _, err := New[string](rdb, WithPrefix("opt:"), WithLocal(1<<20), WithLocalAdmitAll(), o); !errors.Is(err, ErrInvalidOption) {
+		if _, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithLocal(1<<20), WithLocalAdmitAll(), o); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("accepted: %v", err)
 		}
 	}

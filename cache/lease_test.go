@@ -180,7 +180,7 @@ func stampedeChild(t *testing.T) {
 	var procs int
 	fmt.Sscan(os.Getenv("CG_PROCS"), &procs)
 	ctx := context.Background()
-	c, err := New[string](rdb, WithPrefix(prefix+"v:"), WithFillLease(stampedeLease), WithWait(40*time.Second), withHooks(&hooks{}))
+	c, err := New(rdb, Values[string]{}, WithPrefix(prefix+"v:"), WithFillLease(stampedeLease), WithWait(40*time.Second), withHooks(&hooks{}))
 	if err != nil {
 		t.Fatal(err)
 	}

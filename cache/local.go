@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/local"
@@ -18,7 +17,7 @@ import (
 
 // LocalStore is the in-process tier's storage. Two are built in: otter v2,
 // the default (WithLocal), and ristretto v2 (WithLocalRistretto); another
-// can be plugged in with WithLocalStore. Package localstoretest checks an implementation against
+// can be plugged in with Values.LocalStore. Package localstoretest checks an implementation against
 // this contract:
 //
 //   - Safe for concurrent use. Set may drop an entry (admission policies
@@ -64,7 +63,7 @@ type HotKeys interface {
 // WithLocal turns on the local tier with room for maxBytes of values, on
 // otter v2, the default store. Admission follows WithHotKeys (only hot keys,
 // the usual choice) or WithLocalAdmitAll; one of them is required. WithLocal,
-// WithLocalRistretto and WithLocalStore each choose the store: give one.
+// WithLocalRistretto and Values.LocalStore each choose the store: give one.
 func WithLocal(maxBytes int64) Option {
 	return func(c *config) {
 		c.chooseLocalStore("WithLocal")
@@ -83,19 +82,6 @@ func WithLocalRistretto(maxBytes int64) Option {
 		c.chooseLocalStore("WithLocalRistretto")
 		c.checkLocalSize(maxBytes)
 		c.local.maxBytes, c.local.ristretto = maxBytes, true
-	}
-}
-
-// WithLocalStore turns on the local tier with a store of your own (check it
-// with package localstoretest). The cache owns s from New on: it closes s
-// when it closes, and New closes s when it fails, for whatever reason.
-func WithLocalStore[V any](s LocalStore[V]) Option {
-	return func(c *config) {
-		c.chooseLocalStore("WithLocalStore")
-		if s == nil {
-			c.errs.Invalid("nil local store")
-		}
-		c.local.store = s
 	}
 }
 
@@ -159,14 +145,10 @@ func WithInvalidationChannel(name string) Option {
 	}
 }
 
-// newLocalStore builds the configured store for V.
-func newLocalStore[V any](l localConfig) (LocalStore[V], error) {
-	if l.store != nil {
-		s, ok := l.store.(LocalStore[V])
-		if !ok {
-			return nil, fmt.Errorf("%w: local store is a %T, not a LocalStore for this value type", ErrInvalidOption, l.store)
-		}
-		return s, nil
+// newLocalStore builds the configured store for V, unless one was given.
+func newLocalStore[V any](l localConfig, given LocalStore[V]) (LocalStore[V], error) {
+	if given != nil {
+		return given, nil
 	}
 	if l.ristretto {
 		return local.NewRistrettoStore[V](l.maxBytes)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache/internal/local"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,7 +20,13 @@ import (
 // invalidation subscription is up.
 func localCache(t *testing.T, rdb redis.UniversalClient, opts ...Option) *Cache[string] {
 	t.Helper()
-	c := newCache[string](t, rdb, append([]Option{WithLocal(1 << 20), WithLocalAdmitAll()}, opts...)...)
+	return localCacheWith(t, rdb, Values[string]{}, opts...)
+}
+
+// localCacheWith is localCache with values (tags, a TTL function).
+func localCacheWith(t *testing.T, rdb redis.UniversalClient, values Values[string], opts ...Option) *Cache[string] {
+	t.Helper()
+	c := newCacheWith(t, rdb, values, append([]Option{WithLocal(1 << 20), WithLocalAdmitAll()}, opts...)...)
 	<-c.bus.Subscribed()
 	return c
 }
@@ -244,7 +249,7 @@ func TestHotKeyServedStaleWhileRedisDown(t *testing.T) {
 	}
 }
 
-// WithLocalStore hands the store to the cache: whether New fails (on any
+// Values.LocalStore hands the store to the cache: whether New fails (on any
 // option, before or after it built the local tier) or the cache is closed,
 // the store is closed exactly once, so that its caller never has to guess.
 func TestNewClosesGivenStoreWhatever(t *testing.T) {
@@ -256,12 +261,11 @@ func TestNewClosesGivenStoreWhatever(t *testing.T) {
 		"nil client":        nil, // below
 	} {
 		s := &mapStore[string]{}
-		all := append([]Option{WithLocalStore[string](s)}, opts...)
 		var err error
 		if name == "nil client" {
-			_, err = New[string](nil, append(all, WithPrefix(prefixFor(t)), WithLocalAdmitAll())...)
+			_, err = New(nil, Values[string]{LocalStore: s}, append(opts, WithPrefix(prefixFor(t)), WithLocalAdmitAll())...)
 		} else {
-			_, err = New[string](rdb, all...)
+			_, err = New(rdb, Values[string]{LocalStore: s}, opts...)
 		}
 		if err == nil {
 			t.Fatalf("%s: New succeeded", name)
@@ -270,15 +274,8 @@ func TestNewClosesGivenStoreWhatever(t *testing.T) {
 			t.Errorf("%s: store closed %d times after New failed (%v), want 1", name, n, err)
 		}
 	}
-	wrong := &mapStore[int]{}
-	if _, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLocalStore[int](wrong), WithLocalAdmitAll()); err == nil {
-		t.Fatal("a store of another value type was taken")
-	}
-	if n := wrong.closed.Load(); n != 1 {
-		t.Errorf("store of another value type closed %d times, want 1", n)
-	}
 	s := &mapStore[string]{}
-	c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLocalStore[string](s), WithLocalAdmitAll())
+	c, err := New(rdb, Values[string]{LocalStore: s}, WithPrefix(prefixFor(t)), WithLocalAdmitAll())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,34 +290,29 @@ func TestNewClosesGivenStoreWhatever(t *testing.T) {
 
 func TestLocalOptions(t *testing.T) {
 	_, rdb := newSingle(t)
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocal(1<<20)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithLocal(1<<20)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("local tier without an admission rule: %v", err)
 	}
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocal(-1)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithLocal(-1)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("negative size: %v", err)
 	}
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocalRistretto(0), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithLocalRistretto(0), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("zero ristretto size: %v", err)
 	}
-	s, _ := local.NewOtterStore[int](1 << 20)
-	defer s.Close()
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocalStore[int](s), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("store of another value type: %v", err)
-	}
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocalStore[string](nil), WithLocalAdmitAll()); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("nil store: %v", err)
-	}
-	for _, two := range [][]Option{
-		{WithLocal(1 << 20), WithLocalRistretto(1 << 20)},
-		{WithLocalRistretto(1 << 20), WithLocal(1 << 20)},
-		{WithLocal(1 << 20), WithLocalStore[string](&mapStore[string]{})},
-		{WithLocalStore[string](&mapStore[string]{}), WithLocalRistretto(1 << 20)},
+	for _, two := range []struct {
+		store LocalStore[string]
+		opts  []Option
+	}{
+		{nil, []Option{WithLocal(1 << 20), WithLocalRistretto(1 << 20)}},
+		{nil, []Option{WithLocalRistretto(1 << 20), WithLocal(1 << 20)}},
+		{&mapStore[string]{}, []Option{WithLocal(1 << 20)}},
+		{&mapStore[string]{}, []Option{WithLocalRistretto(1 << 20)}},
 	} {
-		if _, err := New[string](rdb, append(two, WithLocalAdmitAll(), WithPrefix("opt:"))...); !errors.Is(err, ErrInvalidOption) {
+		if _, err := New(rdb, Values[string]{LocalStore: two.store}, append(two.opts, WithLocalAdmitAll(), WithPrefix("opt:"))...); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("two options choosing the local store: %v", err)
 		}
 	}
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithLocalTTL(0)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithLocalTTL(0)); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("zero local TTL: %v", err)
 	}
 }
@@ -331,7 +323,7 @@ func TestLocalOptions(t *testing.T) {
 func TestRistrettoStoreInCache(t *testing.T) {
 	srv, rdb := newSingle(t)
 	ctx := context.Background()
-	c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLocalRistretto(1<<20), WithLocalAdmitAll())
+	c, err := New(rdb, Values[string]{}, WithPrefix(prefixFor(t)), WithLocalRistretto(1<<20), WithLocalAdmitAll())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +344,7 @@ func TestRistrettoStoreInCache(t *testing.T) {
 	// New fails after the store was built: WithTracking on a Ring.
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}})
 	defer ring.Close()
-	if _, err := New[string](ring, WithPrefix("opt:"), WithLocalRistretto(1<<20), WithLocalAdmitAll(), WithTracking()); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(ring, Values[string]{}, WithPrefix("opt:"), WithLocalRistretto(1<<20), WithLocalAdmitAll(), WithTracking()); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("WithTracking on a Ring: %v, want ErrInvalidOption", err)
 	}
 	noRistrettoGoroutines(t, "after New failed")

@@ -150,7 +150,7 @@ func TestCacheLogsRepeatedErrorsOnce(t *testing.T) {
 	h := &recordedLog{}
 	var handled int
 	var mu sync.Mutex
-	c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLogger(slog.New(h)), WithLogInterval(time.Hour),
+	c, err := New(rdb, Values[string]{}, WithPrefix(prefixFor(t)), WithLogger(slog.New(h)), WithLogInterval(time.Hour),
 		WithErrorHandler(func(error) { mu.Lock(); handled++; mu.Unlock() }))
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestCacheLogsRepeatedErrorsOnce(t *testing.T) {
 	if handled != 100 {
 		t.Fatalf("error handler saw %d errors, want 100", handled)
 	}
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithLogInterval(-time.Second)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithLogInterval(-time.Second)); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("negative interval: %v", err)
 	}
 }

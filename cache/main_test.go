@@ -24,10 +24,16 @@ var (
 
 func newCache[V any](t *testing.T, rdb redis.UniversalClient, opts ...Option) *Cache[V] {
 	t.Helper()
+	return newCacheWith(t, rdb, Values[V]{}, opts...)
+}
+
+// newCacheWith is newCache with values (tags, a TTL function, a store).
+func newCacheWith[V any](t *testing.T, rdb redis.UniversalClient, values Values[V], opts ...Option) *Cache[V] {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// A hook set of its own, which the test may fill in (or replace with
 	// withHooks) before the cache is used.
-	c, err := New[V](rdb, append([]Option{WithPrefix(prefixFor(t)), WithLogger(quiet), withHooks(&hooks{})}, opts...)...)
+	c, err := New(rdb, values, append([]Option{WithPrefix(prefixFor(t)), WithLogger(quiet), withHooks(&hooks{})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

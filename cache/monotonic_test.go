@@ -26,7 +26,7 @@ func TestReadsNeverGoBackAfterWrite(t *testing.T) {
 					c = newCache[int](t, rdb, WithLocal(1<<20), WithLocalAdmitAll())
 					<-c.bus.Subscribed()
 				case 2:
-					c = newCache[int](t, rdb, WithLocalStore[int](store), WithLocalAdmitAll())
+					c = newCacheWith(t, rdb, Values[int]{LocalStore: store}, WithLocalAdmitAll())
 					<-c.bus.Subscribed()
 				case 3:
 					c = newCache[int](t, rdb, WithLocalRistretto(1<<20), WithLocalAdmitAll())

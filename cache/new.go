@@ -21,9 +21,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// New returns a Cache backed by rdb, which may be a *redis.Client, a
-// *redis.ClusterClient, a failover client or a ring. It returns an error
-// wrapping ErrInvalidOption when an option makes no sense.
+// New returns a Cache of values of type V backed by rdb, which may be a
+// *redis.Client, a *redis.ClusterClient, a failover client or a ring.
+// values holds what depends on V (tags, a TTL function, a local store of
+// your own; the zero value for none), opts every other setting. It returns
+// an error wrapping ErrInvalidOption when an option makes no sense.
 //
 // New asks Redis twice, for its version (ErrUnsupportedServer below 7.0) and
 // for the cache's generation; each question waits at most the health-check
@@ -31,16 +33,20 @@ import (
 // timeouts (a ring's shards excepted: they are asked as they are). Redis
 // need not be up: a question left unanswered is asked again in the
 // background.
-func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
+func New[V any](rdb redis.UniversalClient, values Values[V], opts ...Option) (*Cache[V], error) {
 	cfg := defaultConfig()
 	option.Apply(&cfg, opts)
-	c, err := open[V](rdb, cfg)
+	if values.LocalStore != nil {
+		cfg.chooseLocalStore("Values.LocalStore")
+		cfg.local.given = true
+	}
+	c, err := open(rdb, values, cfg)
 	if err != nil {
-		// A store given with WithLocalStore is the cache's from New on:
-		// a New that fails closes it, however far it got (open closes
-		// only the stores it built).
-		if s, ok := cfg.local.store.(interface{ Close() }); ok {
-			s.Close()
+		// A store given in values is the cache's from New on: a New that
+		// fails closes it, however far it got (open closes only the
+		// stores it built).
+		if values.LocalStore != nil {
+			values.LocalStore.Close()
 		}
 		return nil, err
 	}
@@ -51,7 +57,7 @@ func New[V any](rdb redis.UniversalClient, opts ...Option) (*Cache[V], error) {
 // the components bottom up (transport, bus, keys and generations, local
 // tier, leases, read engine, write path) and starts what runs in the
 // background.
-func open[V any](rdb redis.UniversalClient, cfg config) (*Cache[V], error) {
+func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cache[V], error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
 	}
@@ -59,14 +65,6 @@ func open[V any](rdb redis.UniversalClient, cfg config) (*Cache[V], error) {
 		return nil, err
 	}
 	if err := checkValueType[V](cfg.codec); err != nil {
-		return nil, err
-	}
-	ttlFunc, err := ttlFuncOf[V](cfg)
-	if err != nil {
-		return nil, err
-	}
-	tagFn, err := tagFuncOf[V](cfg.tags)
-	if err != nil {
 		return nil, err
 	}
 	c := &Cache[V]{cfg: cfg, observer: cfg.observer, life: life.New()}
@@ -81,7 +79,7 @@ func open[V any](rdb redis.UniversalClient, cfg config) (*Cache[V], error) {
 		return nil, err
 	}
 	fail := func(err error) (*Cache[V], error) {
-		if c.tier != nil && cfg.local.store == nil {
+		if c.tier != nil && values.LocalStore == nil {
 			c.tier.Close() // a store built here may run goroutines of its own
 		}
 		c.life.Close()
@@ -97,9 +95,9 @@ func open[V any](rdb redis.UniversalClient, cfg config) (*Cache[V], error) {
 		}
 	}, c.rec, hooks)
 	format := entry.New(entry.Config[V]{Codec: cfg.codec, TTL: cfg.ttl, NullTTL: cfg.nullTTL, Jitter: cfg.jitter,
-		MaxValueSize: cfg.maxValueSize, CompressAt: cfg.compressAt, TTLFunc: ttlFunc, Tags: tagFn}, c.rec, hooks)
+		MaxValueSize: cfg.maxValueSize, CompressAt: cfg.compressAt, TTLFunc: values.TTL, Tags: values.Tags}, c.rec, hooks)
 	if cfg.local.enabled() {
-		store, err := newLocalStore[V](cfg.local)
+		store, err := newLocalStore(cfg.local, values.LocalStore)
 		if err != nil {
 			return fail(err)
 		}
@@ -112,6 +110,7 @@ func open[V any](rdb redis.UniversalClient, cfg config) (*Cache[V], error) {
 	if channel == "" {
 		channel = wire.InvalidationChannelPrefix + cfg.prefix
 	}
+	var err error
 	if c.bus, err = bus.New(bus.Config{Prefix: cfg.prefix, Channel: channel, HealthInterval: cfg.local.healthInterval,
 		HealthTimeout: cfg.local.healthTimeout}, c.redis, c.hub, c.life, c.rec); err != nil {
 		return fail(err)

@@ -32,7 +32,7 @@ func TestGenerationSyncBoundedOnSilentServer(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	const timeout = 100 * time.Millisecond
-	c, err := New[string](rdb, WithPrefix("silent:"), WithInvalidationHealthCheck(time.Hour, timeout))
+	c, err := New(rdb, Values[string]{}, WithPrefix("silent:"), WithInvalidationHealthCheck(time.Hour, timeout))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestNewBoundedOnFrozenServer(t *testing.T) {
 	t.Cleanup(srv.Thaw)
 	const timeout = 100 * time.Millisecond
 	start := time.Now()
-	c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithInvalidationHealthCheck(time.Second, timeout),
+	c, err := New(rdb, Values[string]{}, WithPrefix(prefixFor(t)), WithInvalidationHealthCheck(time.Second, timeout),
 		WithCloseTimeout(timeout))
 	el := time.Since(start)
 	if err != nil {

@@ -49,11 +49,8 @@ type config struct {
 	observer        Observer       // WithObserver
 	limiter         engine.Limiter // WithKeyRateLimit
 	softLoadTimeout time.Duration  // WithSoftLoadTimeout
-	ttlFunc         any            // WithTTLFunc: a func(string, V) time.Duration, checked by New
 
 	hooks *hook.Set // tests only: installed before any goroutine starts
-
-	tags any // WithTags: func(string, V) []string, checked by New
 
 	errs option.Errors // the first invalid option
 }
@@ -100,7 +97,7 @@ func WithPrefix(prefix string) Option {
 // WithTTL sets how long a value stays cached (default 10 minutes), before
 // jitter. It must be at least 1 ms: Redis keeps expiries in whole
 // milliseconds, and every TTL written to it, jittered or chosen by
-// WithTTLFunc, is cut to whole milliseconds and raised to 1 ms if shorter.
+// Values.TTL, is cut to whole milliseconds and raised to 1 ms if shorter.
 func WithTTL(ttl time.Duration) Option {
 	return func(c *config) {
 		c.checkTTL("TTL", ttl, entry.MinTTL)
@@ -266,13 +263,13 @@ func (c *config) validate() error {
 		// Silently ignored, they would leave the user believing hot keys
 		// are served from memory.
 		if c.local.hot != nil {
-			c.errs.Invalid("WithHotKeys needs a local tier (WithLocal, WithLocalRistretto or WithLocalStore)")
+			c.errs.Invalid("WithHotKeys needs a local tier (WithLocal, WithLocalRistretto or Values.LocalStore)")
 		}
 		if c.local.admitAll {
-			c.errs.Invalid("WithLocalAdmitAll needs a local tier (WithLocal, WithLocalRistretto or WithLocalStore)")
+			c.errs.Invalid("WithLocalAdmitAll needs a local tier (WithLocal, WithLocalRistretto or Values.LocalStore)")
 		}
 		if c.local.tracking {
-			c.errs.Invalid("WithTracking needs a local tier (WithLocal, WithLocalRistretto or WithLocalStore)")
+			c.errs.Invalid("WithTracking needs a local tier (WithLocal, WithLocalRistretto or Values.LocalStore)")
 		}
 	}
 	if c.softLoadTimeout > 0 && c.softLoadTimeout >= c.loadTimeout {
@@ -284,7 +281,7 @@ func (c *config) validate() error {
 type localConfig struct {
 	maxBytes  int64
 	ristretto bool   // WithLocalRistretto
-	store     any    // LocalStore[V], checked in New
+	given     bool   // Values.LocalStore
 	storeBy   string // the option that chose the store: only one may
 	ttl       time.Duration
 	stale     time.Duration
@@ -301,4 +298,4 @@ func defaultLocalConfig() localConfig {
 		healthInterval: time.Second, healthTimeout: time.Second}
 }
 
-func (l *localConfig) enabled() bool { return l.maxBytes > 0 || l.store != nil }
+func (l *localConfig) enabled() bool { return l.maxBytes > 0 || l.given }

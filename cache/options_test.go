@@ -26,14 +26,14 @@ func TestNewRejectsNonsense(t *testing.T) {
 		"zero load timeout":     {WithLoadTimeout(0)},
 	}
 	for name, opts := range bad {
-		if _, err := New[string](rdb, append([]Option{WithPrefix("nonsense:")}, opts...)...); !errors.Is(err, ErrInvalidOption) {
+		if _, err := New(rdb, Values[string]{}, append([]Option{WithPrefix("nonsense:")}, opts...)...); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%s: err = %v, want ErrInvalidOption", name, err)
 		}
 	}
-	if _, err := New[string](nil); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(nil, Values[string]{}); !errors.Is(err, ErrInvalidOption) {
 		t.Errorf("nil client: %v", err)
 	}
-	c, err := New[string](rdb, WithPrefix("sane:"), WithTTL(time.Minute), WithJitter(0), WithNullTTL(time.Minute), WithWait(0), nil)
+	c, err := New(rdb, Values[string]{}, WithPrefix("sane:"), WithTTL(time.Minute), WithJitter(0), WithNullTTL(time.Minute), WithWait(0), nil)
 	if err != nil {
 		t.Fatalf("sane options rejected: %v", err)
 	}
@@ -46,11 +46,11 @@ func TestNewRejectsNonsense(t *testing.T) {
 // database of the cache's own) and kept.
 func TestNewRequiresPrefix(t *testing.T) {
 	rdb := sharedSingleFor(t)
-	_, err := New[string](rdb, WithTTL(time.Minute))
+	_, err := New(rdb, Values[string]{}, WithTTL(time.Minute))
 	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "WithPrefix") {
 		t.Fatalf("New without a prefix: %v, want ErrInvalidOption naming WithPrefix", err)
 	}
-	c, err := New[string](rdb, WithPrefix(""))
+	c, err := New(rdb, Values[string]{}, WithPrefix(""))
 	if err != nil {
 		t.Fatalf("explicit empty prefix refused: %v", err)
 	}
@@ -63,7 +63,7 @@ func TestNewRequiresPrefix(t *testing.T) {
 func TestDefaultWaitOutlastsLease(t *testing.T) {
 	rdb := sharedSingleFor(t)
 	for _, opts := range [][]Option{nil, {WithFillLease(10 * time.Second)}, {WithFillLease(50 * time.Millisecond)}} {
-		c, err := New[string](rdb, append(opts, WithPrefix(prefixFor(t)))...)
+		c, err := New(rdb, Values[string]{}, append(opts, WithPrefix(prefixFor(t)))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestDefaultWaitOutlastsLease(t *testing.T) {
 		c.Close()
 	}
 	// An explicit short wait (fail fast) is the caller's choice and kept.
-	c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithWait(100*time.Millisecond))
+	c, err := New(rdb, Values[string]{}, WithPrefix(prefixFor(t)), WithWait(100*time.Millisecond))
 	if err != nil || c.cfg.wait != 100*time.Millisecond {
 		t.Fatalf("explicit wait: %v, %v", err, c.cfg.wait)
 	}

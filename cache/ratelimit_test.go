@@ -124,7 +124,7 @@ func TestKeyRateLimitOnlyHotKeysAndReportsErrors(t *testing.T) {
 
 func TestWithKeyRateLimitNil(t *testing.T) {
 	rdb := redistest.SharedSingle(t)
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithKeyRateLimit(nil)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithKeyRateLimit(nil)); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("New: %v", err)
 	}
 }

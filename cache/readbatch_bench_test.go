@@ -43,7 +43,7 @@ func BenchmarkReadTransport(b *testing.B) {
 	}{{"queues", hooks{}}, {"queues-mget", hooks{BatchReads: mgetReads}}, {"autopipeline", hooks{ReadVia: ap}}, {"pool", hooks{ReadVia: rdb}}}
 	caches := make([]*Cache[string], len(transports))
 	for i, tr := range transports {
-		c, err := New[string](rdb, WithPrefix(prefix), withHooks(&tr.h))
+		c, err := New(rdb, Values[string]{}, WithPrefix(prefix), withHooks(&tr.h))
 		if err != nil {
 			b.Fatal(err)
 		}

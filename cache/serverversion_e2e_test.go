@@ -22,7 +22,7 @@ func TestNewRefusesOldServer(t *testing.T) {
 	addr := oldRedisServer(t, "6.2.0")
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer rdb.Close()
-	c, err := New[string](rdb, WithPrefix("opt:"))
+	c, err := New(rdb, Values[string]{}, WithPrefix("opt:"))
 	if err == nil {
 		c.Close()
 		t.Fatal("New accepted a server reporting redis 6.2.0")

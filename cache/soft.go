@@ -11,8 +11,8 @@ import "time"
 //     MarkStale, or picked for an early refresh) is reloaded by the Get
 //     that found it, which waits up to d for the refresh to land and
 //     returns the refreshed value, or the entry it read; a reloaded value
-//     not to be cached (WithTTLFunc answered 0) removes the entry instead
-//     of replacing it and is returned all the same (see WithTTLFunc);
+//     not to be cached (Values.TTL answered 0) removes the entry instead
+//     of replacing it and is returned all the same (see Values.TTL);
 //   - a Get whose local tier holds an expired entry still within its stale
 //     bound (WithLocalStale), and whose read goes on to a fill, waits up to
 //     d for the fill and returns the expired entry past it.

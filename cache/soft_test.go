@@ -170,7 +170,7 @@ func TestSoftTimeoutReloadRefusedByWrite(t *testing.T) {
 func TestSoftTimeoutReloadEndsWithClose(t *testing.T) {
 	_, rdb := newSingle(t)
 	ctx := context.Background()
-	c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithSoftLoadTimeout(testSoft), WithLoadTimeout(testHard))
+	c, err := New(rdb, Values[string]{}, WithPrefix(prefixFor(t)), WithSoftLoadTimeout(testSoft), WithLoadTimeout(testHard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestSoftLoadTimeoutBadInput(t *testing.T) {
 		{WithSoftLoadTimeout(time.Second), WithLoadTimeout(time.Second)},
 		{WithSoftLoadTimeout(11 * time.Second)}, // the default load timeout is 10 s
 	} {
-		if _, err := New[string](rdb, append(opts, WithPrefix("opt:"))...); !errors.Is(err, ErrInvalidOption) {
+		if _, err := New(rdb, Values[string]{}, append(opts, WithPrefix("opt:"))...); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%d options: err %v, want ErrInvalidOption", len(opts), err)
 		}
 	}
@@ -234,7 +234,7 @@ func TestSoftTimeoutReloadNotToBeCached(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		// A soft timeout never reached: the reload ends at once.
-		c := newCache[string](t, rdb, runPrefix(t), WithTTLFunc(ttlByValue),
+		c := newCacheWith(t, rdb, Values[string]{TTL: ttlByValue}, runPrefix(t),
 			WithSoftLoadTimeout(time.Minute), WithLoadTimeout(2*time.Minute))
 		var loads atomic.Int64
 		zero := func(context.Context, string) (string, error) { loads.Add(1); return "zero", nil }

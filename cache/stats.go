@@ -32,8 +32,8 @@ type Stats struct {
 	TagReads         uint64 // reads of tag times from Redis (one MGET each)
 	SoftTimeouts     uint64 // Gets answered with a stale value because the reload outlasted WithSoftLoadTimeout
 	LoadTimeouts     uint64 // loader calls stopped by WithLoadTimeout
-	TTLZero          uint64 // values not cached because WithTTLFunc chose 0
-	TTLInvalid       uint64 // values not cached because WithTTLFunc returned a negative or too long TTL, or panicked (each reported)
+	TTLZero          uint64 // values not cached because Values.TTL chose 0
+	TTLInvalid       uint64 // values not cached because Values.TTL returned a negative or too long TTL, or panicked (each reported)
 	Clears           uint64 // Clear calls that moved the cache to a new generation
 	Generations      uint64 // moves to a newer generation: Clears here and those heard from other instances
 

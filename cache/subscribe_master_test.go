@@ -172,7 +172,7 @@ func TestCloseWhileRoleHangs(t *testing.T) {
 			}
 			owner, _ := slotOwner(t, cl.Masters, slot)
 			asking := make(chan struct{}, 1)
-			c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithLocal(1<<20), WithLocalAdmitAll(), testHealth,
+			c, err := New(rdb, Values[string]{}, WithPrefix(prefixFor(t)), WithLocal(1<<20), WithLocalAdmitAll(), testHealth,
 				withHooks(&hooks{BeforeRole: func() {
 					select {
 					case asking <- struct{}{}:

@@ -33,7 +33,7 @@ func hotKeyReloads(t *testing.T, rdb redis.UniversalClient, opts ...Option) {
 	}
 	caches := make([]*Cache[string], 3)
 	for i := range caches {
-		caches[i] = newCache[string](t, ownClient(t, rdb), append([]Option{WithTags(orgOf)}, opts...)...)
+		caches[i] = newCacheWith(t, ownClient(t, rdb), Values[string]{Tags: orgOf}, opts...)
 	}
 	if _, err := caches[0].Get(ctx, "hot", load); err != nil {
 		t.Fatal(err)
@@ -87,8 +87,8 @@ func hotKeyReloads(t *testing.T, rdb redis.UniversalClient, opts ...Option) {
 func TestSecondInvalidationInOneMillisecondInvalidatesReload(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		c := newCache[string](t, rdb, WithTags(orgOf))
-		other := newCache[string](t, rdb, WithTags(orgOf))
+		c := newCacheWith(t, rdb, Values[string]{Tags: orgOf})
+		other := newCacheWith(t, rdb, Values[string]{Tags: orgOf})
 		frozen := time.Now()
 		c.hooks().Now = func() time.Time { return frozen }
 		var l versionedLoader

@@ -18,8 +18,8 @@ func TestTagInvalidatedLocalEntryNotServedStale(t *testing.T) {
 	_, rdb := redistest.RealSingle(t)
 	ctx := context.Background()
 	const localTTL = 200 * time.Millisecond
-	c := newCache[string](t, rdb, WithLocal(1<<20), WithLocalAdmitAll(), WithLocalTTL(localTTL),
-		WithLocalStale(time.Minute), WithTags(orgOf))
+	c := newCacheWith(t, rdb, Values[string]{Tags: orgOf}, WithLocal(1<<20), WithLocalAdmitAll(), WithLocalTTL(localTTL),
+		WithLocalStale(time.Minute))
 	awaitSubscribed(t, c)
 	row := "org1:v1"
 	load := func(context.Context, string) (string, error) { return row, nil }

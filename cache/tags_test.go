@@ -58,8 +58,8 @@ func TestTagInvalidatedOnAIsMissOnBLocalTier(t *testing.T) {
 		redistest.NeedServer(t) // sharded pub/sub on the cluster
 		ctx := context.Background()
 		heard := make(chan []string, 4)
-		a := newCache[string](t, rdb, WithTags(orgOf))
-		b := localCache(t, rdb, WithTags(orgOf), withHooks(&hooks{OnInvalidate: func(k []string) { heard <- k }}))
+		a := newCacheWith(t, rdb, Values[string]{Tags: orgOf})
+		b := localCacheWith(t, rdb, Values[string]{Tags: orgOf}, withHooks(&hooks{OnInvalidate: func(k []string) { heard <- k }}))
 		var l versionedLoader
 		for _, k := range []string{"1-a", "2-b"} {
 			if v, err := b.Get(ctx, k, l.load); err != nil || v != "org/"+k[:1]+":"+k+":v1" {
@@ -111,8 +111,8 @@ func TestTagInvalidatedOnAIsMissOnBLocalTier(t *testing.T) {
 func TestFillRacingInvalidateTagsLandsInvalid(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		c := newCache[string](t, rdb, WithTags(orgOf))
-		other := newCache[string](t, rdb, WithTags(orgOf))
+		c := newCacheWith(t, rdb, Values[string]{Tags: orgOf})
+		other := newCacheWith(t, rdb, Values[string]{Tags: orgOf})
 		var l versionedLoader
 		var once sync.Once
 		// c's clock jumps past the clock margin once the invalidation is
@@ -150,7 +150,7 @@ func TestFillRacingInvalidateTagsLandsInvalid(t *testing.T) {
 func TestGetManyTagged(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		c := newCache[string](t, rdb, WithTags(orgOf))
+		c := newCacheWith(t, rdb, Values[string]{Tags: orgOf})
 		var mu sync.Mutex
 		var asked [][]string
 		n := 0
@@ -200,7 +200,7 @@ func TestGetManyTagged(t *testing.T) {
 func TestTagsWithSetAndVersionedWrites(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		c := newCache[string](t, rdb, WithTags(orgOf))
+		c := newCacheWith(t, rdb, Values[string]{Tags: orgOf})
 		if err := c.Set(ctx, "s", "org/4:set"); err != nil {
 			t.Fatal(err)
 		}
@@ -226,29 +226,22 @@ func TestTagsWithSetAndVersionedWrites(t *testing.T) {
 func TestTagsBadInput(t *testing.T) {
 	_, rdb := newSingle(t)
 	ctx := context.Background()
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithTags(func(string, int) []string { return nil })); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("a tag function of another value type: %v", err)
-	}
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithTags[string](nil)); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("a nil tag function: %v", err)
-	}
 	var reported atomic.Pointer[error]
-	c := newCache[string](t, rdb, WithErrorHandler(func(err error) { reported.Store(&err) }),
-		WithTags(func(_ string, v string) []string {
-			switch v {
-			case "many":
-				return make([]string, wire.MaxTags+1)
-			case "long":
-				return []string{strings.Repeat("x", wire.MaxTagSize+1)}
-			case "empty":
-				return []string{"a", ""}
-			case "panic":
-				panic("tag function")
-			case "none":
-				return []string{}
-			}
-			return []string{v}
-		}))
+	c := newCacheWith(t, rdb, Values[string]{Tags: func(_ string, v string) []string {
+		switch v {
+		case "many":
+			return make([]string, wire.MaxTags+1)
+		case "long":
+			return []string{strings.Repeat("x", wire.MaxTagSize+1)}
+		case "empty":
+			return []string{"a", ""}
+		case "panic":
+			panic("tag function")
+		case "none":
+			return []string{}
+		}
+		return []string{v}
+	}}, WithErrorHandler(func(err error) { reported.Store(&err) }))
 	for _, v := range []string{"many", "long", "empty", "panic"} {
 		if err := c.Set(ctx, "k", v); !errors.Is(err, ErrInvalidTag) || !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("Set with tags %q: %v", v, err)
@@ -305,7 +298,7 @@ func TestUntaggedEnvelopeUnchanged(t *testing.T) {
 // drops the tag times an instance keeps, as it clears the local tier.
 func TestTagTimesDroppedByFlushAndDown(t *testing.T) {
 	_, rdb := newSingle(t)
-	c := localCache(t, rdb, WithTags(orgOf))
+	c := localCacheWith(t, rdb, Values[string]{Tags: orgOf})
 	known := func() bool {
 		now := c.tier.Now()
 		epoch, ok := c.tier.TagTrust(now)
@@ -332,7 +325,7 @@ func TestTagTimesDroppedByFlushAndDown(t *testing.T) {
 func TestEarlyRefreshKeepsTags(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
-		c := newCache[string](t, rdb, WithTags(orgOf), WithEarlyRefresh(1), WithTTL(time.Minute), WithJitter(0))
+		c := newCacheWith(t, rdb, Values[string]{Tags: orgOf}, WithEarlyRefresh(1), WithTTL(time.Minute), WithJitter(0))
 		var l versionedLoader
 		if _, err := c.Get(ctx, "5-k", l.load); err != nil {
 			t.Fatal(err)

@@ -11,12 +11,12 @@ import (
 
 // An entry whose TTL func gives it longer than WithTTL stays invalidated by
 // its tag for as long as it lives: the tag's time must outlive it, so a
-// tagged entry lives at most WithTTL (entry.Jittered).
+// tagged entry lives at most WithTTL (jittered).
 func TestTagInvalidationOutlivedByTTLFuncEntry(t *testing.T) {
 	_, rdb := redistest.RealSingle(t)
 	ctx := context.Background()
-	c := newCache[string](t, rdb, WithTTL(50*time.Millisecond), WithLoadTimeout(50*time.Millisecond),
-		WithTTLFunc(func(string, string) time.Duration { return time.Minute }), WithTags(orgOf))
+	c := newCacheWith(t, rdb, Values[string]{TTL: func(string, string) time.Duration { return time.Minute }, Tags: orgOf},
+		WithTTL(50*time.Millisecond), WithLoadTimeout(50*time.Millisecond))
 	if err := c.Set(ctx, "k", "org1:v1"); err != nil {
 		t.Fatal(err)
 	}

@@ -348,12 +348,12 @@ func TestTrackingConnectionKilledClearsTier(t *testing.T) {
 // WithTracking without a local tier, or on a Ring, is refused by New.
 func TestTrackingOptionChecks(t *testing.T) {
 	_, rdb := redistest.Single(t)
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithTracking()); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithTracking()); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("WithTracking without a local tier: %v, want ErrInvalidOption", err)
 	}
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": rdb.(*redis.Client).Options().Addr}})
 	defer ring.Close()
-	if _, err := New[string](ring, WithPrefix("opt:"), WithLocal(1<<20), WithLocalAdmitAll(), WithTracking()); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(ring, Values[string]{}, WithPrefix("opt:"), WithLocal(1<<20), WithLocalAdmitAll(), WithTracking()); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("WithTracking on a Ring: %v, want ErrInvalidOption", err)
 	}
 }

@@ -19,7 +19,7 @@ func TestSubMillisecondTTLOptionRefused(t *testing.T) {
 		"TTL 1ns":        {WithTTL(1)},
 		"null TTL 999µs": {WithNullTTL(999 * time.Microsecond), WithJitter(0)},
 	} {
-		c, err := New[string](rdb, append([]Option{WithPrefix(prefixFor(t))}, opts...)...)
+		c, err := New(rdb, Values[string]{}, append([]Option{WithPrefix(prefixFor(t))}, opts...)...)
 		if err == nil {
 			serr := c.Set(context.Background(), "k", "v")
 			c.Close()
@@ -29,7 +29,7 @@ func TestSubMillisecondTTLOptionRefused(t *testing.T) {
 			t.Fatalf("%s: %v, want ErrInvalidOption", name, err)
 		}
 	}
-	c, err := New[string](rdb, WithPrefix(prefixFor(t)), WithTTL(time.Millisecond), WithNullTTL(time.Millisecond), WithJitter(0))
+	c, err := New(rdb, Values[string]{}, WithPrefix(prefixFor(t)), WithTTL(time.Millisecond), WithNullTTL(time.Millisecond), WithJitter(0))
 	if err != nil {
 		t.Fatalf("the floor itself: %v", err)
 	}
@@ -56,7 +56,7 @@ func TestTTLFuncUnderAMillisecondRoundedUp(t *testing.T) {
 		// The soft timeout makes the Get that finds a stale entry wait
 		// for its refresh (which ends at once, landed or not) and return
 		// what it installed; it is never reached.
-		c := newCache[string](t, rdb, runPrefix(t), WithTTLFunc(ttlOf), WithJitter(0),
+		c := newCacheWith(t, rdb, Values[string]{TTL: ttlOf}, runPrefix(t), WithJitter(0),
 			WithCircuitBreaker(1000, time.Minute), WithSoftLoadTimeout(time.Minute), WithLoadTimeout(2*time.Minute),
 			WithErrorHandler(rep.handler))
 		for v := range short {

@@ -9,7 +9,7 @@ import (
 // A TTL shorter than the default null TTL is accepted: the null TTL follows.
 func TestShortTTLAccepted(t *testing.T) {
 	_, rdb := newSingle(t)
-	c, err := New[string](rdb, WithPrefix("opt:"), WithTTL(30*time.Second))
+	c, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithTTL(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,7 +17,7 @@ func TestShortTTLAccepted(t *testing.T) {
 	if c.cfg.nullTTL != 30*time.Second {
 		t.Fatalf("null TTL %v", c.cfg.nullTTL)
 	}
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithTTL(30*time.Second), WithNullTTL(time.Minute)); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(rdb, Values[string]{}, WithPrefix("opt:"), WithTTL(30*time.Second), WithNullTTL(time.Minute)); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("explicit null TTL over TTL: %v", err)
 	}
 }

@@ -68,7 +68,7 @@ func TestTTLFuncFillsAndWrites(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
 		rep := &reported{errs: map[string]error{}}
-		c := newCache[string](t, rdb, runPrefix(t), WithTTLFunc(ttlByValue), WithJitter(0.1), WithErrorHandler(rep.handler))
+		c := newCacheWith(t, rdb, Values[string]{TTL: ttlByValue}, runPrefix(t), WithJitter(0.1), WithErrorHandler(rep.handler))
 		p := c.cfg.prefix
 		value := func(_ context.Context, key string) (string, error) { return key, nil } // the key names its value
 		for _, k := range []string{"minute", "hour"} {
@@ -140,14 +140,4 @@ func TestTTLFuncFillsAndWrites(t *testing.T) {
 		}
 		checkPTTL(t, rdb, p+"r", time.Minute)
 	})
-}
-
-func TestTTLFuncBadInput(t *testing.T) {
-	_, rdb := newSingle(t)
-	if _, err := New[int](rdb, WithPrefix("opt:"), WithTTLFunc(ttlByValue)); !errors.Is(err, ErrInvalidOption) {
-		t.Fatalf("a TTL func of string values on a cache of int: %v", err)
-	}
-	if _, err := New[string](rdb, WithPrefix("opt:"), WithTTLFunc[string](nil)); !errors.Is(err, ErrInvalidOption) {
-		t.Fatalf("nil TTL func: %v", err)
-	}
 }

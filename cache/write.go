@@ -57,7 +57,7 @@ func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys .
 	return c.write.MarkStale(ctx, maxStale, keys...)
 }
 
-// InvalidateTags makes every entry carrying one of tags (see WithTags) a miss,
+// InvalidateTags makes every entry carrying one of tags (see Values.Tags) a miss,
 // for every instance and local tier: readers load it again. It writes one key
 // per tag, never scans: O(len(tags)). Once it returns, no Get sees an entry
 // of those tags loaded before it was called, on this instance at once and on

@@ -43,7 +43,7 @@ func Example() {
 	defer rdb.Close()
 	db := &repo{rows: map[string]string{"42": "Ada"}}
 
-	names, _ := cache.New[string](rdb, cache.WithPrefix("user:"))
+	names, _ := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("user:"))
 	defer names.Close()
 	q, err := consistency.New(rdb, consistency.WithDelay(300*time.Millisecond))
 	if err != nil {

@@ -34,7 +34,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func newCache[V any](t *testing.T, rdb redis.UniversalClient, opts ...cache.Option) *cache.Cache[V] {
 	t.Helper()
 	clearOnce(t, rdb, prefixFor(t)+"c:")
-	c, err := cache.New[V](rdb, append([]cache.Option{cache.WithPrefix(prefixFor(t) + "c:"), cache.WithLogger(quiet)}, opts...)...)
+	c, err := cache.New(rdb, cache.Values[V]{}, append([]cache.Option{cache.WithPrefix(prefixFor(t) + "c:"), cache.WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

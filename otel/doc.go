@@ -5,7 +5,7 @@
 // Wiring, for a cache and a durable invalidation queue:
 //
 //	obs, _ := otel.NewObserver("users", tracerProvider, meterProvider)
-//	users, _ := cache.New[User](rdb, cache.WithPrefix("user:"), cache.WithObserver(obs))
+//	users, _ := cache.New(rdb, cache.Values[User]{}, cache.WithPrefix("user:"), cache.WithObserver(obs))
 //	reg, _ := otel.RegisterCache(meterProvider.Meter(otel.ScopeName), "users", users)
 //	defer reg.Unregister()
 //	qreg, _ := otel.RegisterQueue(meterProvider.Meter(otel.ScopeName), "orders", queue)

@@ -43,7 +43,7 @@ func Example_prometheus() {
 	if err != nil {
 		panic(err)
 	}
-	users, err := cache.New[string](rdb, cache.WithPrefix("user:"), cache.WithObserver(obs))
+	users, err := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("user:"), cache.WithObserver(obs))
 	if err != nil {
 		panic(err)
 	}

@@ -74,7 +74,7 @@ func TestCacheMetricsAfterWorkload(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
 
-	c, err := cache.New[string](newClient(t, srv), cache.WithPrefix("m:"), cache.WithFallbackLoads(1))
+	c, err := cache.New(newClient(t, srv), cache.Values[string]{}, cache.WithPrefix("m:"), cache.WithFallbackLoads(1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ const (
 	MetricTrackingDowns          = "cacheguard.cache.tracking.downs"
 	MetricSoftTimeouts           = "cacheguard.cache.load.soft_timeouts"  // Gets answered stale past WithSoftLoadTimeout
 	MetricLoadTimeouts           = "cacheguard.cache.load.timeouts"       // loads stopped by WithLoadTimeout
-	MetricTTLNotCached           = "cacheguard.cache.ttl_func.not_cached" // values WithTTLFunc kept out; attribute reason: zero | invalid
+	MetricTTLNotCached           = "cacheguard.cache.ttl_func.not_cached" // values Values.TTL kept out; attribute reason: zero | invalid
 	MetricRateLimited            = "cacheguard.cache.rate_limited"        // Redis reads and loads the key rate limit refused (WithKeyRateLimit)
 	MetricRateLimitedLocal       = "cacheguard.cache.rate_limited.local"  // of their Gets, answered from the local tier instead
 	MetricClears                 = "cacheguard.cache.clears"              // Clear calls on this instance

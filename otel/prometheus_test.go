@@ -45,7 +45,7 @@ func scrape(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cache.New[string](rdb, cache.WithPrefix("p:"), cache.WithObserver(obs))
+	c, err := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("p:"), cache.WithObserver(obs))
 	if err != nil {
 		t.Fatal(err)
 	}

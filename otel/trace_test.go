@@ -40,7 +40,7 @@ func tracedCache(t *testing.T, srv *redistest.Server, tp *sdktrace.TracerProvide
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cache.New[string](newClient(t, srv), append(opts, cache.WithObserver(obs))...)
+	c, err := cache.New(newClient(t, srv), cache.Values[string]{}, append(opts, cache.WithObserver(obs))...)
 	if err != nil {
 		t.Fatal(err)
 	}

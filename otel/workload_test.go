@@ -96,7 +96,7 @@ func TestMetricsOfAScriptedWorkload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := cache.New[string](newClient(t, srv), append([]cache.Option{cache.WithPrefix("w:"), cache.WithObserver(obs)}, opts...)...)
+		c, err := cache.New(newClient(t, srv), cache.Values[string]{}, append([]cache.Option{cache.WithPrefix("w:"), cache.WithObserver(obs)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	users, err := cache.New[string](rdb, cache.WithPrefix("user:"), cache.WithKeyRateLimit(lim))
+	users, err := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("user:"), cache.WithKeyRateLimit(lim))
 	if err != nil {
 		panic(err)
 	}

@@ -79,7 +79,7 @@ func newProcess(t *testing.T, rdb redis.UniversalClient, opts ...cache.Option) *
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p.cache, err = cache.New[string](rdb, append([]cache.Option{cache.WithPrefix(t.Name() + ":"),
+	p.cache, err = cache.New(rdb, cache.Values[string]{}, append([]cache.Option{cache.WithPrefix(t.Name() + ":"),
 		cache.WithLogger(quiet), cache.WithMaxValueSize(64), cache.WithKeyRateLimit(p.lim),
 		cache.WithErrorHandler(func(err error) {
 			if errors.Is(err, ErrStore) {

@@ -1,6 +1,6 @@
 // Package localstoretest checks an implementation of cache.LocalStore
 // against the contract the cache relies on (see cache.LocalStore), so that
-// a store of your own can be plugged in with cache.WithLocalStore knowing
+// a store of your own can be plugged in with cache.Values.LocalStore knowing
 // it keeps the local tier's bounds. The cache's tests run it against both
 // built-in stores (otter, the default, and ristretto):
 //

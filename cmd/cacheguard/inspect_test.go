@@ -25,7 +25,7 @@ import (
 func plant(t *testing.T, rdb redis.UniversalClient) {
 	t.Helper()
 	ctx := context.Background()
-	c, err := cache.New[string](rdb, cache.WithPrefix("user:"), cache.WithTTL(time.Hour), cache.WithJitter(0))
+	c, err := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("user:"), cache.WithTTL(time.Hour), cache.WithJitter(0))
 	if err != nil {
 		t.Fatal(err)
 	}

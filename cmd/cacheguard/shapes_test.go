@@ -24,7 +24,7 @@ func TestInspectKnowsEveryShape(t *testing.T) {
 		t.Run(topo.Name, func(t *testing.T) {
 			rdb := topo.New(t)
 			ctx := context.Background()
-			c, err := cache.New[string](rdb, cache.WithPrefix("s:"), cache.WithTTL(time.Hour))
+			c, err := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("s:"), cache.WithTTL(time.Hour))
 			must(t, err)
 			defer c.Close()
 

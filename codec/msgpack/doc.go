@@ -8,7 +8,7 @@
 // benchmarks/RESULTS.md); the price is values that redis-cli no longer shows
 // as text.
 //
-//	c, err := cache.New[User](rdb, cache.WithPrefix("user:"), cache.WithCodec(msgpack.Codec{}))
+//	c, err := cache.New(rdb, cache.Values[User]{}, cache.WithPrefix("user:"), cache.WithCodec(msgpack.Codec{}))
 //
 // Struct fields are named by their `msgpack` tags, falling back to `json`
 // tags (SetCustomStructTag) so that types already tagged for JSON keep their

@@ -27,7 +27,7 @@ func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
 
-	users, err := cache.New[User](rdb, cache.WithPrefix("user:mp:"), cache.WithCodec(msgpack.Codec{}))
+	users, err := cache.New(rdb, cache.Values[User]{}, cache.WithPrefix("user:mp:"), cache.WithCodec(msgpack.Codec{}))
 	if err != nil {
 		panic(err)
 	}

@@ -28,7 +28,7 @@ func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
 	defer rdb.Close()
 
-	users, err := cache.New[User](rdb, cache.WithPrefix("user:"))
+	users, err := cache.New(rdb, cache.Values[User]{}, cache.WithPrefix("user:"))
 	if err != nil {
 		log.Fatal(err)
 	}

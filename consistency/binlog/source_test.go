@@ -59,7 +59,7 @@ func newEnv(t testing.TB, rows int, cacheRDB redis.UniversalClient) *env {
 	}
 	e.crdb = cacheRDB
 	var err error
-	if e.c, err = cache.New[string](cacheRDB, cache.WithPrefix("users:"), cache.WithLogger(quiet)); err != nil {
+	if e.c, err = cache.New(cacheRDB, cache.Values[string]{}, cache.WithPrefix("users:"), cache.WithLogger(quiet)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.c.Close() })
@@ -282,7 +282,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	_, rdb := redistest.Single(t)
 	q, _ := consistency.New(rdb, consistency.WithoutWorker())
 	defer q.Close()
-	c, _ := cache.New[string](rdb, cache.WithPrefix("users:"))
+	c, _ := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix("users:"))
 	defer c.Close()
 	tg, _ := q.Register("users", c)
 	pos := RedisPositions(rdb, "p")

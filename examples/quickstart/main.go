@@ -69,7 +69,7 @@ func run(ctx context.Context, rdb redis.UniversalClient, db *userDB) error {
 	}
 	defer hot.Close()
 
-	users, err := cache.New[User](rdb,
+	users, err := cache.New(rdb, cache.Values[User]{},
 		cache.WithPrefix("quickstart:user:"), // required: one prefix per cache
 		cache.WithTTL(10*time.Minute),
 		cache.WithJitter(0.1),          // avalanche: expiries spread ±10 %

@@ -72,7 +72,7 @@ func newGuard(rdb redis.UniversalClient, prefix string, s guardSettings, load ca
 	if s.noLocal {
 		local = nil
 	}
-	g.c, err = cache.New[Item](rdb, append(local,
+	g.c, err = cache.New(rdb, cache.Values[Item]{}, append(local,
 		cache.WithPrefix(prefix),
 		cache.WithTTL(s.ttl),
 		cache.WithJitter(s.jitter),

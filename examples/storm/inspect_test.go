@@ -145,7 +145,7 @@ func inspectJSON(t *testing.T, bin, addr string) inspectReport {
 func plantSynchronizedExpiry(t *testing.T, rdb redis.UniversalClient, prefix string, n int) {
 	t.Helper()
 	ctx := context.Background()
-	c, err := cache.New[Item](rdb, cache.WithPrefix(prefix), cache.WithTTL(time.Hour), cache.WithJitter(0))
+	c, err := cache.New(rdb, cache.Values[Item]{}, cache.WithPrefix(prefix), cache.WithTTL(time.Hour), cache.WithJitter(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func plantSynchronizedExpiry(t *testing.T, rdb redis.UniversalClient, prefix str
 // returns its key.
 func plantBigEntry(t *testing.T, rdb redis.UniversalClient, prefix string) string {
 	t.Helper()
-	c, err := cache.New[string](rdb, cache.WithPrefix(prefix), cache.WithMaxValueSize(4<<20))
+	c, err := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix(prefix), cache.WithMaxValueSize(4<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func plantBigEntry(t *testing.T, rdb redis.UniversalClient, prefix string) strin
 func plantStrandedLease(t *testing.T, rdb redis.UniversalClient, prefix string) string {
 	t.Helper()
 	ctx := context.Background()
-	c, err := cache.New[Item](rdb, cache.WithPrefix(prefix))
+	c, err := cache.New(rdb, cache.Values[Item]{}, cache.WithPrefix(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}

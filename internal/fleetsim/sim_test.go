@@ -128,7 +128,7 @@ func run(t *testing.T, rc *redistest.ReplicatedCluster, nodes []node, n int, dur
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := cache.New[string](rdb, cache.WithPrefix(group+":"), cache.WithLogger(quietLog),
+		c, err := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix(group+":"), cache.WithLogger(quietLog),
 			cache.WithLocal(1<<20), cache.WithHotKeys(det))
 		if err != nil {
 			t.Fatal(err)

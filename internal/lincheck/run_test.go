@@ -85,7 +85,7 @@ func run(t *testing.T, srv servers, w workload) *history {
 	seeds := &lockedRand{src: rand.New(rand.NewPCG(w.seed, 0))}
 	caches := make([]*cache.Cache[row], w.instances)
 	for i := range caches {
-		c, err := cache.New[row](srv.client(), w.options(prefix)...)
+		c, err := cache.New(srv.client(), cache.Values[row]{}, w.options(prefix)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -101,13 +101,13 @@ func TestOneConnectionPerMaster(t *testing.T) {
 	var channels []string
 	for i := 0; i < caches; i++ {
 		prefix := fmt.Sprintf("measure%d:", i)
-		c, err := cache.New[string](rdb, cache.WithPrefix(prefix), cache.WithLocal(1<<20), cache.WithLocalAdmitAll(),
+		c, err := cache.New(rdb, cache.Values[string]{}, cache.WithPrefix(prefix), cache.WithLocal(1<<20), cache.WithLocalAdmitAll(),
 			cache.WithLogger(logger), cache.WithWait(time.Minute), cache.WithFillLease(time.Minute), cache.WithLoadTimeout(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
 		closers = append(closers, func() { c.Close() })
-		holder, err := cache.New[string](other, cache.WithPrefix(prefix), cache.WithLogger(logger),
+		holder, err := cache.New(other, cache.Values[string]{}, cache.WithPrefix(prefix), cache.WithLogger(logger),
 			cache.WithFillLease(time.Minute), cache.WithLoadTimeout(time.Minute))
 		if err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 //     MarkStale, or picked for an early refresh) is reloaded by the Get
 //     that found it, which waits up to d for the refresh to land and
 //     returns the refreshed value, or the entry it read; a reloaded value
-//     not to be cached (WithTTLFunc answered 0) removes the entry instead
+//     not to be cached (Values.TTL answered 0) removes the entry instead
 //     of replacing it and is returned all the same (entry.Format.ValueTTL);
 //   - a Get whose local tier holds an expired entry still within its stale
 //     bound (WithLocalStale), and whose read goes on to a fill, waits up to

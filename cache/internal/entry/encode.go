@@ -58,8 +58,8 @@ func (f *Format[V]) Entry(null bool, version uint64, delta time.Duration, payloa
 // (seen: nil, or one per tag; stamp.go).
 func (f *Format[V]) TaggedEntry(null bool, version uint64, delta time.Duration, payload []byte, base time.Duration, tags []string, created time.Time, seen []int64) ([]byte, time.Duration) {
 	if len(tags) > 0 && base > f.cfg.TTL {
-		// A tag's time is kept for about 2·WithTTL (cache.WithTags): a tagged
-		// entry must not outlive it, whatever WithTTLFunc chose.
+		// A tag's time is kept for about 2·WithTTL (cache.Values.Tags): a tagged
+		// entry must not outlive it, whatever the TTL function chose.
 		base = f.cfg.TTL
 	}
 	ttl, flags := Jittered(base, f.cfg.Jitter), byte(0)

@@ -32,7 +32,7 @@ const MaxTTL = 100 * 365 * 24 * time.Hour
 // RedisTTL is d as an expiry written to Redis: whole milliseconds, at least
 // MinTTL. Every expiry the cache sends goes through it (PX), whatever
 // computed it: a value's or an absence's TTL, jittered or not, chosen by
-// WithTTLFunc or not; a lease; a stale bound; the hold of a tombstone or of
+// a TTL function or not; a lease; a stale bound; the hold of a tombstone or of
 // a tag's time. An envelope's logical expiry is taken from it too, so the
 // two agree.
 func RedisTTL(d time.Duration) time.Duration {

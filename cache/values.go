@@ -1,9 +1,61 @@
 package cache
 
-import "fmt"
+import "time"
 
-// Tags. WithTags gives every entry the tags its function returns for the
-// key and the value; InvalidateTags(t) makes every entry carrying t a miss
+// Values are what a Cache does with its values that depends on their type:
+// the tags of an entry, its TTL, the store that keeps them in process. The
+// compiler checks that each takes the Cache's value type, so New's type
+// argument is inferred from them. The zero value, none of them, is what
+// most caches want:
+//
+//	users, err := cache.New(rdb, cache.Values[User]{}, cache.WithPrefix("user:"))
+//	orders, err := cache.New(rdb, cache.Values[Order]{Tags: orderTags}, cache.WithPrefix("order:"))
+type Values[V any] struct {
+	// Tags tags every entry with the tags it returns for the entry's key
+	// and value (nil or empty: untagged), so that InvalidateTags can
+	// invalidate all the entries of a tag at once (see the package
+	// comment, "Tags"). It must be fast, and safe for concurrent use.
+	Tags func(key string, v V) []string
+	// TTL chooses the TTL of each value (see the rule below on 0, negative
+	// and too long TTLs); nil: WithTTL for all. WithTTL then only sets the
+	// default the null TTL is bounded by, and the longest TTL of a tagged
+	// entry: a tag's invalidation time is kept for about twice WithTTL,
+	// and a tagged entry must not outlive it.
+	TTL func(key string, v V) time.Duration
+	// LocalStore turns on the local tier with a store of your own (check
+	// it with package localstoretest), in place of WithLocal's otter or
+	// WithLocalRistretto's ristretto. The cache owns it from New on: it
+	// closes it when it closes, and New closes it when it fails, for
+	// whatever reason.
+	LocalStore LocalStore[V]
+}
+
+// Adaptive TTL. Values.TTL chooses each value's TTL from the value itself
+// (a draft lives a minute, a published article a day). The TTL it returns
+// is jittered like WithTTL's and used by every write of a value: a fill (Get
+// and GetMany), an early or stale refresh, Set and SetVersioned. An absence
+// keeps the null TTL.
+//
+// The rule for what the func returns:
+//
+//   - d > 0 (at most the century every TTL option is bounded by): the
+//     value is cached for d, jittered, in whole milliseconds and for at
+//     least 1 ms (the floor of every expiry written to Redis: a d or a
+//     jittered TTL under it is rounded up to it, jitter or not).
+//   - 0: the value is not cached. Get and GetMany return it (the fill's
+//     lease is released, the local tier does not keep it); Set and
+//     SetVersioned remove the key's entry instead of writing it (a
+//     versioned write leaves a version tombstone, so older versions are
+//     still refused for the null TTL); a refresh (early, or of an entry
+//     marked stale) removes the entry it would have replaced in the same
+//     way, so the next Get loads again, and the Get that waits for the
+//     refresh (WithSoftLoadTimeout) returns the value.
+//   - negative, longer than the century, or a panic of the func: as 0, and
+//     reported to the error handler with an error wrapping
+//     ErrInvalidOption. Stats counts both (TTLZero, TTLInvalid).
+
+// Tags. Values.Tags gives every entry the tags it returns for the key and
+// the value; InvalidateTags(t) makes every entry carrying t a miss
 // for every instance and local tier, without scanning keys and without an
 // index of the entries of a tag. The model, checked lazily on read:
 //
@@ -72,31 +124,3 @@ import "fmt"
 // wire.MaxTags tags per entry, wire.MaxTagSize bytes per tag, no empty tag;
 // a value outside them is an error for Set and is served but not cached by
 // a fill (reported like a value too large).
-
-// WithTags tags every entry with the tags fn returns for its key and value
-// (nil or empty: untagged), so that InvalidateTags can invalidate all the
-// entries of a tag at once. fn must be fast, and safe for concurrent use. V
-// must be the Cache's value type: New rejects another with an error
-// wrapping ErrInvalidOption.
-func WithTags[V any](fn func(key string, v V) []string) Option {
-	return func(c *config) {
-		if fn == nil {
-			c.errs.Invalid("nil tag function")
-			return
-		}
-		c.tags = fn
-	}
-}
-
-// tagFuncOf checks the function WithTags stored against V.
-func tagFuncOf[V any](f any) (func(string, V) []string, error) {
-	if f == nil {
-		return nil, nil
-	}
-	fn, ok := f.(func(string, V) []string)
-	if !ok {
-		var zero V
-		return nil, fmt.Errorf("%w: WithTags function is a %T, not a func(string, %T) []string", ErrInvalidOption, f, zero)
-	}
-	return fn, nil
-}

@@ -106,7 +106,7 @@ func curveContestants(b *testing.B, cluster []string) []contestant {
 	}
 	b.Cleanup(func() { ap.Close() })
 	add("go-redis-autopipeline", cacheAside(ap, rt, raw), raw)
-	for _, lib := range libraries() {
+	for _, lib := range remoteLibraries() {
 		if lib.name == "go-redis" || (cluster != nil && !lib.cluster) {
 			continue // go-redis: the GET+json row above
 		}

@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -39,7 +40,8 @@ func writeCeiling(w *bytes.Buffer, r *results) {
 	}
 	fmt.Fprint(w, "| library |")
 	for _, g := range gs {
-		fmt.Fprintf(w, " %s goroutines |", g)
+		n, _ := strconv.Atoi(g)
+		fmt.Fprintf(w, " %s |", goroutines(n))
 	}
 	fmt.Fprintf(w, "\n|%s\n", strings.Repeat(" --- |", len(gs)+1))
 	for _, lib := range libs {

@@ -11,7 +11,7 @@ var tables = slices.Concat(baseTables, stormTables)
 
 // passCommand is the command of one pass of a benchmark of run.sh's set.
 func passCommand(bench string) string {
-	return "go test -run '^$' -bench '^Benchmark" + bench + "$' -benchtime 500ms -count 1 -timeout 30m ."
+	return "go test -run '^$' -bench '^Benchmark" + bench + "$' -benchtime 500ms -count 1 -timeout 60m ."
 }
 
 var stormTables = []table{

@@ -106,7 +106,7 @@ func curveContestants(b *testing.B, cluster []string) []contestant {
 	}
 	b.Cleanup(func() { ap.Close() })
 	add("go-redis-autopipeline", cacheAside(ap, rt, raw), raw)
-	for _, lib := range libraries() {
+	for _, lib := range remoteLibraries() {
 		if lib.name == "go-redis" || (cluster != nil && !lib.cluster) {
 			continue // go-redis: the GET+json row above
 		}
@@ -211,7 +211,8 @@ type cellResult struct {
 	err         error   // one of the errors
 	perSec      float64 // reads per second
 	p99         time.Duration
-	allocs      float64 // heap allocations per read, in the whole process
+	allocs      float64       // heap allocations per read, in the whole process
+	cpu         time.Duration // CPU time of the whole process (user + system) while reading
 }
 
 // runCell runs get from g goroutines for d and measures it.
@@ -244,15 +245,17 @@ func runCell(get func(context.Context, string) (row, error), g int, d time.Durat
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	cpu0 := processCPU()
 	t0 := time.Now()
 	close(start)
 	time.Sleep(d)
 	stop.Store(true)
 	wg.Wait()
 	elapsed := time.Since(t0)
+	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&after)
 	all := slices.Concat(lat...)
-	res := cellResult{reads: int64(len(all)), errs: errs.Load()}
+	res := cellResult{reads: int64(len(all)), errs: errs.Load(), cpu: cpu}
 	if err, ok := firstErr.Load().(error); ok {
 		res.err = err
 	}

@@ -39,7 +39,7 @@ func BenchmarkRedisHitSerial(b *testing.B) {
 		var r row
 		return json.Unmarshal(data, &r)
 	})
-	for _, lib := range libraries() {
+	for _, lib := range remoteLibraries() {
 		if lib.name == "go-redis" {
 			continue // its hit path is the baseline above
 		}

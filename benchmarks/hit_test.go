@@ -64,7 +64,7 @@ func BenchmarkRedisHit(b *testing.B) {
 		}
 		b.ReportMetric(float64(rts())/float64(b.N), "redis-roundtrips/op")
 	})
-	for _, lib := range libraries() {
+	for _, lib := range remoteLibraries() {
 		if lib.name == "go-redis" {
 			continue // its hit path is the baseline above
 		}

@@ -25,7 +25,7 @@ import (
 // copies a hit into the ristretto layer with the Redis TTL, so local entries
 // live as long as the Redis entry.
 func openGocache(tb testing.TB, cfg implConfig) *cacheImpl {
-	rdb, rt := countedClient(tb)
+	rdb, rt := cfg.plainClient(tb)
 	remote := gocache.New[string](redisstore.NewRedis(rdb, gostore.WithExpiration(cfg.ttl)))
 	var backing gocache.CacheInterface[string] = remote
 	if cfg.local {

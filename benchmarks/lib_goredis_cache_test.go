@@ -14,7 +14,7 @@ import (
 // returned and nothing is cached: it has no absence caching. TTLs under 1 s
 // are replaced by its 1 h default (none of the scenarios uses one).
 func openGoRedisCache(tb testing.TB, cfg implConfig) *cacheImpl {
-	rdb, rt := countedClient(tb)
+	rdb, rt := cfg.plainClient(tb)
 	opt := &rcache.Options{Redis: rdb}
 	switch cfg.codec {
 	case "", "msgpack": // the default

@@ -22,12 +22,26 @@ var goZero struct {
 	rds  *zredis.Redis
 	stat *zcache.Stat
 	rt   rtCounter
+
+	// own are the clients of servers other than the shared one (a fault
+	// storm's), by address, each with its counter.
+	mu  sync.Mutex
+	own map[string]*goZeroClient
+}
+
+// goZeroClient is go-zero's client of one address and its counter.
+type goZeroClient struct {
+	rds *zredis.Redis
+	rt  *rtCounter
 }
 
 // errZeroNotFound is the "not found" error go-zero caches are built with.
 var errZeroNotFound = errors.New("go-zero: not found")
 
 func openGoZero(tb testing.TB, cfg implConfig) *cacheImpl {
+	if cfg.sentinel != nil {
+		tb.Fatal("go-zero: its Redis configuration has no Sentinel type (library.sentinel)")
+	}
 	addr := redisAddr(tb)
 	goZero.once.Do(func() {
 		logx.Disable()
@@ -35,7 +49,12 @@ func openGoZero(tb testing.TB, cfg implConfig) *cacheImpl {
 			zredis.WithHook(&goZero.rt))
 		goZero.stat = zcache.NewStat("bench")
 	})
-	c := zcache.NewNode(goZero.rds, syncx.NewSingleFlight(), goZero.stat, errZeroNotFound,
+	rds, rt := goZero.rds, &goZero.rt
+	if cfg.addr != "" {
+		own := goZeroOwn(cfg.addr)
+		rds, rt = own.rds, own.rt
+	}
+	c := zcache.NewNode(rds, syncx.NewSingleFlight(), goZero.stat, errZeroNotFound,
 		zcache.WithExpiry(cfg.ttl), zcache.WithNotFoundExpiry(cfg.nullTTL))
 	return &cacheImpl{
 		get: func(ctx context.Context, key string) (row, error) {
@@ -56,6 +75,22 @@ func openGoZero(tb testing.TB, cfg implConfig) *cacheImpl {
 		set:   func(ctx context.Context, key string, r row) error { return c.SetCtx(ctx, cfg.prefix+key, r) },
 		del:   func(ctx context.Context, key string) error { return c.DelCtx(ctx, cfg.prefix+key) },
 		close: func() {},
-		rt:    &goZero.rt,
+		rt:    rt,
 	}
+}
+
+// goZeroOwn returns go-zero's client of addr, made on first use.
+func goZeroOwn(addr string) *goZeroClient {
+	goZero.mu.Lock()
+	defer goZero.mu.Unlock()
+	if c, ok := goZero.own[addr]; ok {
+		return c
+	}
+	if goZero.own == nil {
+		goZero.own = map[string]*goZeroClient{}
+	}
+	c := &goZeroClient{rt: &rtCounter{}}
+	c.rds = zredis.MustNewRedis(zredis.RedisConf{Host: addr, Type: zredis.NodeType}, zredis.WithHook(c.rt))
+	goZero.own[addr] = c
+	return c
 }

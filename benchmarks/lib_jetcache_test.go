@@ -19,7 +19,7 @@ var errJetNotFound = errors.New("jetcache: not found")
 // process) with its default msgpack codec; with a local tier, its TinyLFU
 // (ristretto) in front of Redis. Statistics are off (they log every minute).
 func openJetcache(tb testing.TB, cfg implConfig) *cacheImpl {
-	rdb, rt := countedClient(tb)
+	rdb, rt := cfg.plainClient(tb)
 	opts := []jetcache.Option{
 		jetcache.WithName(cfg.prefix),
 		jetcache.WithRemote(jetremote.NewGoRedisV9Adapter(rdb)),

@@ -22,7 +22,7 @@ import (
 //   - Delay (how long a deleted key lingers) is 1 s instead of 10 s when the
 //     scenario's TTL is under a minute, so that short TTLs stay positive.
 func openRocks(tb testing.TB, cfg implConfig) *cacheImpl {
-	rdb, rt := countedClient(tb)
+	rdb, rt := cfg.plainClient(tb)
 	opts := rockscache.NewDefaultOptions()
 	opts.EmptyExpire = cfg.nullTTL
 	if cfg.ttl < time.Minute {

@@ -15,22 +15,28 @@ import (
 // invalidating the process's copy when the key changes, for localTTL at
 // most. No singleflight, no absence caching, no jitter.
 func openRueidis(tb testing.TB, cfg implConfig) *cacheImpl {
-	addrs := cfg.cluster
-	if len(addrs) == 0 {
-		addrs = []string{redisAddr(tb)}
+	opt := rueidis.ClientOption{InitAddress: cfg.cluster}
+	switch {
+	case cfg.sentinel != nil:
+		opt.InitAddress = cfg.sentinel.SentinelAddrs
+		opt.Sentinel = rueidis.SentinelOption{MasterSet: cfg.sentinel.MasterName}
+	case cfg.addr != "":
+		opt.InitAddress = []string{cfg.addr}
+	case len(cfg.cluster) == 0:
+		opt.InitAddress = []string{redisAddr(tb)}
 	}
-	c := newRueidis(tb, addrs)
+	c := newRueidis(tb, opt)
 	rt := &rtCounter{}
 	get := func(ctx context.Context, key string) ([]byte, error) {
 		cmd := c.B().Get().Key(key)
 		if cfg.local {
 			res := c.DoCache(ctx, cmd.Cache(), cfg.localTTL)
 			if !res.IsCacheHit() {
-				rt.n.Add(1)
+				rt.count(1)
 			}
 			return res.AsBytes()
 		}
-		rt.n.Add(1)
+		rt.count(1)
 		return c.Do(ctx, cmd.Build()).AsBytes()
 	}
 	set := func(ctx context.Context, key string, r row) error {
@@ -38,7 +44,7 @@ func openRueidis(tb testing.TB, cfg implConfig) *cacheImpl {
 		if err != nil {
 			return err
 		}
-		rt.n.Add(1)
+		rt.count(1)
 		return c.Do(ctx, c.B().Set().Key(cfg.prefix+key).Value(rueidis.BinaryString(data)).Px(cfg.ttl).Build()).Error()
 	}
 	return &cacheImpl{
@@ -60,7 +66,7 @@ func openRueidis(tb testing.TB, cfg implConfig) *cacheImpl {
 		},
 		set: set,
 		del: func(ctx context.Context, key string) error {
-			rt.n.Add(1)
+			rt.count(1)
 			return c.Do(ctx, c.B().Del().Key(cfg.prefix+key).Build()).Error()
 		},
 		close: func() {},
@@ -68,10 +74,11 @@ func openRueidis(tb testing.TB, cfg implConfig) *cacheImpl {
 	}
 }
 
-// newRueidis returns a rueidis client of the given nodes (a cluster when
-// they are cluster nodes), with its defaults, closed with the benchmark.
-func newRueidis(tb testing.TB, addrs []string) rueidis.Client {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs})
+// newRueidis returns a rueidis client made with opt (its defaults
+// otherwise; a cluster client when the addresses are cluster nodes), closed
+// with the benchmark.
+func newRueidis(tb testing.TB, opt rueidis.ClientOption) rueidis.Client {
+	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		tb.Fatalf("rueidis: %v", err)
 	}

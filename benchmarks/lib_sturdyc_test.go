@@ -14,18 +14,18 @@ import (
 // sturdyc is an in-process cache first: GetOrFetch reads its sharded
 // memory, and on a miss (one call per key in the process) its distributed
 // storage, here Redis through go-redis, before the loader. It has no switch
-// for the in-process tier: without a local tier its entries live 1 ns, so
-// that every read goes to Redis (and still passes through its memory and its
-// in-flight table). Absent rows are cached (WithMissingRecordStorage); the
-// distributed storage is written asynchronously after a load, as sturdyc
-// does. Continuous evictions are off: their goroutine never exits, and a
-// full shard evicts on write anyway.
+// for the in-process tier, and none of its users would shrink that tier's
+// TTL to nothing, so it runs only where the row has a local tier
+// (library.localOnly): localEntries rows fresh for localTTL. Absent rows are
+// cached (WithMissingRecordStorage); the distributed storage is written
+// asynchronously after a load, as sturdyc does. Continuous evictions are
+// off: their goroutine never exits, and a full shard evicts on write anyway.
 func openSturdyc(tb testing.TB, cfg implConfig) *cacheImpl {
-	rdb, rt := cfg.client(tb)
-	entries, ttl := zipfKeys, time.Nanosecond
-	if cfg.local {
-		entries, ttl = cfg.localEntries, cfg.localTTL
+	if !cfg.local {
+		tb.Fatal("sturdyc: runs only with its memory tier (library.localOnly)")
 	}
+	rdb, rt := cfg.client(tb)
+	entries, ttl := cfg.localEntries, cfg.localTTL
 	st := sturdyStorage{rdb: rdb, prefix: cfg.prefix, ttl: cfg.ttl}
 	c := sturdyc.New[row](entries, 16, ttl, 10,
 		sturdyc.WithDistributedStorage(st),

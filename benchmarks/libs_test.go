@@ -58,16 +58,41 @@ type implConfig struct {
 	// library uses instead of the shared server (libraries with
 	// library.cluster only).
 	cluster []string
+	// addr, when set, is a redis-server of the scenario's own (one it
+	// restarts or flushes) used instead of the shared server.
+	addr string
+	// sentinel, when set, names a master behind Sentinels, used instead
+	// of the shared server (libraries with library.sentinel only).
+	sentinel *redis.FailoverOptions
 }
 
 // client returns a new go-redis client for the library, with a round-trip
-// counter: on the cluster when cfg.cluster is set, else on the shared
-// server.
+// counter: on the cluster when cfg.cluster is set, else as plainClient.
 func (cfg implConfig) client(tb testing.TB) (redis.UniversalClient, *rtCounter) {
 	if len(cfg.cluster) == 0 {
-		return countedClient(tb)
+		return cfg.plainClient(tb)
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.cluster})
+	tb.Cleanup(func() { c.Close() })
+	rt := &rtCounter{}
+	c.AddHook(rt)
+	return c, rt
+}
+
+// plainClient returns a new single-node go-redis client for the library,
+// with a round-trip counter: a failover client when cfg.sentinel is set,
+// else a client of cfg.addr or of the shared server.
+func (cfg implConfig) plainClient(tb testing.TB) (*redis.Client, *rtCounter) {
+	var c *redis.Client
+	switch {
+	case cfg.sentinel != nil:
+		o := *cfg.sentinel
+		c = redis.NewFailoverClient(&o)
+	case cfg.addr != "":
+		c = redis.NewClient(&redis.Options{Addr: cfg.addr})
+	default:
+		return countedClient(tb)
+	}
 	tb.Cleanup(func() { c.Close() })
 	rt := &rtCounter{}
 	c.AddHook(rt)
@@ -87,21 +112,40 @@ type library struct {
 	nullCache bool
 	// cluster: its adapter runs on a Redis Cluster (implConfig.cluster).
 	cluster bool
+	// sentinel: its adapter follows a master behind Sentinels
+	// (implConfig.sentinel).
+	sentinel bool
+	// localOnly: its in-process tier cannot be turned off, so it runs
+	// only in the rows that have a local tier (remoteLibraries leaves it
+	// out of the others).
+	localOnly bool
 }
 
 // libraries are the contestants, in table order.
 func libraries() []library {
 	return []library{
-		{name: "cacheguard", open: openCacheguard, local: true, crossProcess: true, nullCache: true, cluster: true},
+		{name: "cacheguard", open: openCacheguard, local: true, crossProcess: true, nullCache: true, cluster: true, sentinel: true},
 		{name: "go-zero", open: openGoZero, nullCache: true},
-		{name: "rockscache", open: openRocks, crossProcess: true, nullCache: true},
-		{name: "gocache", open: openGocache, local: true},
-		{name: "go-redis-cache", open: openGoRedisCache, local: true},
-		{name: "jetcache", open: openJetcache, local: true, nullCache: true},
-		{name: "rueidis", open: openRueidis, local: true, cluster: true},
-		{name: "sturdyc", open: openSturdyc, local: true, nullCache: true, cluster: true},
-		{name: "go-redis", open: openNaive, cluster: true},
+		{name: "rockscache", open: openRocks, crossProcess: true, nullCache: true, sentinel: true},
+		{name: "gocache", open: openGocache, local: true, sentinel: true},
+		{name: "go-redis-cache", open: openGoRedisCache, local: true, sentinel: true},
+		{name: "jetcache", open: openJetcache, local: true, nullCache: true, sentinel: true},
+		{name: "rueidis", open: openRueidis, local: true, cluster: true, sentinel: true},
+		{name: "sturdyc", open: openSturdyc, local: true, nullCache: true, cluster: true, sentinel: true, localOnly: true},
+		{name: "go-redis", open: openNaive, cluster: true, sentinel: true},
 	}
+}
+
+// remoteLibraries are the contestants of the rows without a local tier:
+// every library whose in-process tier can be turned off.
+func remoteLibraries() []library {
+	var out []library
+	for _, l := range libraries() {
+		if !l.localOnly {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // libraryByName finds a library (child processes get its name).

@@ -44,7 +44,7 @@ func BenchmarkMassExpiry(b *testing.B) {
 	if quick() {
 		window = 300 * time.Millisecond
 	}
-	libs := libraries()
+	libs := remoteLibraries()
 	names := make([]string, len(libs))
 	for i, l := range libs {
 		names[i] = l.name

@@ -30,7 +30,7 @@ func BenchmarkPenetration(b *testing.B) {
 		bf   bool
 	}
 	var variants []variant
-	for _, lib := range libraries() {
+	for _, lib := range remoteLibraries() {
 		variants = append(variants, variant{lib.name, lib, false})
 		if lib.name == "cacheguard" {
 			variants = append(variants, variant{"cacheguard+bloom", lib, true})

@@ -32,7 +32,7 @@ func BenchmarkInvalidationRace(b *testing.B) {
 	if quick() {
 		d = 100 * time.Millisecond
 	}
-	for _, lib := range libraries() {
+	for _, lib := range remoteLibraries() {
 		b.Run("impl="+lib.name, func(b *testing.B) {
 			var reads, stale, left float64
 			for b.Loop() {

@@ -12,6 +12,11 @@
 #   COUNT=3 BENCHTIME=1x BENCH='Stampede|MassExpiry' RESULTS=/tmp/RESULTS.md OUT=/tmp/results \
 #     CHART=/tmp/curves.svg ./run.sh # a check of the whole pipeline that leaves
 #                                   # RESULTS.md, curves.svg and results/ alone
+#   CEILING=0 ./run.sh              # without the server's ceiling (redis-benchmark)
+#
+# After each pass, redis-benchmark measures the server's own ceiling (its
+# pipelined GET rate) on the same server; the rate goes into raw.txt as a
+# benchmark line (Ceiling/...), so benchstat summarises it with the rest.
 #
 # The suite runs COUNT times in a row (-count 1 each time) rather than once
 # with -count COUNT: each sample of a benchmark then comes from a different
@@ -33,7 +38,9 @@ cd "$(dirname "$0")"
 COUNT=${COUNT:-6}
 BENCHTIME=${BENCHTIME:-500ms}
 # The benchmarks the report turns into tables (report/main.go, tables).
-BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LockUncontendedPaired|LocalHit|LocalHitRatio|LocalStoreMemory|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace|Curve|CurveCluster|BatchRead)$'}
+BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LockUncontendedPaired|LocalHit|LocalHitRatio|LocalStoreMemory|RedisMemory|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace|ColdStorm|FaultStorm|CPUPerGet|Curve|CurveCluster|BatchRead)$'}
+# The server's ceiling after each pass (1) or not (0).
+CEILING=${CEILING:-1}
 RESULTS=${RESULTS:-RESULTS.md}
 # The chart of the concurrency curves (report/curves.go).
 CHART=${CHART:-curves.svg}
@@ -42,6 +49,10 @@ out=${OUT:-results}
 BENCHSTAT=${BENCHSTAT:-golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da}
 
 command -v redis-server >/dev/null || { echo "run.sh: redis-server is not on PATH" >&2; exit 1; }
+if [ "$CEILING" = 1 ] && ! command -v redis-benchmark >/dev/null; then
+	echo "run.sh: redis-benchmark is not on PATH (CEILING=0 runs without the server's ceiling)" >&2
+	exit 1
+fi
 
 mkdir -p "$out"
 
@@ -58,8 +69,27 @@ for _ in $(seq 100); do
 done
 export CACHEGUARD_BENCH_REDIS=127.0.0.1:$port
 
-pass="go test -run '^\$' -bench '$BENCH' -benchtime $BENCHTIME -count 1 -timeout 30m ."
+pass="go test -run '^\$' -bench '$BENCH' -benchtime $BENCHTIME -count 1 -timeout 60m ."
 cmd="for i in \$(seq $COUNT); do $pass; done   # against one redis-server (CACHEGUARD_BENCH_REDIS)"
+if [ "$CEILING" = 1 ]; then
+	cmd="$cmd; after each pass: redis-benchmark -P 16 -t get -n 1000000 -r 10000 --csv"
+fi
+
+# The server's ceiling (report/ceiling.go: the command is written there
+# too): 10 000 keys of 130 bytes (about a row's size) set once, then
+# redis-benchmark's GET rate with 16 commands per pipeline, as a benchmark
+# line for raw.txt.
+ceiling_fill="redis-benchmark -h 127.0.0.1 -p $port -P 16 -t set -n 200000 -r 10000 -d 130 -q"
+ceiling_get="redis-benchmark -h 127.0.0.1 -p $port -P 16 -t get -n 1000000 -r 10000 --csv"
+ceiling() {
+	local rps
+	rps=$($ceiling_get | awk -F'"' '$2 == "GET" { print $4 }') || true
+	if [ -z "$rps" ]; then
+		echo "run.sh: redis-benchmark gave no GET rate" >&2
+		return
+	fi
+	awk -v r="$rps" 'BEGIN { printf "BenchmarkCeiling/tool=redis-benchmark/pipeline=16\t1\t%.1f ns/op\t%.0f gets/s\n", 1e9 / r, r }'
+}
 
 machine() {
 	local cpu
@@ -79,9 +109,14 @@ export CACHEGUARD_BENCH_CLIENT_LOG=$out/client-log.txt
 
 start=$(date +%s)
 : >"$out/raw.txt"
+[ "$CEILING" = 1 ] && $ceiling_fill >/dev/null
 for i in $(seq "$COUNT"); do
 	echo "pass $i of $COUNT: $pass" >&2
 	eval "$pass" | tee -a "$out/raw.txt"
+	if [ "$CEILING" = 1 ]; then
+		echo "pass $i of $COUNT: the server's ceiling: $ceiling_get" >&2
+		ceiling | tee -a "$out/raw.txt"
+	fi
 done
 echo "load average when the run ended: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)" >>"$out/machine.txt"
 echo "duration: $(($(date +%s) - start)) s" >>"$out/machine.txt"

@@ -47,7 +47,7 @@ const (
 // queries per stampede (1 is ideal); slowest-read-ms is the slowest reader's
 // wait; all are medians over the stampedes of a run.
 func BenchmarkStampede(b *testing.B) {
-	libs := libraries()
+	libs := remoteLibraries()
 	names := make([]string, len(libs))
 	for i, l := range libs {
 		names[i] = l.name

@@ -95,7 +95,7 @@ func writeCurveTable(w *bytes.Buffer, r *results, prefix, dist, unit, title stri
 	for _, g := range gs {
 		fmt.Fprintf(w, " %d |", g)
 	}
-	fmt.Fprintf(w, "\n|%s\n", strings.Repeat(" --- |", len(gs)+1))
+	fmt.Fprintf(w, " configuration |\n|%s\n", strings.Repeat(" --- |", len(gs)+2))
 	for _, lib := range libs {
 		fmt.Fprintf(w, "| `%s` |", lib)
 		for _, g := range gs {
@@ -105,7 +105,7 @@ func writeCurveTable(w *bytes.Buffer, r *results, prefix, dist, unit, title stri
 			}
 			fmt.Fprintf(w, " %s |", cell)
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, " %s |\n", configLine(lib))
 	}
 	fmt.Fprintln(w)
 }
@@ -131,36 +131,55 @@ var curveTargets = []curveTarget{
 	{256, "go-redis-GET+json", "p99-us", 1, false, "p99", "bare GET + json"},
 }
 
+// curveVerdict is cacheguard's paired ratio in one cell of a target and
+// its verdict ("" when the results lack the cell).
+func curveVerdict(r *results, t curveTarget, dist string) (cell, status string) {
+	v, ok := r.by[curveCell(curvePrefix, dist, t.g, t.other)]["ratio-cacheguard-"+t.unit]
+	if !ok {
+		return "", statusNotMeasured
+	}
+	status = target{bound: t.bound, atLeast: t.atLeast}.decide(v)
+	return fmt.Sprintf("%s (%s)", withCI(fmt.Sprintf("×%.2f", v.v), v), status), status
+}
+
+// curveTargetRows are the curve targets, one per target and distribution,
+// for the summary.
+func curveTargetRows(r *results) []targetRow {
+	var out []targetRow
+	for _, t := range curveTargets {
+		for _, dist := range curveDists {
+			cell, status := curveVerdict(r, t, dist)
+			out = append(out, targetRow{
+				what:   fmt.Sprintf("Redis hit, %s reads, %s: %s vs %s (paired)", dist, goroutines(t.g), t.what, t.otherTitle),
+				figure: strings.TrimSuffix(cell, " ("+status+")"), target: target{bound: t.bound, atLeast: t.atLeast}.String(), status: status,
+			})
+		}
+	}
+	return out
+}
+
+// goroutines is "1 goroutine", "64 goroutines".
+func goroutines(g int) string {
+	if g == 1 {
+		return "1 goroutine"
+	}
+	return strconv.Itoa(g) + " goroutines"
+}
+
 // writeCurveTargets states, for each target and distribution, cacheguard's
 // paired ratio with its interval and whether it meets the target.
 func writeCurveTargets(w *bytes.Buffer, r *results) {
-	fmt.Fprintln(w, "cacheguard's `Get` against its targets (cacheguard's figure over the other's in the same cell: median over the passes ± its interval; `met` when the whole interval is on the right side):")
+	fmt.Fprintln(w, "cacheguard's `Get` against its targets (cacheguard's figure over the other's in the same cell: median over the passes ± its interval; `met` when the whole interval is on the right side, `missed` when it is wholly on the wrong side, `inconclusive` otherwise):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| goroutines | measure | against | target | uniform | zipfian |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
 	for _, t := range curveTargets {
-		op := "≥"
-		if !t.atLeast {
-			op = "≤"
-		}
 		cells := []string{}
 		for _, dist := range curveDists {
-			v, ok := r.by[curveCell(curvePrefix, dist, t.g, t.other)]["ratio-cacheguard-"+t.unit]
-			if !ok {
-				cells = append(cells, "")
-				continue
-			}
-			lo, hi, hasCI := v.interval()
-			verdict := "missed"
-			switch {
-			case !hasCI:
-				verdict = "no interval"
-			case t.atLeast && lo >= t.bound, !t.atLeast && hi <= t.bound:
-				verdict = "met"
-			}
-			cells = append(cells, fmt.Sprintf("%s (%s)", withCI(fmt.Sprintf("×%.2f", v.v), v), verdict))
+			cell, _ := curveVerdict(r, t, dist)
+			cells = append(cells, cell)
 		}
-		fmt.Fprintf(w, "| %d | %s | %s | %s ×%.2f | %s |\n", t.g, t.what, t.otherTitle, op, t.bound, strings.Join(cells, " | "))
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s |\n", t.g, t.what, t.otherTitle, target{bound: t.bound, atLeast: t.atLeast}, strings.Join(cells, " | "))
 	}
 	fmt.Fprintln(w)
 }

@@ -47,9 +47,9 @@ func TestCurves(t *testing.T) {
 	var out bytes.Buffer
 	writeCurves(&out, r)
 	for _, want := range []string{
-		"| library | 1 | 64 |",
-		"| `cacheguard` | 50000 ±2% | 60000 ±4% |",
-		"| `rueidis` | 45000 ±3% | 120000 ±5% |",
+		"| library | 1 | 64 | configuration |",
+		"| `cacheguard` | 50000 ±2% | 60000 ±4% | " + configLine("cacheguard") + " |",
+		"| `rueidis` | 45000 ±3% | 120000 ±5% | " + configLine("rueidis") + " |",
 		"| 64 | reads/s | rueidis | ≥ ×1.00 | ×0.50 ±10% (missed) |  |",
 		"![Redis-hit reads/s against goroutines](curves.svg)",
 	} {

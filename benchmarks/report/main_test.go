@@ -24,12 +24,13 @@ func TestParseInterleaved(t *testing.T) {
 	}
 	var out bytes.Buffer
 	writeHeadline(&out, r)
-	if !strings.Contains(out.String(), "| Stampede, 1 process × 200 | slowest reader (ms) | 21.5 ±6% | 23.0 ±2% (jetcache) |  | on par (×0.93) |") {
+	if !strings.Contains(out.String(), "| Stampede, 1 process × 200 | slowest reader (ms) | 21.5 ±6% | 23.0 ±2% (jetcache) |  | none on either side | inconclusive (×0.93) |") {
 		t.Fatalf("headline:\n%s", out.String())
 	}
 }
 
-// Rows are ahead or behind only when the intervals do not overlap.
+// Rows are ahead or behind only when the intervals do not overlap, on par
+// only when they say so, inconclusive otherwise.
 func TestCompareByIntervals(t *testing.T) {
 	for _, tc := range []struct {
 		cg, best     value
@@ -39,18 +40,23 @@ func TestCompareByIntervals(t *testing.T) {
 	}{
 		{value{10, "±5%"}, value{20, "±5%"}, false, false, "ahead (×0.50)"},
 		{value{20, "±5%"}, value{10, "±5%"}, false, false, "behind (×2.00)"},
-		{value{10, "±30%"}, value{12, "±10%"}, false, false, "on par (×0.83)"},
+		{value{10, "±30%"}, value{12, "±10%"}, false, false, "inconclusive (×0.83)"},
 		{value{100, ""}, value{90, "±1%"}, true, false, "ahead (×1.11)"},
-		{value{100, "∞"}, value{50, "±1%"}, false, false, "undecided: no interval (×2.00)"},
+		{value{100, "∞"}, value{50, "±1%"}, false, false, "inconclusive: no interval (×2.00)"},
 		{value{0, ""}, value{0, ""}, false, false, "on par"},
 		{value{0, ""}, value{1, ""}, false, false, "ahead (×0.00)"},
-		// Separate intervals within 5 %: behind, unless the floor is shared.
+		// Separate intervals within 5 %: behind, unless the floor is
+		// shared; then on par when the ratio's whole range is within 5 %,
+		// inconclusive when it straddles the bound.
 		{value{104, "±0.5%"}, value{100, "±0.5%"}, false, false, "behind (×1.04)"},
-		{value{104, "±0.5%"}, value{100, "±0.5%"}, false, true, "on par (×1.04)"},
+		{value{103, "±0.5%"}, value{100, "±0.5%"}, false, true, "on par (×1.03)"},
+		{value{104, "±0.5%"}, value{100, "±0.5%"}, false, true, "inconclusive (×1.04)"},
 		{value{96, "±0.5%"}, value{100, "±0.5%"}, false, true, "on par (×0.96)"},
 		// Beyond 5 % the intervals decide, shared floor or not.
 		{value{110, "±1%"}, value{100, "±1%"}, false, true, "behind (×1.10)"},
-		{value{110, "±20%"}, value{100, "±1%"}, false, true, "on par (×1.10)"},
+		{value{110, "±20%"}, value{100, "±1%"}, false, true, "inconclusive (×1.10)"},
+		// A verdict the old rule gave on ±1,820 % intervals.
+		{value{74.1, "±76%"}, value{319.2, "±283%"}, false, false, "inconclusive (×0.23)"},
 		{value{90, "±1%"}, value{100, "±1%"}, false, true, "ahead (×0.90)"},
 	} {
 		if got := compare(tc.cg, tc.best, tc.higherBetter, tc.sharedFloor); got != tc.want {
@@ -73,7 +79,7 @@ Stampede/procs=1-2,0.93,±2%
 	}
 	var out bytes.Buffer
 	writeHeadline(&out, r)
-	if !strings.Contains(out.String(), "| Stampede, 1 process × 200 † | slowest reader (ms) | 21.5 ±20% | 23.0 ±20% (jetcache) |  | ahead (×0.93 ±2% paired) |") {
+	if !strings.Contains(out.String(), "| Stampede, 1 process × 200 † | slowest reader (ms) | 21.5 ±20% | 23.0 ±20% (jetcache) |  | none on either side | ahead (×0.93 ±2% paired) |") {
 		t.Fatalf("headline:\n%s", out.String())
 	}
 }
@@ -87,12 +93,13 @@ func TestComparePaired(t *testing.T) {
 	}{
 		{value{0.9, "±5%"}, false, false, "ahead (×0.90 ±5% paired)"},
 		{value{1.1, "±5%"}, false, false, "behind (×1.10 ±5% paired)"},
-		{value{0.97, "±5%"}, false, false, "on par (×0.97 ±5% paired)"},
+		{value{0.97, "±5%"}, false, false, "inconclusive (×0.97 ±5% paired)"},
+		{value{0.99, "±33%"}, false, true, "inconclusive (×0.99 ±33% paired)"},
 		{value{1.03, "±1%"}, false, true, "on par (×1.03 ±1% paired)"},
 		{value{1.03, "±1%"}, false, false, "behind (×1.03 ±1% paired)"},
 		{value{1.2, "±5%"}, true, false, "ahead (×1.20 ±5% paired)"},
 		{value{0, ""}, false, false, "ahead (×0.00 paired)"},
-		{value{0.5, "∞"}, false, false, "undecided: no interval (×0.50 ±∞ paired)"},
+		{value{0.5, "∞"}, false, false, "inconclusive: no interval (×0.50 ±∞ paired)"},
 	} {
 		if got := comparePaired(tc.ratio, tc.higherBetter, tc.sharedFloor); got != tc.want {
 			t.Errorf("comparePaired(%v, %v, %v) = %q, want %q", tc.ratio, tc.higherBetter, tc.sharedFloor, got, tc.want)

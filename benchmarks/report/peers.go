@@ -1,16 +1,70 @@
 package main
 
-// The notes of the rueidis and sturdyc rows in the workload tables.
+// How each library runs, stated in one line beside its rows: its
+// configuration (libraryConfig), then what a table adds about it
+// (table.notes, peerNotes).
 
+import "strings"
+
+// libraryConfig is each row name's configuration, as the benchmarks'
+// adapters set it up (benchmarks/lib_*_test.go).
+var libraryConfig = map[string]string{
+	"cacheguard":            "cache.New, JSON, defaults (singleflight and a lease in Redis, ±10 % TTL jitter, read queues); no local tier, no Bloom filter",
+	"cacheguard+msgpack":    "cache.New, MessagePack (codec/msgpack); no local tier, no Bloom filter",
+	"cacheguard+local":      "cache.New with WithLocal and WithLocalAdmitAll (every key in the local tier, invalidated across instances by pub/sub); no Bloom filter",
+	"cacheguard+bloom":      "cache.New with WithBloom: a local Bloom filter of the 100 000 rows, 1 % false positives; no local tier",
+	"cacheguard+hotkeys":    "cache.New with WithLocal and WithHotKeys: promoted hot keys only; no Bloom filter",
+	"go-zero":               "cache.NewNode + TakeCtx: singleflight per process, `*` placeholder for absent rows",
+	"rockscache":            "Client.Fetch2, default options (weak consistency, lock in the entry polled every 100 ms)",
+	"gocache":               "NewLoadable over the Redis store: singleflight per process, asynchronous fill, no absence caching",
+	"gocache+local":         "NewLoadable over NewChain(ristretto, Redis store); no invalidation across instances",
+	"go-redis-cache":        "Cache.Once, MessagePack (default), no local cache",
+	"go-redis-cache+json":   "Cache.Once, JSON, no local cache",
+	"go-redis-cache+local":  "Cache.Once with its TinyLFU local cache; no invalidation across instances",
+	"jetcache":              "Cache.Once, MessagePack (default), remote only, statistics off",
+	"jetcache+json":         "Cache.Once, JSON, remote only, statistics off",
+	"jetcache+local":        "Cache.Once with its TinyLFU local cache in front of Redis; no invalidation across instances (no event handler given)",
+	"rueidis":               "hand-written cache-aside on rueidis Do (GET; on a miss load and SET PX), automatic pipelining; rueidisaside not measured yet",
+	"rueidis+local":         "hand-written cache-aside on rueidis DoCache: client-side caching (RESP3 tracking), the server invalidating the copy; rueidisaside not measured yet",
+	"sturdyc":               "GetOrFetch on its sharded memory, Redis as its distributed storage, absent rows cached",
+	"sturdyc+local":         "GetOrFetch on its sharded memory, Redis as its distributed storage, absent rows cached",
+	"go-redis":              "hand-written cache-aside on go-redis: GET; on a miss load and SET with a fixed TTL",
+	"go-redis-GET+json":     "bare go-redis GET + json.Unmarshal through the connection pool (the baseline; no cache logic)",
+	"go-redis-autopipeline": "bare go-redis GET + json.Unmarshal through go-redis's AutoPipeliner",
+}
+
+// configLine is the configuration of a row's library: its own line, else
+// that of the name before its last "+variant", else "".
+func configLine(impl string) string {
+	for name := impl; name != ""; {
+		if c, ok := libraryConfig[name]; ok {
+			return c
+		}
+		i := strings.LastIndex(name, "+")
+		if i < 0 {
+			break
+		}
+		name = name[:i]
+	}
+	return ""
+}
+
+// rowNote is the note beside a row: the table's remark about the library
+// (if any) after the library's configuration.
+func rowNote(t table, impl string) string {
+	cfg, remark := configLine(impl), t.notes[impl]
+	switch {
+	case remark == "" || strings.Contains(cfg, remark):
+		return cfg
+	case cfg == "" || strings.Contains(remark, cfg):
+		return remark
+	default:
+		return cfg + ". Here: " + remark
+	}
+}
+
+// peerNotes are the tables' remarks about rueidis and sturdyc.
 var peerNotes = map[string]map[string]string{
-	"RedisHit/": {
-		"rueidis": "JSON; automatic pipelining",
-		"sturdyc": "JSON inside sturdyc's record; memory entries live 1 ns, so every read goes to Redis",
-	},
-	"RedisHitSerial/": {
-		"rueidis": "JSON",
-		"sturdyc": "JSON inside sturdyc's record; memory entries live 1 ns",
-	},
 	"LocalHit/": {
 		"rueidis": "client-side caching (DoCache, RESP3 tracking); decodes on every hit",
 		"sturdyc": "sharded map of decoded values",
@@ -18,20 +72,16 @@ var peerNotes = map[string]map[string]string{
 	"Zipfian/": {
 		"rueidis":       "no local tier; automatic pipelining, no sharing of reads of one key",
 		"rueidis+local": "client-side caching (DoCache): the server invalidates the copy",
-		"sturdyc":       "memory entries live 1 ns; concurrent reads of one key share a GET",
 		"sturdyc+local": "memory first, Redis as its distributed storage",
 	},
 	"Stampede/": {
 		"rueidis": "no deduplication at all",
-		"sturdyc": "in-flight table in the process only; fills Redis asynchronously",
 	},
 	"Penetration/": {
 		"rueidis": noteNoNull,
-		"sturdyc": "absence kept as a missing record in Redis",
 	},
 	"MassExpiry/": {
 		"rueidis": "no jitter, no deduplication",
-		"sturdyc": "no jitter",
 	},
 }
 

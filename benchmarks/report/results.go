@@ -94,7 +94,23 @@ func parseCSV(data []byte) (*results, error) {
 		}
 	}
 	r.order = order
+	r.dropRetired()
 	return r, sc.Err()
+}
+
+// dropRetired leaves out the rows of configurations no longer run: sturdyc
+// without a local tier (it ran with a 1 ns memory TTL before it ran only
+// with its memory tier). Its local-hit rows stay.
+func (r *results) dropRetired() {
+	order := r.order[:0]
+	for _, n := range r.order {
+		if implOf(n) == "sturdyc" && !strings.HasPrefix(n, "LocalHit/") {
+			delete(r.by, n)
+			continue
+		}
+		order = append(order, n)
+	}
+	r.order = order
 }
 
 // tableLibraries is the order of the libraries in the tables (as in the

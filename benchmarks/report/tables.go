@@ -1,6 +1,7 @@
 package main
 
-// The workload tables RESULTS.md has, one per measured workload.
+// The workload tables RESULTS.md has, one per measured workload (the cold
+// storms, faults, CPU and memory are in tables_storms.go).
 
 // column describes one column of a workload table.
 type column struct {
@@ -18,11 +19,21 @@ type table struct {
 	// (a throughput ratio).
 	inverse bool
 	notes   map[string]string
+	// command, if set, is the command of one pass that makes the table's
+	// rows, printed under it.
+	command string
+	// always writes the table's heading even when the results hold none
+	// of its rows, saying it is not measured yet.
+	always bool
+	// paired, if set, adds a column after the others: cacheguard's figure
+	// over the row's on this unit, paired (the median over the rounds in
+	// which the libraries took turns), under pairedTitle.
+	paired, pairedTitle string
 }
 
 var noteNoNull = "no absence caching: every read of an absent row queries the database"
 
-var tables = []table{
+var baseTables = []table{
 	{
 		title:   "Redis-hit path",
 		about:   "One Get of a row that is in Redis (no local tier): one round trip and decoding. Serial unless marked parallel; the libraries run one after another, so read time from the next table (libraries taking turns) and allocations from this one.",

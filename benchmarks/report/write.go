@@ -40,9 +40,11 @@ func writeResults(w *bytes.Buffer, r *results, machine, command string) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "```sh\n%s\n```\n\n", command)
 	writeHeadline(w, r)
+	writeSummary(w, r)
 	for _, t := range tables {
 		writeTable(w, r, t)
 	}
+	writeCeiling(w, r)
 	writeCurves(w, r)
 }
 
@@ -105,6 +107,11 @@ func implOf(name string) string {
 func writeTable(w *bytes.Buffer, r *results, t table) {
 	names := r.rows(t.prefix)
 	if len(names) == 0 {
+		if t.always {
+			fmt.Fprintf(w, "### %s\n\n%s\n\n", t.title, t.about)
+			writeTableCommand(w, t)
+			fmt.Fprintf(w, "Not measured yet: the results hold no `%s` rows.\n\n", strings.TrimSuffix(t.prefix, "/"))
+		}
 		return
 	}
 	var cols []column
@@ -117,6 +124,7 @@ func writeTable(w *bytes.Buffer, r *results, t table) {
 		}
 	}
 	fmt.Fprintf(w, "### %s\n\n%s\n\n", t.title, t.about)
+	writeTableCommand(w, t)
 	head := []string{"benchmark"}
 	for i, c := range cols {
 		head = append(head, c.title)
@@ -124,8 +132,11 @@ func writeTable(w *bytes.Buffer, r *results, t table) {
 			head = append(head, t.ratioTitle)
 		}
 	}
+	if t.paired != "" {
+		head = append(head, t.pairedTitle)
+	}
 	if t.notes != nil {
-		head = append(head, "note")
+		head = append(head, "configuration and note")
 	}
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat(" --- |", len(head)))
 	for _, n := range names {
@@ -153,10 +164,40 @@ func writeTable(w *bytes.Buffer, r *results, t table) {
 				}
 			}
 		}
+		if t.paired != "" {
+			cell := ""
+			if cg := cacheguardOf(r, parentOf(n)); cg != "" && cg != implOf(n) {
+				if v, ok := r.by[n][pairedUnit(cg, t.paired)]; ok {
+					cell = fmtValue(t.paired, v)
+				}
+			}
+			row = append(row, cell)
+		}
 		if t.notes != nil {
-			row = append(row, t.notes[implOf(n)])
+			row = append(row, rowNote(t, implOf(n)))
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 	}
 	fmt.Fprintln(w)
+}
+
+// writeTableCommand writes the command of a table's pass, if it has one.
+func writeTableCommand(w *bytes.Buffer, t table) {
+	if t.command != "" {
+		fmt.Fprintf(w, "One pass of these rows (run.sh runs it COUNT times with the rest, against its one redis-server): `%s`\n\n", t.command)
+	}
+}
+
+// cacheguardOf is the cacheguard variant among the rows under parent
+// (the first, in table order), or "".
+func cacheguardOf(r *results, parent string) string {
+	if parent == "" {
+		return ""
+	}
+	for _, n := range r.rows(parent + "/impl=") {
+		if impl := implOf(n); strings.HasPrefix(impl, "cacheguard") && parentOf(n) == parent {
+			return impl
+		}
+	}
+	return ""
 }

@@ -45,7 +45,7 @@ func (c *Engine[V]) GetMarked(ctx context.Context, key string, load Loader[V]) (
 	if load == nil {
 		return zero, errs.ErrNilLoader
 	}
-	if err := c.check(ctx, key); err != nil {
+	if err := c.Life.Check(ctx, key); err != nil {
 		return zero, err
 	}
 	e, at := c.front(ctx, key, load)
@@ -61,16 +61,6 @@ func (c *Engine[V]) GetMarked(ctx context.Context, key string, load Loader[V]) (
 	return e.Value, nil
 }
 
-func (c *Engine[V]) check(ctx context.Context, key string) error {
-	if err := errs.CheckKey(key); err != nil {
-		return err
-	}
-	if c.Life.Closed() {
-		return errs.ErrClosed
-	}
-	return ctx.Err()
-}
-
 // Where front found a Get.
 const (
 	frontInvalid = iota // a bad argument, a closed cache or an ended context
@@ -83,7 +73,7 @@ const (
 // any, which an outage may still serve. It records nothing when the checks
 // fail, so that GetMarked can run them again to say why.
 func (c *Engine[V]) front(ctx context.Context, key string, load Loader[V]) (e *local.Entry[V], at int) {
-	if load == nil || c.check(ctx, key) != nil {
+	if load == nil || c.Life.Check(ctx, key) != nil {
 		return nil, frontInvalid
 	}
 	if c.Hot != nil {

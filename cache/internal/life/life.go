@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cacheguard/cacheguard/cache/internal/errs"
 )
 
 // Group is the background work of one cache. Make it with New.
@@ -66,6 +68,19 @@ func (g *Group) Wait(d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
+}
+
+// Check says whether a call about key may start: the key is one a caller
+// may use (errs.CheckKey), the group is not closed (ErrClosed), and ctx has
+// not ended (its error).
+func (g *Group) Check(ctx context.Context, key string) error {
+	if err := errs.CheckKey(key); err != nil {
+		return err
+	}
+	if g.Closed() {
+		return errs.ErrClosed
+	}
+	return ctx.Err()
 }
 
 // Go runs fn in a goroutine that Wait waits for; it returns false (and

@@ -41,7 +41,7 @@ return 1
 
 // SetVersioned is cache.SetVersioned, which documents it.
 func (c *Writer[V]) SetVersioned(ctx context.Context, key string, v V, version uint64) (bool, error) {
-	if err := c.check(ctx, key); err != nil {
+	if err := c.Life.Check(ctx, key); err != nil {
 		return false, err
 	}
 	base, cacheable := c.Format.ValueTTL(key, v)
@@ -58,7 +58,7 @@ func (c *Writer[V]) SetVersioned(ctx context.Context, key string, v V, version u
 
 // DeleteVersioned is cache.DeleteVersioned, which documents it.
 func (c *Writer[V]) DeleteVersioned(ctx context.Context, key string, version uint64) (bool, error) {
-	if err := c.check(ctx, key); err != nil {
+	if err := c.Life.Check(ctx, key); err != nil {
 		return false, err
 	}
 	env, ttl := c.Format.Entry(true, version, 0, nil)

@@ -89,7 +89,7 @@ func (c *Writer[V]) writeEach(ctx context.Context, op string, s *redis.Script, k
 
 // Set is cache.Set, which documents it.
 func (c *Writer[V]) Set(ctx context.Context, key string, v V) error {
-	if err := c.check(ctx, key); err != nil {
+	if err := c.Life.Check(ctx, key); err != nil {
 		return err
 	}
 	base, cacheable := c.Format.ValueTTL(key, v)

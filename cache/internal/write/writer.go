@@ -13,7 +13,6 @@ import (
 
 	"github.com/cacheguard/cacheguard/cache/internal/bus"
 	"github.com/cacheguard/cacheguard/cache/internal/engine"
-	"github.com/cacheguard/cacheguard/cache/internal/errs"
 )
 
 // Config is the write path's.
@@ -46,14 +45,4 @@ func (c *Writer[V]) afterWrite(ctx context.Context, keys ...string) {
 		c.Tier.Drop(keys)
 	}
 	c.bus.Publish(ctx, keys)
-}
-
-func (c *Writer[V]) check(ctx context.Context, key string) error {
-	if err := errs.CheckKey(key); err != nil {
-		return err
-	}
-	if c.Life.Closed() {
-		return errs.ErrClosed
-	}
-	return ctx.Err()
 }

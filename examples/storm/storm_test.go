@@ -179,11 +179,18 @@ func TestStorms(t *testing.T) {
 		t.Errorf("breakdown without the local tier: %d queries, stats %+v; want ≤ 6 and no local hits", nl.queries, nl.stats)
 	}
 	// The breakdown's marks are where the naive key really expired: a
-	// query burst starts at each of them (not at multiples of the TTL).
+	// query burst starts at each of them (not at multiples of the TTL),
+	// within the time the naive cache's own requests took: a reader that
+	// comes after the expiry may wait that long for its turn (the load
+	// keeps a bounded number of requests in flight), and the key expires
+	// only a SET after the load the mark counts from. On a loaded machine
+	// the naive cache's p99 reached 1.08 s, its burst 245 ms past a mark.
+	nb := naive("breakdown")
+	window := max(3, int((nb.p99+bucket-1)/bucket))
 	for _, m := range got["breakdown"].marks {
 		i := int(m.at / bucket)
-		if i+3 < len(naive("breakdown").series) && sum(naive("breakdown").series[i:i+3]) == 0 {
-			t.Errorf("breakdown: mark at %v, but the naive cache sent no query in the 300 ms after it: %v", m.at, naive("breakdown").series)
+		if i+window < len(nb.series) && sum(nb.series[i:i+window]) == 0 {
+			t.Errorf("breakdown: mark at %v, but the naive cache sent no query in the %v after it (its p99): %v", m.at, time.Duration(window)*bucket, nb.series)
 		}
 	}
 

@@ -3,8 +3,6 @@ package cache
 import (
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache/internal/bus"
-	"github.com/cacheguard/cacheguard/cache/internal/hook"
 	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
@@ -22,9 +20,6 @@ func (l listener[V]) Up(trustUntil time.Time, again bool) {
 	c := l.c
 	if c.tier != nil {
 		c.tier.Up(trustUntil)
-	}
-	if h := c.cfg.hooks; h != nil && h.OnSubscribed != nil {
-		h.OnSubscribed()
 	}
 	if again {
 		c.gens.Resync()
@@ -59,15 +54,4 @@ func (l listener[V]) Message(m wire.Invalidation) {
 		c.tier.Drop(m.Keys)
 	}
 	c.eng.Forget(m.Keys)
-	if h := c.cfg.hooks; h != nil && h.OnInvalidate != nil {
-		h.OnInvalidate(m.Keys)
-	}
-}
-
-// subscriberHooks are the hooks of the subscription's sessions.
-func subscriberHooks(h *hook.Set) *bus.Hooks {
-	if h == nil || (h.BeforeRole == nil && h.OnNotMaster == nil) {
-		return nil
-	}
-	return &bus.Hooks{BeforeRole: h.BeforeRole, NotMaster: h.OnNotMaster}
 }

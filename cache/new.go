@@ -112,7 +112,7 @@ func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cach
 	}
 	var err error
 	if c.bus, err = bus.New(bus.Config{Prefix: cfg.prefix, Channel: channel, HealthInterval: cfg.local.healthInterval,
-		HealthTimeout: cfg.local.healthTimeout}, c.redis, c.hub, c.life, c.rec); err != nil {
+		HealthTimeout: cfg.local.healthTimeout}, c.redis, c.hub, c.life, c.rec, hooks); err != nil {
 		return fail(err)
 	}
 	c.gens = generation.New(generation.Config{HealthInterval: cfg.local.healthInterval, HealthTimeout: cfg.local.healthTimeout},
@@ -139,7 +139,7 @@ func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cach
 	}
 	// Every cache subscribes, with or without a local tier: the
 	// generations Clear announces travel on the channel too.
-	c.bus.Subscribe(listener[V]{c}, subscriberHooks(hooks))
+	c.bus.Subscribe(listener[V]{c})
 	c.life.Go(c.gens.Run)
 	return c, nil
 }

@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cacheguard/cacheguard/cache/internal/hook"
 	"github.com/cacheguard/cacheguard/cache/internal/life"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 	"github.com/cacheguard/cacheguard/cache/internal/transport"
@@ -59,6 +60,7 @@ type Bus struct {
 	hub    *pubsub.Hub
 	life   *life.Group
 	rec    *telemetry.Recorder
+	hooks  *hook.Set
 	pub    publisher
 	sub    *pubsub.Sub
 	// subscribed is closed once the first subscription is confirmed.
@@ -69,8 +71,8 @@ type Bus struct {
 }
 
 // New returns the bus of a cache; Subscribe starts listening.
-func New(cfg Config, r *transport.Redis, hub *pubsub.Hub, g *life.Group, rec *telemetry.Recorder) (*Bus, error) {
-	b := &Bus{cfg: cfg, redis: r, hub: hub, life: g, rec: rec, subscribed: make(chan struct{})}
+func New(cfg Config, r *transport.Redis, hub *pubsub.Hub, g *life.Group, rec *telemetry.Recorder, hooks *hook.Set) (*Bus, error) {
+	b := &Bus{cfg: cfg, redis: r, hub: hub, life: g, rec: rec, hooks: hooks, subscribed: make(chan struct{})}
 	if _, err := rand.Read(b.source[:]); err != nil {
 		return nil, err
 	}

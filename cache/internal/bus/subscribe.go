@@ -44,17 +44,17 @@ type Listener interface {
 	Message(m wire.Invalidation)
 }
 
-// Hooks are the subscriber's interleaving points for tests.
-type Hooks = pubsub.Hooks
-
 // maxTrackedSources bounds the per-publisher sequence table; past it the
 // table starts over (forgetting a source only skips one gap check).
 const maxTrackedSources = 4096
 
 // Subscribe subscribes the invalidation channel on the client's shared
 // connection; l hears what happens on it until Close.
-func (b *Bus) Subscribe(l Listener, hooks *Hooks) {
-	opt := pubsub.Options{HealthInterval: b.cfg.HealthInterval, HealthTimeout: b.cfg.HealthTimeout, Hooks: hooks}
+func (b *Bus) Subscribe(l Listener) {
+	opt := pubsub.Options{HealthInterval: b.cfg.HealthInterval, HealthTimeout: b.cfg.HealthTimeout}
+	if h := b.hooks; h != nil && (h.BeforeRole != nil || h.OnNotMaster != nil) {
+		opt.Hooks = &pubsub.Hooks{BeforeRole: h.BeforeRole, NotMaster: h.OnNotMaster}
+	}
 	b.sub = b.hub.Subscribe(b.life.Closing(), b.cfg.Channel, &handler{b: b, l: l, seqs: map[[wire.SourceIDSize]byte]uint64{}}, opt)
 }
 
@@ -81,6 +81,9 @@ func (h *handler) Up(_ string, since time.Time) {
 	default:
 	}
 	h.l.Up(since.Add(h.trust()), again)
+	if hk := h.b.hooks; hk != nil && hk.OnSubscribed != nil {
+		hk.OnSubscribed()
+	}
 	if !again {
 		close(h.b.subscribed)
 	}
@@ -151,4 +154,7 @@ func (h *handler) Message(_, payload string) {
 		h.seqs[m.Source] = m.Seq
 	}
 	h.l.Message(m)
+	if hk := b.hooks; hk != nil && hk.OnInvalidate != nil {
+		hk.OnInvalidate(m.Keys)
+	}
 }

@@ -233,7 +233,7 @@ func TestREADMEResultsAreQuotedFromTheGeneratedFile(t *testing.T) {
 	}
 	rows := 0
 	for _, l := range strings.Split(section, "\n") {
-		if !strings.HasPrefix(l, "|") {
+		if !strings.HasPrefix(l, "|") && !(strings.HasPrefix(l, "- ") && l != "- none") {
 			continue
 		}
 		rows++
@@ -243,5 +243,30 @@ func TestREADMEResultsAreQuotedFromTheGeneratedFile(t *testing.T) {
 	}
 	if rows == 0 {
 		t.Error("README.md's Results section quotes no row of benchmarks/RESULTS.md")
+	}
+	// The counts by verdict are RESULTS.md's summary's, and every row of
+	// it behind or missed is quoted.
+	var counts []string
+	var worse []string
+	group := ""
+	_, summary, _ := strings.Cut(string(results), "\n### Summary")
+	summary, _, _ = strings.Cut(summary, "\n### ")
+	for _, l := range strings.Split(summary, "\n") {
+		if name, n, ok := strings.Cut(strings.TrimPrefix(l, "**"), "** ("); ok && strings.HasPrefix(l, "**") {
+			group = name
+			counts = append(counts, strings.TrimSuffix(n, "):")+" "+name)
+			continue
+		}
+		if strings.HasPrefix(l, "- ") && (group == "behind" || group == "missed") {
+			worse = append(worse, l)
+		}
+	}
+	if want := "by verdict: " + strings.Join(counts, ", ") + "."; !strings.Contains(section, want) {
+		t.Errorf("README.md's Results section does not say %q", want)
+	}
+	for _, l := range worse {
+		if !strings.Contains(section, l+"\n") {
+			t.Errorf("README.md's Results section leaves out a row behind or missed: %s", l)
+		}
 	}
 }

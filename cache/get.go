@@ -1,6 +1,10 @@
 package cache
 
-import "context"
+import (
+	"context"
+
+	"github.com/cacheguard/cacheguard/cache/internal/engine"
+)
 
 // Get returns the value for key, loading it with load on a miss.
 //
@@ -22,7 +26,17 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 	if c.observer != nil {
 		return c.observeGet(ctx, key, load)
 	}
-	return c.eng.Get(ctx, key, load)
+	e, at := c.eng.Front(ctx, key, load) // a local hit returns from here
+	switch {
+	case at == engine.Miss:
+		return c.eng.Remote(ctx, key, load, e)
+	case at == engine.Invalid:
+		return c.eng.GetMarked(ctx, key, load) // which says why
+	case e.Null:
+		var zero V
+		return zero, ErrNotFound
+	}
+	return e.Value, nil
 }
 
 // GetMany returns the values for keys, loading all misses with one call to

@@ -14,7 +14,7 @@ const coarseTick = time.Millisecond
 const clockIdleTicks = 1000
 
 // coarseClock is the wall clock to within a tick, read with one atomic
-// load. Make it with newCoarseClock; run keeps it going.
+// load. start sets it; run keeps it going.
 type coarseClock struct {
 	now  atomic.Int64  // unix nanos, advanced every coarseTick
 	idle atomic.Bool   // paused until the next read
@@ -22,10 +22,9 @@ type coarseClock struct {
 	wake chan struct{} // wakes a paused clock
 }
 
-func newCoarseClock() *coarseClock {
-	c := &coarseClock{wake: make(chan struct{}, 1)}
+func (c *coarseClock) start() {
+	c.wake = make(chan struct{}, 1)
 	c.now.Store(time.Now().UnixNano())
-	return c
 }
 
 // run keeps now within a tick of the wall clock until closing is closed,

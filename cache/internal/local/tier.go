@@ -44,7 +44,7 @@ type Tier[V any] struct {
 	// fails. Up and Flush write it, with the current epoch, which only
 	// grows; it never goes down.
 	floor    atomic.Uint64
-	clock    *coarseClock  // what freshness is judged by (clock.go)
+	clock    coarseClock   // what freshness is judged by (clock.go)
 	invalSeq atomic.Uint64 // bumped by every invalidation
 	locks    admitLocks    // orders admissions against invalidations (order.go)
 	// trustUntil (unix nanos) is how long the tier may be served on the
@@ -61,7 +61,8 @@ type Tier[V any] struct {
 // New returns a tier over store, down until its first Up, and starts its
 // coarse clock (until Close of g).
 func New[V any](cfg Config, store Store[V], g *life.Group, rec *telemetry.Recorder, hooks *hook.Set) *Tier[V] {
-	t := &Tier[V]{cfg: cfg, store: store, life: g, rec: rec, hooks: hooks, clock: newCoarseClock()}
+	t := &Tier[V]{cfg: cfg, store: store, life: g, rec: rec, hooks: hooks}
+	t.clock.start()
 	t.otter, _ = store.(*OtterStore[V])
 	t.epoch.Store(1) // down until the first subscription is confirmed
 	g.Go(func() { t.clock.run(g.Closing().Done()) })

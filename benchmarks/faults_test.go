@@ -24,8 +24,13 @@ type faultEnv struct {
 	prepare func()
 	// inject causes the fault and returns once it is over on the servers'
 	// side: the server answers again, the flush is done, the Sentinels
-	// agree on the promoted master.
-	inject func()
+	// agree on the promoted master. For a failover it also returns how
+	// long the demoted master went on as a master after its replica was
+	// promoted, until the Sentinels agreed (split); 0 for the others.
+	inject func() (split time.Duration)
+	// splits: the fault leaves two masters for a while, and a storm
+	// reports inject's split.
+	splits bool
 	// can says whether the library can follow this fault at all.
 	can func(lib library) bool
 }
@@ -42,7 +47,7 @@ func startFault(b *testing.B, name string) faultEnv {
 		srv := redistest.Start(b)
 		return faultEnv{
 			point:  func(cfg *implConfig) { cfg.addr = srv.Addr },
-			inject: func() { srv.Kill(); srv.Restart() },
+			inject: func() time.Duration { srv.Kill(); srv.Restart(); return 0 },
 			can:    func(library) bool { return true },
 		}
 	case "flushall":
@@ -50,12 +55,13 @@ func startFault(b *testing.B, name string) faultEnv {
 		admin := srv.Client()
 		return faultEnv{
 			point: func(cfg *implConfig) { cfg.addr = srv.Addr },
-			inject: func() {
+			inject: func() time.Duration {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				if err := admin.FlushAll(ctx).Err(); err != nil {
 					b.Errorf("FLUSHALL: %v", err)
 				}
+				return 0
 			},
 			can: func(library) bool { return true },
 		}
@@ -68,7 +74,8 @@ func startFault(b *testing.B, name string) faultEnv {
 		return faultEnv{
 			point:   func(cfg *implConfig) { cfg.sentinel = s.Options() },
 			prepare: func() { rejoin(b, s) },
-			inject:  func() { s.Failover() },
+			inject:  func() time.Duration { return failover(s) },
+			splits:  true,
 			can:     func(lib library) bool { return lib.sentinel },
 		}
 	}
@@ -124,6 +131,47 @@ func closeBounded(c *cacheImpl) {
 	case <-done:
 	case <-time.After(5 * faultHangGrace):
 	}
+}
+
+// failover fails the master over (SENTINEL FAILOVER) and returns how long
+// the demoted master and the promoted replica were both masters before
+// every Sentinel named the promoted one, as go-redis's failover clients
+// learn it (each from its Sentinel's +switch-master): from the first INFO,
+// polled every 2 ms, in which the replica reports itself master. A write
+// the demoted master acknowledged in that time never reaches the promoted
+// one (replication is asynchronous, and the replica stopped following it
+// when it was promoted): Redis loses it.
+func failover(s *redistest.Sentinel) time.Duration {
+	master := s.CurrentMaster()
+	var replica *redistest.Server
+	for _, n := range s.Nodes {
+		if n != master {
+			replica = n
+		}
+	}
+	c := redis.NewClient(replica.Options())
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var promoted time.Time
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for ctx.Err() == nil {
+			if strings.Contains(replication(ctx, c), "role:master") {
+				promoted = time.Now()
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	s.Failover()
+	agreed := time.Now()
+	cancel()
+	<-polled
+	if promoted.IsZero() {
+		return 0
+	}
+	return max(0, agreed.Sub(promoted))
 }
 
 // rejoin makes the node the Sentinels do not name master a replica of the

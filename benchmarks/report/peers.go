@@ -65,6 +65,21 @@ func rowNote(t table, impl string) string {
 	}
 }
 
+// withGroupNote appends to note the table's remark on the group of rows
+// name belongs to, if any.
+func withGroupNote(t table, name, note string) string {
+	for group, remark := range t.groupNotes {
+		if !strings.HasPrefix(label(name, t.prefix), group) {
+			continue
+		}
+		if note == "" {
+			return remark
+		}
+		return note + ". " + remark
+	}
+	return note
+}
+
 // peerNotes are the tables' remarks about rueidis, rueidisaside and sturdyc.
 var peerNotes = map[string]map[string]string{
 	"LocalHit/": {

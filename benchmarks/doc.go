@@ -1,9 +1,9 @@
 // Package benchmarks measures cacheguard side by side with raw go-redis, raw
 // ristretto and otter, and the libraries users would otherwise pick
 // (go-zero's cache, rockscache, gocache, go-redis/cache, jetcache-go,
-// rueidis, sturdyc), on one redis-server, the same rows and the same
-// simulated database. It is its own module so that none of those libraries
-// enter cacheguard's go.mod.
+// rueidis and its rueidisaside, sturdyc), on one redis-server, the same
+// rows and the same simulated database. It is its own module so that none
+// of those libraries enter cacheguard's go.mod.
 //
 // Workloads: the Redis-hit and local-hit paths (also paired with their
 // baselines in one loop), local-store hit ratio, zipfian reads over 100 000

@@ -43,10 +43,14 @@ const (
 // Per storm: loads-per-key (database loads during the storm over the rows;
 // each invalidation costs a load too), failed-reads and hung-reads (of
 // about 10^5 reads), stale-reads (a read that started after an
-// invalidation returned and still got the older row), recovered (1 when
-// the storm ended on faultCleanTail clean buckets, else 0) and recovery-ms
-// (from the fault's start to the first of the clean buckets that end the
-// storm, when it recovered).
+// invalidation returned and still got the older row), stale-rows-left
+// (rows a new instance reads older than that once the storm is over: what
+// the storm left in Redis), recovered (1 when the storm ended on
+// faultCleanTail clean buckets, else 0), recovery-ms (from the fault's
+// start to the first of the clean buckets that end the storm, when it
+// recovered) and, for a failover, split-ms (how long the demoted master
+// went on as a master after the promotion: the writes it acknowledged
+// meanwhile are lost).
 func BenchmarkFaultStorm(b *testing.B) {
 	for _, fault := range faultNames {
 		for _, tier := range []string{"none", "local"} {
@@ -69,14 +73,20 @@ func BenchmarkFaultStorm(b *testing.B) {
 				samples := newSamples(len(libs))
 				// One round per pass: a round of every library takes
 				// tens of seconds, and run.sh's passes give the samples.
+				// Each pass starts with a library of its own drawing,
+				// so that none is always first.
+				first := rand.IntN(len(libs))
 				for i := 0; b.Loop(); i++ {
-					takeTurns(samples, i, func(l int) roundMetrics {
+					takeTurns(samples, first+i, func(l int) roundMetrics {
 						cfg := implConfig{db: newSimDB(keys, faultLatency, 0).withVersions(),
 							prefix: "fault:" + names[l] + ":" + nonce() + ":", ttl: 10 * time.Minute, nullTTL: time.Minute}
 						if tier == "local" {
 							cfg.local, cfg.localEntries, cfg.localTTL, cfg.admitAll = true, keys, faultLocalTTL, true
 						}
 						env.point(&cfg)
+						if env.prepare != nil {
+							env.prepare()
+						}
 						return faultStorm(b, libs[l], cfg, env).metrics(keys)
 					})
 				}
@@ -89,21 +99,33 @@ func BenchmarkFaultStorm(b *testing.B) {
 // faultResult is one library's storm under a fault.
 type faultResult struct {
 	loads, reads, failed, hung, stale int64
-	recovered                         bool
-	recovery                          time.Duration
+	// staleLeft counts the rows a fresh instance read older than their
+	// newest invalidated version once the storm was over.
+	staleLeft int64
+	recovered bool
+	recovery  time.Duration
+	// split is how long the demoted master went on as a master after the
+	// promotion (failover only).
+	split time.Duration
+	// failover: the fault was a failover (split is reported).
+	failover bool
 }
 
 func (f faultResult) metrics(keys int) roundMetrics {
 	m := roundMetrics{
-		"loads-per-key": float64(f.loads) / float64(keys),
-		"failed-reads":  float64(f.failed),
-		"hung-reads":    float64(f.hung),
-		"stale-reads":   float64(f.stale),
-		"recovered":     0,
+		"loads-per-key":   float64(f.loads) / float64(keys),
+		"failed-reads":    float64(f.failed),
+		"hung-reads":      float64(f.hung),
+		"stale-reads":     float64(f.stale),
+		"stale-rows-left": float64(f.staleLeft),
+		"recovered":       0,
 	}
 	if f.recovered {
 		m["recovered"] = 1
 		m["recovery-ms"] = float64(f.recovery) / float64(time.Millisecond)
+	}
+	if f.failover {
+		m["split-ms"] = float64(f.split) / float64(time.Millisecond)
 	}
 	return m
 }
@@ -179,14 +201,17 @@ func faultStorm(b *testing.B, lib library, cfg implConfig, env faultEnv) faultRe
 	}
 	time.Sleep(before)
 	faultAt := time.Since(start)
-	env.inject()
+	res.split = env.inject()
+	res.failover = env.splits
 	time.Sleep(after)
 	stop.Store(true)
 	wg.Wait()
 	res.loads = db.queries.Load()
 	res.recovered, res.recovery = tl.recovery(faultAt)
+	res.staleLeft = staleRowsLeft(b, lib, cfg, committed)
 	if testing.Verbose() {
-		b.Logf("%s: fault at %v; reads per %v: %v", lib.name, faultAt.Round(time.Millisecond), faultBucket, &tl)
+		b.Logf("%s: fault at %v (split %v); stale reads %d, rows left stale %d; reads per %v: %v", lib.name, faultAt.Round(time.Millisecond),
+			res.split.Round(time.Millisecond), res.stale, res.staleLeft, faultBucket, &tl)
 	}
 	return res
 }
@@ -247,4 +272,22 @@ func (t *faultTimeline) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return fmt.Sprintf("ok %v fail %v", t.ok, t.fail)
+}
+
+// staleRowsLeft reads every row through a new instance of the library (its
+// local tier, if any, empty) and counts those older than the newest version
+// whose invalidation returned: what the storm left in Redis. A delete Redis
+// acknowledged and then lost leaves its row there until it is written again.
+func staleRowsLeft(b *testing.B, lib library, cfg implConfig, committed []atomic.Int64) int64 {
+	c := lib.open(b, cfg)
+	defer closeBounded(c)
+	names := keyNames()
+	var left atomic.Int64
+	parallel(32, len(committed), func(k int) {
+		got, err := boundedCall(faultGetTimeout, func(ctx context.Context) (row, error) { return c.get(ctx, names[k]) })
+		if err == nil && got.Version < committed[k].Load() {
+			left.Add(1)
+		}
+	})
+	return left.Load()
 }

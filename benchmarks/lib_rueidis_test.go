@@ -15,24 +15,14 @@ import (
 // invalidating the process's copy when the key changes, for localTTL at
 // most. No singleflight, no absence caching, no jitter.
 func openRueidis(tb testing.TB, cfg implConfig) *cacheImpl {
-	opt := rueidis.ClientOption{InitAddress: cfg.cluster}
-	switch {
-	case cfg.sentinel != nil:
-		opt.InitAddress = cfg.sentinel.SentinelAddrs
-		opt.Sentinel = rueidis.SentinelOption{MasterSet: cfg.sentinel.MasterName}
-	case cfg.addr != "":
-		opt.InitAddress = []string{cfg.addr}
-	case len(cfg.cluster) == 0:
-		opt.InitAddress = []string{redisAddr(tb)}
-	}
-	c := newRueidis(tb, opt)
+	c := newRueidis(tb, rueidisOption(tb, cfg))
 	rt := &rtCounter{}
 	get := func(ctx context.Context, key string) ([]byte, error) {
 		cmd := c.B().Get().Key(key)
 		if cfg.local {
 			res := c.DoCache(ctx, cmd.Cache(), cfg.localTTL)
 			if !res.IsCacheHit() {
-				rt.count(1)
+				rt.count(doCacheMissCmds)
 			}
 			return res.AsBytes()
 		}
@@ -72,6 +62,28 @@ func openRueidis(tb testing.TB, cfg implConfig) *cacheImpl {
 		close: func() {},
 		rt:    rt,
 	}
+}
+
+// doCacheMissCmds is what a DoCache that misses the process's copy sends in
+// its one round trip: CLIENT CACHING YES, MULTI, PTTL, the GET, EXEC (the
+// PTTL caps the copy's lifetime at the key's own).
+const doCacheMissCmds = 5
+
+// rueidisOption is the rueidis client option reaching cfg's server: the
+// cluster's seeds, the Sentinels of its master, a server of the scenario's
+// own, or the shared server.
+func rueidisOption(tb testing.TB, cfg implConfig) rueidis.ClientOption {
+	opt := rueidis.ClientOption{InitAddress: cfg.cluster}
+	switch {
+	case cfg.sentinel != nil:
+		opt.InitAddress = cfg.sentinel.SentinelAddrs
+		opt.Sentinel = rueidis.SentinelOption{MasterSet: cfg.sentinel.MasterName}
+	case cfg.addr != "":
+		opt.InitAddress = []string{cfg.addr}
+	case len(cfg.cluster) == 0:
+		opt.InitAddress = []string{redisAddr(tb)}
+	}
+	return opt
 }
 
 // newRueidis returns a rueidis client made with opt (its defaults

@@ -131,6 +131,7 @@ func libraries() []library {
 		{name: "go-redis-cache", open: openGoRedisCache, local: true, sentinel: true},
 		{name: "jetcache", open: openJetcache, local: true, nullCache: true, sentinel: true},
 		{name: "rueidis", open: openRueidis, local: true, cluster: true, sentinel: true},
+		{name: "rueidisaside", open: openRueidisAside, local: true, crossProcess: true, nullCache: true, cluster: true, sentinel: true},
 		{name: "sturdyc", open: openSturdyc, local: true, nullCache: true, cluster: true, sentinel: true, localOnly: true},
 		{name: "go-redis", open: openNaive, cluster: true, sentinel: true},
 	}

@@ -29,6 +29,7 @@ const (
 	stampedeProcs   = 3
 	stampedeLatency = 20 * time.Millisecond
 	stampedeConns   = 32
+	stampedeTimeout = 30 * time.Second
 )
 
 // Variables of the child processes' environment.
@@ -111,8 +112,12 @@ func nonce() string {
 }
 
 // stampedeRound starts n readers of key at once and waits for all of them.
+// Their reads share one deadline, stampedeTimeout away: a reader left
+// waiting for a wake-up that never comes fails the round instead of
+// hanging it.
 func stampedeRound(c *cacheImpl, db *simDB, key string, n int) roundResult {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), stampedeTimeout)
+	defer cancel()
 	loads := db.queries.Load()
 	gate := make(chan struct{})
 	var wg sync.WaitGroup

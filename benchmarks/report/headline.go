@@ -27,14 +27,14 @@ type headline struct {
 
 var headlines = []headline{
 	{workload: "Redis hit, serial, JSON", measure: "time per Get", unit: "sec/op", prefix: "RedisHitSerial/", cacheguard: "cacheguard", exclude: []string{"go-redis-GET+json", "go-redis-cache", "jetcache"}, sharedFloor: true, format: fmtTime},
-	{workload: "Redis hit, serial, MessagePack", measure: "time per Get", unit: "sec/op", prefix: "RedisHitSerial/", cacheguard: "cacheguard+msgpack", exclude: []string{"go-redis-GET+json", "go-zero", "rockscache", "gocache", "go-redis-cache+json", "jetcache+json", "rueidis", "sturdyc"}, sharedFloor: true, format: fmtTime},
+	{workload: "Redis hit, serial, MessagePack", measure: "time per Get", unit: "sec/op", prefix: "RedisHitSerial/", cacheguard: "cacheguard+msgpack", exclude: []string{"go-redis-GET+json", "go-zero", "rockscache", "gocache", "go-redis-cache+json", "jetcache+json", "rueidis", "rueidisaside", "sturdyc"}, sharedFloor: true, format: fmtTime},
 	{workload: "Local hit, serial", measure: "time per Get", unit: "sec/op", prefix: "LocalHit/", cacheguard: "cacheguard", exclude: []string{"ristretto", "otter"}, format: fmtTime},
 	{workload: "Zipfian, local tier for hot keys (k = 10 000, as many rows as the others hold)", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard+hotkeys-wide", exclude: zipfRedisOnly, format: fmtTime},
 	{workload: "Zipfian, local tier for hot keys (k = 10 000, as many rows as the others hold)", measure: "Redis round trips per read", unit: "redis-roundtrips/op", prefix: "Zipfian/", cacheguard: "cacheguard+hotkeys-wide", exclude: zipfRedisOnly, format: fmtNum},
 	{workload: "Zipfian, local tier admitting every key", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard+local-all", exclude: zipfRedisOnly, format: fmtTime},
 	{workload: "Zipfian, local tier admitting every key", measure: "Redis round trips per read", unit: "redis-roundtrips/op", prefix: "Zipfian/", cacheguard: "cacheguard+local-all", exclude: zipfRedisOnly, format: fmtNum},
-	{workload: "Zipfian, Redis only, JSON", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard", exclude: []string{"gocache+local", "go-redis-cache+local", "jetcache+local", "rueidis+local", "sturdyc+local", "go-redis-cache", "jetcache"}, format: fmtTime},
-	{workload: "Zipfian, Redis only, MessagePack", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard+msgpack", exclude: []string{"gocache+local", "go-redis-cache+local", "jetcache+local", "rueidis+local", "sturdyc+local", "go-zero", "rockscache", "gocache", "go-redis-cache+json", "jetcache+json", "rueidis", "sturdyc"}, format: fmtTime},
+	{workload: "Zipfian, Redis only, JSON", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard", exclude: []string{"gocache+local", "go-redis-cache+local", "jetcache+local", "rueidis+local", "rueidisaside+local", "sturdyc+local", "go-redis-cache", "jetcache"}, format: fmtTime},
+	{workload: "Zipfian, Redis only, MessagePack", measure: "time per read (8 goroutines)", unit: "sec/op", prefix: "Zipfian/", cacheguard: "cacheguard+msgpack", exclude: []string{"gocache+local", "go-redis-cache+local", "jetcache+local", "rueidis+local", "rueidisaside+local", "sturdyc+local", "go-zero", "rockscache", "gocache", "go-redis-cache+json", "jetcache+json", "rueidis", "rueidisaside", "sturdyc"}, format: fmtTime},
 	{workload: "Stampede, 3 processes × 200", measure: "DB loads per stampede", unit: "db-loads/op", prefix: "Stampede/procs=3/", cacheguard: "cacheguard", format: fmtNum},
 	{workload: "Stampede, 3 processes × 200", measure: "slowest reader (ms)", unit: "slowest-read-ms", prefix: "Stampede/procs=3/", cacheguard: "cacheguard", format: fmtNum},
 	{workload: "Stampede, 1 process × 200", measure: "slowest reader (ms)", unit: "slowest-read-ms", prefix: "Stampede/procs=1/", cacheguard: "cacheguard", format: fmtNum},
@@ -47,7 +47,7 @@ var headlines = []headline{
 
 // zipfRedisOnly are the zipfian rows without a local tier, which the rows
 // about local tiers leave out.
-var zipfRedisOnly = []string{"go-zero", "rockscache", "gocache", "go-redis-cache", "go-redis-cache+json", "jetcache", "jetcache+json", "rueidis", "sturdyc"}
+var zipfRedisOnly = []string{"go-zero", "rockscache", "gocache", "go-redis-cache", "go-redis-cache+json", "jetcache", "jetcache+json", "rueidis", "rueidisaside", "sturdyc"}
 
 // headlineRow is one comparison of the headline, decided.
 type headlineRow struct {

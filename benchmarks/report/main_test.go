@@ -160,3 +160,48 @@ func TestResultsFileIsGenerated(t *testing.T) {
 		t.Error("RESULTS.md differs from what go run ./report writes from results/: regenerate it with run.sh, do not edit it")
 	}
 }
+
+// A failover row of the fault storms says, beside the library's line, that
+// its stale reads are deletes Redis lost; the other faults' rows do not.
+func TestFailoverRowsSayRedisLostDeletes(t *testing.T) {
+	csv := `goos: linux
+
+,results/raw.txt
+,sec/op,CI
+FaultStorm/fault=failover/tier=none-2,10,±3%
+FaultStorm/fault=restart/tier=none-2,7,±3%
+
+,results/raw.txt
+,stale-reads@cacheguard,CI
+FaultStorm/fault=failover/tier=none-2,2227,±50%
+FaultStorm/fault=restart/tier=none-2,0,
+
+,results/raw.txt
+,stale-reads@jetcache,CI
+FaultStorm/fault=failover/tier=none-2,5768,±40%
+FaultStorm/fault=restart/tier=none-2,0,
+`
+	r, err := parseCSV([]byte(csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	for _, tb := range tables {
+		if tb.prefix == "FaultStorm/" {
+			writeTable(&out, r, tb)
+		}
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		failover, restart := strings.Contains(line, "`fault=failover/"), strings.Contains(line, "`fault=restart/")
+		said := strings.Contains(line, "deletes Redis lost")
+		if (failover && !said) || (restart && said) {
+			t.Errorf("row %q", line)
+		}
+		if failover && !strings.Contains(line, configLine(implOf(strings.Trim(strings.Fields(line)[1], "`")))) {
+			t.Errorf("row without its configuration: %q", line)
+		}
+	}
+	if !strings.Contains(out.String(), "fault=failover/tier=none/impl=jetcache") {
+		t.Fatalf("no failover rows:\n%s", out.String())
+	}
+}

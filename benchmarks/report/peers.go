@@ -24,8 +24,10 @@ var libraryConfig = map[string]string{
 	"jetcache":              "Cache.Once, MessagePack (default), remote only, statistics off",
 	"jetcache+json":         "Cache.Once, JSON, remote only, statistics off",
 	"jetcache+local":        "Cache.Once with its TinyLFU local cache in front of Redis; no invalidation across instances (no event handler given)",
-	"rueidis":               "hand-written cache-aside on rueidis Do (GET; on a miss load and SET PX), automatic pipelining; rueidisaside not measured yet",
-	"rueidis+local":         "hand-written cache-aside on rueidis DoCache: client-side caching (RESP3 tracking), the server invalidating the copy; rueidisaside not measured yet",
+	"rueidis":               "hand-written cache-aside on rueidis Do (GET; on a miss load and SET PX), automatic pipelining; rueidis's own cache-aside is the rueidisaside row",
+	"rueidis+local":         "hand-written cache-aside on rueidis DoCache: client-side caching (RESP3 tracking), the server invalidating the copy; rueidis's own cache-aside is the rueidisaside+local row",
+	"rueidisaside":          "rueidisaside v1.0.64 Get through NewTypedCacheAsideClient (JSON), defaults: a lease in the key (SET NX GET of a placeholder), waiters woken by the server's invalidation, absent rows cached as null for the value TTL; its client-side cache cannot be turned off (DisableCache also stops the tracking its waiters are woken by), so it is shrunk to 1 byte per connection (CacheSizeEachConn): no reply is kept, every Get goes to Redis, the closest to no local tier it allows",
+	"rueidisaside+local":    "rueidisaside v1.0.64 Get with its client-side cache at rueidis's default 128 MiB per connection, kept for the value TTL (it has no local TTL of its own), the server invalidating the copy; lease and absence caching as without a local tier",
 	"sturdyc":               "GetOrFetch on its sharded memory, Redis as its distributed storage, absent rows cached",
 	"sturdyc+local":         "GetOrFetch on its sharded memory, Redis as its distributed storage, absent rows cached",
 	"go-redis":              "hand-written cache-aside on go-redis: GET; on a miss load and SET with a fixed TTL",
@@ -63,22 +65,41 @@ func rowNote(t table, impl string) string {
 	}
 }
 
-// peerNotes are the tables' remarks about rueidis and sturdyc.
+// withGroupNote appends to note the table's remark on the group of rows
+// name belongs to, if any.
+func withGroupNote(t table, name, note string) string {
+	for group, remark := range t.groupNotes {
+		if !strings.HasPrefix(label(name, t.prefix), group) {
+			continue
+		}
+		if note == "" {
+			return remark
+		}
+		return note + ". " + remark
+	}
+	return note
+}
+
+// peerNotes are the tables' remarks about rueidis, rueidisaside and sturdyc.
 var peerNotes = map[string]map[string]string{
 	"LocalHit/": {
 		"rueidis": "client-side caching (DoCache, RESP3 tracking); decodes on every hit",
 		"sturdyc": "sharded map of decoded values",
 	},
 	"Zipfian/": {
-		"rueidis":       "no local tier; automatic pipelining, no sharing of reads of one key",
-		"rueidis+local": "client-side caching (DoCache): the server invalidates the copy",
-		"sturdyc+local": "memory first, Redis as its distributed storage",
+		"rueidis":            "no local tier; automatic pipelining, no sharing of reads of one key",
+		"rueidis+local":      "client-side caching (DoCache): the server invalidates the copy",
+		"rueidisaside":       "every Get a round trip (client-side cache of 1 byte); concurrent reads of one key share a request in flight",
+		"rueidisaside+local": "client-side caching: the server invalidates the copy",
+		"sturdyc+local":      "memory first, Redis as its distributed storage",
 	},
 	"Stampede/": {
-		"rueidis": "no deduplication at all",
+		"rueidis":      "no deduplication at all",
+		"rueidisaside": "lease in the key; waiters woken by the server's invalidation of it",
 	},
 	"Penetration/": {
-		"rueidis": noteNoNull,
+		"rueidis":      noteNoNull,
+		"rueidisaside": "absent rows cached as null, for the value TTL",
 	},
 	"MassExpiry/": {
 		"rueidis": "no jitter, no deduplication",

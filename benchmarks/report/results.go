@@ -115,7 +115,7 @@ func (r *results) dropRetired() {
 
 // tableLibraries is the order of the libraries in the tables (as in the
 // benchmarks' libraries()); others follow in name order.
-var tableLibraries = []string{"go-redis-GET+json", "go-redis-autopipeline", "cacheguard", "cacheguard+msgpack", "go-zero", "rockscache", "gocache", "go-redis-cache", "go-redis-cache+json", "jetcache", "jetcache+json", "rueidis", "sturdyc", "go-redis"}
+var tableLibraries = []string{"go-redis-GET+json", "go-redis-autopipeline", "cacheguard", "cacheguard+msgpack", "go-zero", "rockscache", "gocache", "go-redis-cache", "go-redis-cache+json", "jetcache", "jetcache+json", "rueidis", "rueidisaside", "sturdyc", "go-redis"}
 
 // libraryOrder lists the libraries with rows under an interleaved parent.
 func libraryOrder(r *results, parent string) []string {

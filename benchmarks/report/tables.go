@@ -19,6 +19,10 @@ type table struct {
 	// (a throughput ratio).
 	inverse bool
 	notes   map[string]string
+	// groupNotes are remarks on the rows whose name, after prefix,
+	// begins with the key (a sub-benchmark: "fault=failover/"), put
+	// after the row's note.
+	groupNotes map[string]string
 	// command, if set, is the command of one pass that makes the table's
 	// rows, printed under it.
 	command string

@@ -174,7 +174,7 @@ func writeTable(w *bytes.Buffer, r *results, t table) {
 			row = append(row, cell)
 		}
 		if t.notes != nil {
-			row = append(row, rowNote(t, implOf(n)))
+			row = append(row, withGroupNote(t, n, rowNote(t, implOf(n))))
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 	}

@@ -20,7 +20,9 @@
 //	u, err := users.Get(ctx, id, repo.FindUser) // FindUser returns cache.ErrNotFound for a missing row
 //	err = users.Delete(ctx, id)                 // after the row changed
 //
-// Everything else is an option (With...); the only one New requires is
+// What depends on the value type (tags, a TTL function, a store of your own
+// for the local tier) is given in Values[V], which the compiler checks;
+// everything else is an option (With...), and the only one New requires is
 // WithPrefix, which names the cache's keys in Redis.
 //
 // What that buys, failure by failure:

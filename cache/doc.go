@@ -241,6 +241,10 @@
 // bound above), the failover client following the master; a lease or fill
 // that was in flight on the demoted master during a failover may be lost
 // with the writes Redis loses, which costs a reload, never a stale fill.
+// Where Redis kept a lease and lost the fill that replaced it, the cache
+// that took the lease takes it over at its next read of the key; other
+// instances wait for it as for a holder that died, at most the lease
+// (WithFillLease).
 //
 // Pub/sub runs on one connection per Redis node per go-redis client, shared
 // by every Cache and lock Client built on that client: invalidations, fill

@@ -18,7 +18,8 @@ import (
 // fillMany is the read engine's per-key state machine after a miss, run
 // for a batch of keys (Get runs it for one, fill.go): take the lease (SET
 // NX GET, which also reads the key again), or find the value someone
-// filled, or take over foreign bytes, or heal a lease without a TTL (once
+// filled, or take over foreign bytes or a placeholder of its own (held by
+// nobody: lease.Leases.Own), or heal a lease without a TTL (once
 // per key), or wait for the holder (notified or polling, one wait budget);
 // load the keys it holds with one loader call and fill them (loadfill.go);
 // read a key whose fill was refused again (refused.go). Past the wait
@@ -91,6 +92,9 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 			}
 			switch entry.Classify(prev) {
 			case entry.Lease:
+				if c.Leases.Own(prev) {
+					break // held by nobody (lease.Leases.Own): taken over below
+				}
 				if !slices.Contains(healChecked, k) {
 					healChecked = append(healChecked, k)
 					lookalikes = append(lookalikes, i)

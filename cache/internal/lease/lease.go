@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"time"
@@ -30,6 +31,8 @@ func (l Lease) Placeholder() string { return l.ph }
 
 // Leases takes and keeps the leases of one cache. Make it with New.
 type Leases struct {
+	// id begins every token this cache's leases carry (Own).
+	id    [wire.TokenSize / 2]byte
 	ttl   time.Duration
 	redis *transport.Redis
 	rec   *telemetry.Recorder
@@ -39,8 +42,10 @@ type Leases struct {
 
 // New returns the leases, of ttl each, of a cache.
 func New(ttl time.Duration, r *transport.Redis, hub *pubsub.Hub, g *life.Group, rec *telemetry.Recorder, hooks *hook.Set) *Leases {
-	return &Leases{ttl: ttl, redis: r, rec: rec, hooks: hooks,
+	ls := &Leases{ttl: ttl, redis: r, rec: rec, hooks: hooks,
 		fills: &listener{rdb: r.Client(), hub: hub, closing: g.Closing(), ttl: ttl, hooks: hooks}}
+	rand.Read(ls.id[:]) // never fails (crypto/rand)
+	return ls
 }
 
 // TTL is a lease's length.
@@ -53,10 +58,27 @@ func (ls *Leases) Close() { ls.fills.close() }
 // fill channel.
 func (ls *Leases) New(rkey string) (Lease, error) {
 	var tok [wire.TokenSize]byte
-	if _, err := rand.Read(tok[:]); err != nil {
+	n := copy(tok[:], ls.id[:])
+	if _, err := rand.Read(tok[n:]); err != nil {
 		return Lease{}, err
 	}
 	return Lease{Key: rkey, ph: wire.Placeholder(tok), notify: ls.fills.target(rkey)}, nil
+}
+
+// Own reports a placeholder that one of this cache's leases wrote. Met by
+// this cache's fill of its key, such a placeholder is held by nobody: a
+// cache has at most one fill of a key under way (internal/flight), the one
+// that met it, and each of its rounds fills or releases the leases it took
+// before the next. It is what a failover leaves when Redis keeps a lease
+// and loses the fill that replaced it (replication is asynchronous: the
+// promoted replica got the SET NX, not the fill the demoted master
+// acknowledged after), or a SET NX whose reply was lost and that go-redis
+// sent again. Waiting for it would block the key's readers until it
+// expires, so the fill takes it over at once, as it takes over foreign
+// bytes (SwapScript keeps the version a placeholder kept).
+func (ls *Leases) Own(prev []byte) bool {
+	p, ok := wire.ParsePlaceholder(prev)
+	return ok && bytes.HasPrefix(p.Base[wire.PlaceholderSize-wire.TokenSize:], ls.id[:])
 }
 
 // Acquire sends the attempts of leases, SET key placeholder NX GET PX ttl,

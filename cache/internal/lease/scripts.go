@@ -25,6 +25,9 @@ import (
 //     and wait to be woken by the fill's notification (notify.go), retrying
 //     now and then as well (the retry takes over a lease whose holder died
 //     once it expires).
+//   - a placeholder of this cache's own (Leases.Own): held by nobody, as
+//     when a failover kept the lease and lost its fill; take it over with
+//     SwapScript and load.
 //   - foreign bytes: take the key over with SwapScript and load.
 //
 // Delete removes whatever the key holds, placeholder included, so a fill that

@@ -1,0 +1,62 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/cache/internal/entry"
+	"github.com/redis/go-redis/v9"
+)
+
+// A failover can keep a lease and lose the fill that replaced it: the
+// promoted replica got the SET NX, not the fill the demoted master
+// acknowledged after. The cache that took the lease takes its own
+// placeholder over at its next read of the key and loads at once, instead
+// of blocking the key's readers until the placeholder expires; another
+// cache on the same keys waits for it as for any holder's.
+func TestOwnLeaseLeftByALostFillIsTakenOver(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		c := newCache[string](t, rdb)
+		other := newCache[string](t, rdb, WithWait(0))
+		rkey := prefixFor(t) + "k"
+		var lease []byte
+		c.hooks().AfterLoad = func(string) { lease, _ = rdb.Get(ctx, rkey).Bytes() }
+		if _, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "v1", nil }); err != nil {
+			t.Fatal(err)
+		}
+		c.hooks().AfterLoad = nil
+		if entry.Classify(lease) != entry.Lease {
+			t.Fatalf("Redis held %q during the load, want the lease", lease)
+		}
+		// Redis loses the fill: the key holds the lease again, as after
+		// a failover, with the whole lease to run.
+		if err := rdb.Set(ctx, rkey, lease, 3*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+
+		_, err := other.Get(ctx, "k", func(context.Context, string) (string, error) { return "other", nil })
+		if !errors.Is(err, ErrWaitTimeout) {
+			t.Fatalf("another cache's Get = %v, want ErrWaitTimeout (it waits for the lease as for any holder's)", err)
+		}
+
+		var waits atomic.Int64
+		c.hooks().OnLeaseWait = func(string) { waits.Add(1) }
+		var loads atomic.Int64
+		short, cancel := context.WithTimeout(ctx, time.Second) // the placeholder has 3 s to run
+		defer cancel()
+		v, err := c.Get(short, "k", func(context.Context, string) (string, error) { loads.Add(1); return "v2", nil })
+		if err != nil || v != "v2" {
+			t.Fatalf("Get = %q, %v; want v2 loaded at once", v, err)
+		}
+		if loads.Load() != 1 || waits.Load() != 0 {
+			t.Fatalf("%d loads, %d lease waits; want 1 load and no wait for its own placeholder", loads.Load(), waits.Load())
+		}
+		if v, err := other.Get(ctx, "k", func(context.Context, string) (string, error) { return "other", nil }); err != nil || v != "v2" {
+			t.Fatalf("another cache's Get after the fill = %q, %v; want v2", v, err)
+		}
+	})
+}

@@ -42,19 +42,7 @@ var stormGoroutines = []int{64, 256}
 // / reads, over keys), p50-us and p99-us of the cold reads, failed-reads.
 func BenchmarkColdStorm(b *testing.B) {
 	for _, tier := range []string{"none", "local"} {
-		var libs []library
-		var names []string
-		for _, lib := range libraries() {
-			if (tier == "local" && !lib.local) || (tier == "none" && lib.localOnly) {
-				continue
-			}
-			libs = append(libs, lib)
-			name := lib.name
-			if tier == "local" {
-				name += "+local"
-			}
-			names = append(names, name)
-		}
+		libs, names := tierLibraries(tier, nil)
 		for _, g := range stormGoroutines {
 			b.Run(fmt.Sprintf("tier=%s/g=%d", tier, g), func(b *testing.B) {
 				keys := scaled(stormKeys, 200)

@@ -56,19 +56,7 @@ func BenchmarkFaultStorm(b *testing.B) {
 		for _, tier := range []string{"none", "local"} {
 			b.Run("fault="+fault+"/tier="+tier, func(b *testing.B) {
 				env := startFault(b, fault)
-				var libs []library
-				var names []string
-				for _, lib := range libraries() {
-					if !env.can(lib) || (tier == "local" && !lib.local) || (tier == "none" && lib.localOnly) {
-						continue
-					}
-					libs = append(libs, lib)
-					name := lib.name
-					if tier == "local" {
-						name += "+local"
-					}
-					names = append(names, name)
-				}
+				libs, names := tierLibraries(tier, env.can)
 				keys := scaled(faultKeys, 100)
 				samples := newSamples(len(libs))
 				// One round per pass: a round of every library takes

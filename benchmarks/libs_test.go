@@ -137,6 +137,25 @@ func libraries() []library {
 	}
 }
 
+// tierLibraries are the contestants of a row whose local tiers are on
+// (tier "local": the libraries that have one, named with "+local") or off
+// (tier "none": those whose tier can be turned off), among those can
+// accepts (nil: all).
+func tierLibraries(tier string, can func(library) bool) (libs []library, names []string) {
+	for _, lib := range libraries() {
+		if (can != nil && !can(lib)) || (tier == "local" && !lib.local) || (tier == "none" && lib.localOnly) {
+			continue
+		}
+		libs = append(libs, lib)
+		name := lib.name
+		if tier == "local" {
+			name += "+local"
+		}
+		names = append(names, name)
+	}
+	return libs, names
+}
+
 // remoteLibraries are the contestants of the rows without a local tier:
 // every library whose in-process tier can be turned off.
 func remoteLibraries() []library {

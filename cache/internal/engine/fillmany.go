@@ -40,11 +40,7 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 		leases := make([]lease.Lease, len(pending))
 		acq := make([]*redis.StatusCmd, len(pending))
 		for i, k := range pending {
-			l, err := c.Leases.New(c.Keys.Key(k))
-			if err != nil {
-				return err
-			}
-			leases[i] = l
+			leases[i] = c.Leases.New(c.Keys.Key(k))
 		}
 		done, err := c.Redis.Allow(pending[0])
 		if err != nil {

@@ -56,13 +56,11 @@ func (ls *Leases) Close() { ls.fills.close() }
 
 // New returns a lease on rkey, not taken yet, whose fill publishes on rkey's
 // fill channel.
-func (ls *Leases) New(rkey string) (Lease, error) {
+func (ls *Leases) New(rkey string) Lease {
 	var tok [wire.TokenSize]byte
 	n := copy(tok[:], ls.id[:])
-	if _, err := rand.Read(tok[n:]); err != nil {
-		return Lease{}, err
-	}
-	return Lease{Key: rkey, ph: wire.Placeholder(tok), notify: ls.fills.target(rkey)}, nil
+	rand.Read(tok[n:]) // never fails (crypto/rand)
+	return Lease{Key: rkey, ph: wire.Placeholder(tok), notify: ls.fills.target(rkey)}
 }
 
 // Own reports a placeholder that one of this cache's leases wrote. Met by

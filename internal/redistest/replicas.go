@@ -52,6 +52,10 @@ func startClusterWithReplicas(t testing.TB, start starter, extra []string) (*Rep
 		"cluster-require-full-coverage", "yes",
 		// A replica's first sync waits 5 s by default for others to join it.
 		"repl-diskless-sync-delay", "0",
+		// A replica whose link to its master was quiet for long (a frozen
+		// or loaded machine) may still be promoted: the failover tests
+		// kill masters and wait for their replicas, whatever their data's age.
+		"cluster-replica-validity-factor", "0",
 	}
 	conf = append(conf, extra...)
 	rc := &ReplicatedCluster{Cluster: &Cluster{t: t}}

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ func TestOwnLeaseLeftByALostFillIsTakenOver(t *testing.T) {
 		c := newCache[string](t, rdb)
 		other := newCache[string](t, rdb, WithWait(0))
 		rkey := prefixFor(t) + "k"
+		rdb.Del(ctx, rkey) // left by an earlier run of the test (-count)
 		var lease []byte
 		c.hooks().AfterLoad = func(string) { lease, _ = rdb.Get(ctx, rkey).Bytes() }
 		if _, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "v1", nil }); err != nil {
@@ -57,6 +59,86 @@ func TestOwnLeaseLeftByALostFillIsTakenOver(t *testing.T) {
 		}
 		if v, err := other.Get(ctx, "k", func(context.Context, string) (string, error) { return "other", nil }); err != nil || v != "v2" {
 			t.Fatalf("another cache's Get after the fill = %q, %v; want v2", v, err)
+		}
+	})
+}
+
+// A cache's own placeholder is taken over only when none of its fills holds
+// it. Across a Clear, one cache has two fills of a key under way at once: a
+// waiter of the generation before looks again in the new generation, where
+// a Get of its own took the lease and is loading. The waiter must wait for
+// that fill like any other, not take its lease over and load a second time.
+func TestOwnLeaseHeldByAnotherFillIsWaitedFor(t *testing.T) {
+	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := context.Background()
+		pre := runPrefix(t)
+		c := newCache[string](t, rdb, pre)
+		other := newCache[string](t, rdb, pre)
+		awaitSubscribed(t, other)
+		var loads atomic.Int64
+		otherLoading, otherRelease := make(chan struct{}), make(chan struct{})
+		releaseOther := sync.OnceFunc(func() { close(otherRelease) })
+		defer releaseOther()
+		go other.Get(ctx, "k", func(context.Context, string) (string, error) {
+			loads.Add(1)
+			close(otherLoading)
+			<-otherRelease
+			return "v", nil
+		})
+		<-otherLoading // the other cache holds the lease of the first generation
+		waiting := make(chan struct{}, 1)
+		c.hooks().OnLeaseWait = func(string) {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		}
+		first := make(chan error, 1)
+		go func() {
+			_, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { loads.Add(1); return "v", nil })
+			first <- err
+		}()
+		<-waiting // c's first Get waits for the other cache's lease
+		c.hooks().OnLeaseWait = nil
+		if err := c.Clear(ctx); err != nil {
+			t.Fatal(err)
+		}
+		loading, release := make(chan struct{}), make(chan struct{})
+		releaseSecond := sync.OnceFunc(func() { close(release) })
+		defer releaseSecond()
+		second := make(chan error, 1)
+		go func() {
+			_, err := c.Get(ctx, "k", func(context.Context, string) (string, error) {
+				loads.Add(1)
+				close(loading)
+				<-release
+				return "v", nil
+			})
+			second <- err
+		}()
+		<-loading // c's second Get holds the lease of the new generation
+		waits := make(chan struct{}, 1)
+		c.hooks().OnLeaseWait = func(string) {
+			select {
+			case waits <- struct{}{}:
+			default:
+			}
+		}
+		releaseOther() // the first generation's fill wakes c's first Get
+		select {
+		case <-waits: // it found its own cache's live lease and waits for it
+		case err := <-first:
+			t.Fatalf("the first Get ended (%v) while its cache's other fill of the key was loading; %d loads", err, loads.Load())
+		}
+		releaseSecond()
+		if err := <-second; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if n := loads.Load(); n != 2 {
+			t.Fatalf("%d loads, want one per generation", n)
 		}
 	})
 }

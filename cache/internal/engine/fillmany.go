@@ -18,8 +18,8 @@ import (
 // fillMany is the read engine's per-key state machine after a miss, run
 // for a batch of keys (Get runs it for one, fill.go): take the lease (SET
 // NX GET, which also reads the key again), or find the value someone
-// filled, or take over foreign bytes or a placeholder of its own (held by
-// nobody: lease.Leases.Own), or heal a lease without a TTL (once
+// filled, or take over foreign bytes or a placeholder of its own that none
+// of its fills holds (held.go), or heal a lease without a TTL (once
 // per key), or wait for the holder (notified or polling, one wait budget);
 // load the keys it holds with one loader call and fill them (loadfill.go);
 // read a key whose fill was refused again (refused.go). Past the wait
@@ -36,12 +36,17 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 	var healChecked []string // keys whose lease without a TTL was looked for
 	var w *lease.Waiter      // listening for fills of the keys we wait for
 	defer func() { w.Leave() }()
+	var round []lease.Lease // registered as held until the round ends (held.go)
+	defer func() { c.unhold(round...) }()
 	for {
+		c.unhold(round...)
 		leases := make([]lease.Lease, len(pending))
 		acq := make([]*redis.StatusCmd, len(pending))
 		for i, k := range pending {
 			leases[i] = c.Leases.New(c.Keys.Key(k))
 		}
+		round = leases
+		c.hold(round...)
 		done, err := c.Redis.Allow(pending[0])
 		if err != nil {
 			return err
@@ -88,8 +93,8 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 			}
 			switch entry.Classify(prev) {
 			case entry.Lease:
-				if c.Leases.Own(prev) {
-					break // held by nobody (lease.Leases.Own): taken over below
+				if c.orphan(prev) {
+					break // ours and held by no fill of ours (held.go): taken over below
 				}
 				if !slices.Contains(healChecked, k) {
 					healChecked = append(healChecked, k)

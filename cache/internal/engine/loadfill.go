@@ -20,8 +20,7 @@ import (
 // uncached. seen holds tags' times read before the load (tags_check.go): each
 // tagged fill records those of its tags.
 func (c *Engine[V]) loadAndFillMany(ctx context.Context, keys []string, leases []lease.Lease, load BatchLoader[V], b *batch[V], refused *refusals, seen map[string]int64) (again []string, err error) {
-	c.hold(leases...)
-	defer c.unhold(leases...)
+	defer c.unhold(leases...) // registered by fillMany's round
 	var rows map[string]V
 	created := c.Format.Now() // a tag invalidated from here on invalidates these fills
 	start := time.Now()

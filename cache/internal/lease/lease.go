@@ -63,17 +63,15 @@ func (ls *Leases) New(rkey string) Lease {
 	return Lease{Key: rkey, ph: wire.Placeholder(tok), notify: ls.fills.target(rkey)}
 }
 
-// Own reports a placeholder that one of this cache's leases wrote. Met by
-// this cache's fill of its key, such a placeholder is held by nobody: a
-// cache has at most one fill of a key under way (internal/flight), the one
-// that met it, and each of its rounds fills or releases the leases it took
-// before the next. It is what a failover leaves when Redis keeps a lease
-// and loses the fill that replaced it (replication is asynchronous: the
-// promoted replica got the SET NX, not the fill the demoted master
-// acknowledged after), or a SET NX whose reply was lost and that go-redis
-// sent again. Waiting for it would block the key's readers until it
-// expires, so the fill takes it over at once, as it takes over foreign
-// bytes (SwapScript keeps the version a placeholder kept).
+// Own reports a placeholder that one of this cache's leases wrote. One that
+// none of the cache's fills holds (the read engine keeps the leases its
+// fills hold) is held by nobody: it is what a failover leaves when Redis
+// keeps a lease and loses the fill that replaced it (replication is
+// asynchronous: the promoted replica got the SET NX, not the fill the
+// demoted master acknowledged after), or a SET NX whose reply was lost and
+// that go-redis sent again. Waiting for it would block the key's readers
+// until it expires, so the fill takes it over at once, as it takes over
+// foreign bytes (SwapScript keeps the version a placeholder kept).
 func (ls *Leases) Own(prev []byte) bool {
 	p, ok := wire.ParsePlaceholder(prev)
 	return ok && bytes.HasPrefix(p.Base[wire.PlaceholderSize-wire.TokenSize:], ls.id[:])

@@ -115,9 +115,39 @@ func TestEnvelopeKeepsSubMillisecondLoadTime(t *testing.T) {
 	}
 }
 
-// The Lua prelude has every name replaced by its constant.
+// The Lua prelude has every name replaced by its constant, and each
+// definition is named once.
 func TestLuaHasNoPlaceholderName(t *testing.T) {
-	if strings.Contains(Lua, "$") {
-		t.Fatalf("unreplaced name in the Lua prelude:\n%s", Lua)
+	seen := map[string]bool{}
+	for _, d := range prelude {
+		if strings.Contains(d.code, "$") {
+			t.Fatalf("unreplaced name in the Lua prelude:\n%s", d.code)
+		}
+		if d.name == "" || seen[d.name] || !strings.Contains(d.code, d.name) {
+			t.Fatalf("definition %q named twice or not at all:\n%s", d.name, d.code)
+		}
+		seen[d.name] = true
+	}
+	if want := strings.Count(luaTemplate, "\n--\n"); len(prelude) != want {
+		t.Fatalf("%d definitions in the prelude, want luaTemplate's %d", len(prelude), want)
+	}
+}
+
+// A script carries the definitions it names, and those they name, and no
+// other.
+func TestLuaCarriesWhatTheScriptUses(t *testing.T) {
+	got := Lua("return owns(redis.call('GET', KEYS[1]), ARGV[1])")
+	for _, want := range []string{"local function owns(", "local function placeholder(", "local WAIT_MARK ="} {
+		if !strings.Contains(got, want) {
+			t.Errorf("script lacks %q:\n%s", want, got)
+		}
+	}
+	for _, unwanted := range []string{"is_envelope", "next_nonce", "version_of", "HEADER_SIZE"} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("script carries %q, which it does not use:\n%s", unwanted, got)
+		}
+	}
+	if got := Lua("return 1"); got != "return 1" {
+		t.Errorf("a script naming nothing of the prelude got %q", got)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 // classifyLua answers, for the value ARGV[1] (or a missing key: no ARGV),
 // what the prelude's functions say of it, in the order of luaView.
-var classifyLua = redis.NewScript(Lua + `
+var classifyLua = redis.NewScript(Lua(`
 local v = ARGV[1] or false
 local base, kept, marked = placeholder(v)
 local ver = version_of(v)
@@ -26,7 +26,7 @@ return {
 	tombstone_version(v) or '',
 	ver or '',
 }
-`)
+`))
 
 // luaView is what Go says the prelude must answer for b.
 func luaView(b []byte) []any {
@@ -105,7 +105,7 @@ func TestLuaReadsLikeGo(t *testing.T) {
 func TestLuaArithmetic(t *testing.T) {
 	rdb := redistest.SharedSingle(t)
 	ctx := context.Background()
-	nonce := redis.NewScript(Lua + `return next_nonce(ARGV[1])`)
+	nonce := redis.NewScript(Lua(`return next_nonce(ARGV[1])`))
 	for in, want := range map[uint32]uint32{0: 1, 255: 256, 1<<32 - 1: 0, 0x01FFFFFF: 0x02000000} {
 		env := AppendEnvelope(nil, 0, 0, time.Now(), 0, nil)
 		binary.BigEndian.PutUint32(env[NonceOffset:], in)
@@ -114,7 +114,7 @@ func TestLuaArithmetic(t *testing.T) {
 			t.Errorf("next_nonce(%#x) = %x, %v; want %#x", in, got, err, want)
 		}
 	}
-	newer := redis.NewScript(Lua + `return version_newer(ARGV[1], ARGV[2]) and 1 or 0`)
+	newer := redis.NewScript(Lua(`return version_newer(ARGV[1], ARGV[2]) and 1 or 0`))
 	for _, c := range [][2]uint64{{1, 0}, {0, 1}, {5, 5}, {1 << 63, 1<<63 - 1}, {1<<53 + 1, 1 << 53}, {256, 255}} {
 		got, err := newer.Run(ctx, rdb, []string{"k"}, binary.BigEndian.AppendUint64(nil, c[0]), binary.BigEndian.AppendUint64(nil, c[1])).Int()
 		if want := c[0] > c[1]; err != nil || (got == 1) != want {

@@ -35,19 +35,19 @@ import (
 
 // markRefreshScript sets the flags byte to ARGV[2] if the entry's header is
 // still ARGV[1].
-var markRefreshScript = redis.NewScript(wire.Lua + `
+var markRefreshScript = redis.NewScript(wire.Lua(`
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, HEADER_SIZE) == ARGV[1] then
 	redis.call('SETRANGE', KEYS[1], FLAGS_AT - 1, ARGV[2])
 	return 1
 end
 return 0
-`)
+`))
 
 // refreshFillScript replaces the entry with ARGV[2] (PX ARGV[3]) if its header
 // is still ARGV[1]; an empty ARGV[2] (a value not to be cached, over an
 // entry without a version) removes the entry instead.
-var refreshFillScript = redis.NewScript(wire.Lua + `
+var refreshFillScript = redis.NewScript(wire.Lua(`
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, HEADER_SIZE) == ARGV[1] then
 	if ARGV[2] == '' then
@@ -58,7 +58,7 @@ if v and string.sub(v, 1, HEADER_SIZE) == ARGV[1] then
 	return 1
 end
 return 0
-`)
+`))
 
 // shouldRefresh applies the XFetch test.
 func (c *Engine[V]) shouldRefresh(env wire.Envelope) bool {

@@ -45,30 +45,30 @@ import (
 // after its token, and the fill of such a placeholder writes that version
 // into the envelope (FillScript), so a fill never leaves a key below a
 // version it held.
-var SwapScript = redis.NewScript(wire.Lua + `
+var SwapScript = redis.NewScript(wire.Lua(`
 local cur = redis.call('GET', KEYS[1])
 if not cur or cur ~= ARGV[1] then
 	return 0
 end
 redis.call('SET', KEYS[1], with_kept_version(ARGV[2], cur), 'PX', ARGV[3])
 return 1
-`)
+`))
 
 // ExtendScript renews the lease if KEYS[1] still holds our placeholder
 // ARGV[1] (in any of its shapes: owns).
-var ExtendScript = redis.NewScript(wire.Lua + `
+var ExtendScript = redis.NewScript(wire.Lua(`
 local mine = owns(redis.call('GET', KEYS[1]), ARGV[1])
 if mine then
 	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
-`)
+`))
 
 // ReleaseScript deletes KEYS[1] if it still holds our placeholder, so that a
 // failed load does not make the next caller wait out the lease. A placeholder
 // that kept a version gives it back as a version tombstone. Waiters that
 // marked it are woken (ARGV[2] ARGV[3]: see FillScript).
-var ReleaseScript = redis.NewScript(wire.Lua + `
+var ReleaseScript = redis.NewScript(wire.Lua(`
 local cur = redis.call('GET', KEYS[1])
 local mine, marked = owns(cur, ARGV[1])
 if not mine then
@@ -90,7 +90,7 @@ if marked and ARGV[2] and ARGV[2] ~= '' then
 	redis.pcall(ARGV[2], ARGV[3], '')
 end
 return 1
-`)
+`))
 
 // TypeTakeOverScript sets KEYS[1] to our placeholder ARGV[1] with a PX of
 // ARGV[2] if it holds another Redis type than a string (a list, a hash: data
@@ -127,7 +127,7 @@ return 0
 // placeholder; its waiters should look again), it publishes with ARGV[4]
 // (PUBLISH or SPUBLISH, empty for none) on channel ARGV[5]. pcall: a server
 // that lacks the command still fills.
-var FillScript = redis.NewScript(wire.Lua + `
+var FillScript = redis.NewScript(wire.Lua(`
 local cur = redis.call('GET', KEYS[1])
 local mine, marked = owns(cur, ARGV[1])
 if mine then
@@ -146,13 +146,13 @@ if ARGV[4] ~= '' then
 	redis.pcall(ARGV[4], ARGV[5], '')
 end
 return 0
-`)
+`))
 
 // MarkWaitScript marks the placeholder whose base (magic and token) is
 // ARGV[1] under KEYS[1] as waited for (APPEND keeps its TTL and any kept
 // version). It returns 1 if KEYS[1] holds it (marked now or before), 0 if the
 // key changed meanwhile: look again at once.
-var MarkWaitScript = redis.NewScript(wire.Lua + `
+var MarkWaitScript = redis.NewScript(wire.Lua(`
 local mine, marked = owns(redis.call('GET', KEYS[1]), ARGV[1])
 if not mine then
 	return 0
@@ -161,4 +161,4 @@ if not marked then
 	redis.call('APPEND', KEYS[1], WAIT_MARK)
 end
 return 1
-`)
+`))

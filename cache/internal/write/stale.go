@@ -28,7 +28,7 @@ import (
 // lease, a cached absence, foreign bytes) is deleted as by Delete; return 2.
 // Missing: 0. Flags are computed with arithmetic, not the bit library, so
 // that the script runs on every Lua Redis embeds.
-var MarkStaleScript = redis.NewScript(wire.Lua + `
+var MarkStaleScript = redis.NewScript(wire.Lua(`
 local v = redis.call('GET', KEYS[1])
 if not v then
 	return 0
@@ -63,7 +63,7 @@ if ver then
 end
 redis.call('DEL', KEYS[1])
 return 2
-`)
+`))
 
 // MarkStale is cache.MarkStale, which documents it.
 func (c *Writer[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys ...string) error {

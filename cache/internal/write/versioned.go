@@ -30,14 +30,14 @@ import (
 // shapes: version_of in wire.Lua). Another placeholder or foreign bytes count
 // as version zero: a versioned write replaces them (and an in-flight fill is then refused, as
 // after Set).
-var VersionedSetScript = redis.NewScript(wire.Lua + `
+var VersionedSetScript = redis.NewScript(wire.Lua(`
 local ver = version_of(redis.call('GET', KEYS[1]))
 if ver and not version_newer(ARGV[1], ver) then
 	return 0
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1
-`)
+`))
 
 // SetVersioned is cache.SetVersioned, which documents it.
 func (c *Writer[V]) SetVersioned(ctx context.Context, key string, v V, version uint64) (bool, error) {
@@ -84,7 +84,7 @@ func (c *Writer[V]) runVersioned(ctx context.Context, key string, version uint64
 // a tombstone with a non-zero version, it leaves a version tombstone with
 // that version and a PX of ARGV[1]. Only the header is read, so a big value
 // is not copied. Reply: 2 tombstone left, 1 deleted, 0 missing.
-var DeleteKeepingVersionScript = redis.NewScript(wire.Lua + `
+var DeleteKeepingVersionScript = redis.NewScript(wire.Lua(`
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t == 'none' then
 	return 0
@@ -99,7 +99,7 @@ if t == 'string' then
 end
 redis.call('UNLINK', KEYS[1])
 return 1
-`)
+`))
 
 // DeleteKeepingVersion is cache.DeleteKeepingVersion, which documents it.
 func (c *Writer[V]) DeleteKeepingVersion(ctx context.Context, hold time.Duration, keys ...string) error {

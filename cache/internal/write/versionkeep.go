@@ -28,7 +28,7 @@ import (
 // ARGV[2], copying into the envelope's header the version the key holds, if
 // any. Only the header is read, so a big value is not copied; a key of
 // another Redis type is simply replaced.
-var SetKeepingVersionScript = redis.NewScript(wire.Lua + `
+var SetKeepingVersionScript = redis.NewScript(wire.Lua(`
 local t = redis.call('TYPE', KEYS[1])
 if type(t) == 'table' then t = t.ok or t['ok'] end
 local new = ARGV[1]
@@ -40,4 +40,4 @@ if t == 'string' then
 end
 redis.call('SET', KEYS[1], new, 'PX', ARGV[2])
 return 1
-`)
+`))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/entry"
+	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -141,4 +142,46 @@ func TestOwnLeaseHeldByAnotherFillIsWaitedFor(t *testing.T) {
 			t.Fatalf("%d loads, want one per generation", n)
 		}
 	})
+}
+
+// resendHook sends every lease attempt (SET ... NX GET) twice, as go-redis
+// does when it loses the reply of the first and retries: the first lands,
+// and the reply of the second carries the placeholder the first wrote.
+type resendHook struct{ resent atomic.Int64 }
+
+func (h *resendHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *resendHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "set" && len(args) == 7 && args[5] == "nx" && args[6] == "get" {
+			first := redis.NewStatusCmd(ctx, args...)
+			_ = next(ctx, first)
+			h.resent.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *resendHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A lease attempt whose reply was lost and that go-redis sent again reads
+// back its own placeholder: the lease is the round's, loaded at once, not
+// waited for as another fill's.
+func TestResentLeaseAttemptHoldsItsLease(t *testing.T) {
+	srv, _ := redistest.RealSingle(t)
+	rdb := srv.Client()
+	h := &resendHook{}
+	rdb.AddHook(h)
+	c := newCache[string](t, rdb, runPrefix(t))
+	var waits, loads atomic.Int64
+	c.hooks().OnLeaseWait = func(string) { waits.Add(1) }
+	start := time.Now()
+	v, err := c.Get(context.Background(), "k", func(context.Context, string) (string, error) { loads.Add(1); return "v", nil })
+	if err != nil || v != "v" {
+		t.Fatal(v, err)
+	}
+	if h.resent.Load() != 1 || loads.Load() != 1 || waits.Load() != 0 {
+		t.Fatalf("%d lease attempts sent twice, %d loads, %d waits (after %v); want the lease held at once and 1 load",
+			h.resent.Load(), loads.Load(), waits.Load(), time.Since(start))
+	}
 }

@@ -93,6 +93,13 @@ func (c *Engine[V]) fillMany(ctx context.Context, pending []string, load BatchLo
 			}
 			switch entry.Classify(prev) {
 			case entry.Lease:
+				if string(wire.PlaceholderBase(prev)) == leases[i].Placeholder() {
+					// Our own SET landed already: go-redis sent it again
+					// after losing its reply, and the GET of the second
+					// read the first one's placeholder. The lease is ours.
+					held, heldKeys = append(held, leases[i]), append(heldKeys, k)
+					continue
+				}
 				if c.orphan(prev) {
 					break // ours and held by no fill of ours (held.go): taken over below
 				}

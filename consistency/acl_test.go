@@ -18,11 +18,6 @@ func TestACLDelayedDoubleDelete(t *testing.T) {
 		return map[string]string{"prefix": prefixFor(t) + "c:", "queue-prefix": prefixFor(t) + "q"}
 	}
 	redistest.OnACL(t, true, []string{"consistency", "cache"}, vars, func(t *testing.T, rdb, admin redis.UniversalClient) {
-		// What an earlier run left is cleared as the admin (SCAN is
-		// not the user's).
-		for _, p := range []string{"{" + prefixFor(t) + "q}", "{" + prefixFor(t) + "q:", prefixFor(t) + "c:"} {
-			clearOnce(t, admin, p)
-		}
 		ctx := context.Background()
 		var errs []error
 		q := newQueue(t, rdb, WithDelay(50*time.Millisecond), WithPollInterval(50*time.Millisecond), WithShards(2),

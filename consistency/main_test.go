@@ -33,7 +33,6 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func newCache[V any](t *testing.T, rdb redis.UniversalClient, opts ...cache.Option) *cache.Cache[V] {
 	t.Helper()
-	clearOnce(t, rdb, prefixFor(t)+"c:")
 	c, err := cache.New(rdb, cache.Values[V]{}, append([]cache.Option{cache.WithPrefix(prefixFor(t) + "c:"), cache.WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +45,6 @@ func newCache[V any](t *testing.T, rdb redis.UniversalClient, opts ...cache.Opti
 // opts come after those, so they can override them.
 func newQueue(t *testing.T, rdb redis.UniversalClient, opts ...Option) *Queue {
 	t.Helper()
-	clearOnce(t, rdb, "{"+prefixFor(t)+"q}")
-	clearOnce(t, rdb, "{"+prefixFor(t)+"q:") // shards 1..n
 	q, err := New(rdb, append([]Option{WithPrefix(prefixFor(t) + "q"), WithLogger(quiet)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -63,37 +60,6 @@ func register(t *testing.T, q *Queue, name string, inv Invalidator, opts ...Targ
 		t.Fatal(err)
 	}
 	return tg
-}
-
-// cleared remembers which (test, prefix) pairs were cleared: each run of a
-// test clears its key space once, before its first cache or queue, and not
-// again when it creates more of them on the same keys.
-var cleared sync.Map
-
-type clearKey struct {
-	t      *testing.T
-	prefix string
-}
-
-func clearOnce(t *testing.T, rdb redis.UniversalClient, prefix string) {
-	if _, done := cleared.LoadOrStore(clearKey{t, prefix}, true); !done {
-		clearPrefix(t, rdb, prefix)
-	}
-}
-
-// clearPrefix removes what an earlier run of the test (-count > 1) left on a
-// shared server under prefix.
-func clearPrefix(t *testing.T, rdb redis.UniversalClient, prefix string) {
-	t.Helper()
-	redistest.EachMaster(t, rdb, func(ctx context.Context, c *redis.Client) error {
-		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			if err := c.Unlink(ctx, iter.Val()).Err(); err != nil {
-				return err
-			}
-		}
-		return iter.Err()
-	})
 }
 
 // fakeClock is a clock that moves only when the test says so.

@@ -136,16 +136,12 @@ func TestSecondDeleteSurvivesKilledWriter(t *testing.T) {
 	}
 	ctx := context.Background()
 	srv, rdb := redistest.Single(t)
-	// Clear now: the caches and queues made after the child must not wipe
-	// what it left.
-	clearOnce(t, rdb, prefixFor(t)+"c:")
-	clearOnce(t, rdb, "{"+prefixFor(t)+"q}")
 	row := filepath.Join(t.TempDir(), "row")
 	if err := os.WriteFile(row, []byte("1"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), redistest.ChildEnv+"=0", "CG_TEST_REDIS="+srv.Addr, "CG_TEST_ROW="+row)
+	cmd.Env = append(os.Environ(), redistest.ChildEnv+"=0", redistest.RunEnv(t), "CG_TEST_REDIS="+srv.Addr, "CG_TEST_ROW="+row)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {

@@ -12,7 +12,8 @@
 // Servers shared by a whole test binary (SharedSingle, SharedCluster,
 // SharedSentinel; the package's TestMain calls Main) keep tests fast; a test
 // on them runs on each with OnTopologies and keeps to its own keys with
-// Prefix or Name. A package's tests name these once, as
+// Prefix or Name, which are new for each run of a test (-count), so that
+// no run meets what an earlier one left. A package's tests name these once, as
 //
 //	var onTopologies, prefixFor = redistest.OnTopologies, redistest.Prefix
 //

@@ -26,8 +26,9 @@ func IsChild() (int, bool) {
 }
 
 // Subprocesses re-executes the current test binary n times, running only the
-// named test, with env added to each child's environment. It waits for all of
-// them and returns each child's combined output; a child that fails fails t.
+// named test, with env added to each child's environment (and RunEnv, so
+// that a child names its test as t's run does). It waits for all of them and
+// returns each child's combined output; a child that fails fails t.
 func Subprocesses(t testing.TB, ctx context.Context, n int, testName string, env ...string) []string {
 	t.Helper()
 	outs := make([]string, n)
@@ -37,7 +38,7 @@ func Subprocesses(t testing.TB, ctx context.Context, n int, testName string, env
 		go func(i int) {
 			defer wg.Done()
 			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+testName+"$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), append(env, fmt.Sprintf("%s=%d", ChildEnv, i))...)
+			cmd.Env = append(os.Environ(), append(env, fmt.Sprintf("%s=%d", ChildEnv, i), RunEnv(t))...)
 			out, err := cmd.CombinedOutput()
 			outs[i] = string(out)
 			if err != nil {

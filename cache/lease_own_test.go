@@ -77,6 +77,11 @@ func TestOwnLeaseHeldByAnotherFillIsWaitedFor(t *testing.T) {
 		other := newCache[string](t, rdb, pre)
 		awaitSubscribed(t, other)
 		var loads atomic.Int64
+		// c's first Get goes on from its first wait only once its second
+		// Get holds the new generation's lease (looking again after the
+		// Clear, it would take that lease itself, and the second Get
+		// would load nothing).
+		loading, release := make(chan struct{}), make(chan struct{})
 		otherLoading, otherRelease := make(chan struct{}), make(chan struct{})
 		releaseOther := sync.OnceFunc(func() { close(otherRelease) })
 		defer releaseOther()
@@ -93,6 +98,7 @@ func TestOwnLeaseHeldByAnotherFillIsWaitedFor(t *testing.T) {
 			case waiting <- struct{}{}:
 			default:
 			}
+			<-loading
 		}
 		first := make(chan error, 1)
 		go func() {
@@ -104,7 +110,6 @@ func TestOwnLeaseHeldByAnotherFillIsWaitedFor(t *testing.T) {
 		if err := c.Clear(ctx); err != nil {
 			t.Fatal(err)
 		}
-		loading, release := make(chan struct{}), make(chan struct{})
 		releaseSecond := sync.OnceFunc(func() { close(release) })
 		defer releaseSecond()
 		second := make(chan error, 1)
@@ -117,7 +122,11 @@ func TestOwnLeaseHeldByAnotherFillIsWaitedFor(t *testing.T) {
 			})
 			second <- err
 		}()
-		<-loading // c's second Get holds the lease of the new generation
+		select {
+		case <-loading: // c's second Get holds the lease of the new generation
+		case err := <-second:
+			t.Fatalf("the second Get ended (%v) without loading; %d loads", err, loads.Load())
+		}
 		waits := make(chan struct{}, 1)
 		c.hooks().OnLeaseWait = func(string) {
 			select {

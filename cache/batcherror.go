@@ -84,6 +84,9 @@ func (e *BatchError) Error() string {
 }
 
 func (c *Cache[V]) getMany(ctx context.Context, keys []string, load BatchLoader[V]) (map[string]V, error) {
+	if err := c.gens.Await(ctx); err != nil {
+		return nil, err
+	}
 	out, failed, err := c.eng.GetMany(ctx, keys, load)
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ func (c *Cache[V]) Close() error {
 	if !c.life.Close() {
 		return nil
 	}
-	_ = c.gens.Close() // a sync waiting on a frozen node ends now
+	c.gens.Close() // out of the client's shared sync
 	deadline := time.Now().Add(c.cfg.closeTimeout)
 	var err error
 	if !c.life.Wait(c.cfg.closeTimeout) {

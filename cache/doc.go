@@ -130,9 +130,12 @@
 // every key of the cache is derived from it (clear.go; a cache never
 // cleared keeps the plain prefix + key layout). The new generation is
 // announced on the invalidation channel, and every instance also syncs with
-// the key every health interval (one EVALSHA on a small key per interval
-// per Cache, on a connection of its own that Close closes), so an instance
-// learns a Clear within H even when it cannot hear the channel. Generations
+// the key every health interval, so an instance learns a Clear within H
+// even when it cannot hear the channel. That sync runs once per process and
+// go-redis client for all its caches (one EVALSHA whose one MGET reads
+// every cache's generation key, on one connection shared by them): what a
+// process costs Redis while idle does not grow with its caches
+// (docs/scale.md, "Idle cost"). Generations
 // are never reused: a new one is at least the Redis server's clock in
 // microseconds, so a Clear works after a FLUSHALL or a restart without
 // persistence as before it. When Redis forgets the generation (those, or a

@@ -166,6 +166,9 @@ func TestBreakerRejectsCountedApart(t *testing.T) {
 	// No generation sync in the test's time: one failing against the
 	// killed server would count a Redis error of its own.
 	c := newCache[string](t, rdb, WithCircuitBreaker(1, time.Hour), WithInvalidationHealthCheck(time.Hour, time.Second))
+	if err := c.Ready(ctx); err != nil { // the first sync is behind us
+		t.Fatal(err)
+	}
 	srv.Kill()
 	load := func(context.Context, string) (string, error) { return "v", nil }
 	if _, err := c.Get(ctx, "k", load); !errors.Is(err, ErrRedis) {

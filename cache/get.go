@@ -29,6 +29,10 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load Loader[V]) (V, erro
 	e, at := c.eng.Front(ctx, key, load) // a local hit returns from here
 	switch {
 	case at == engine.Miss:
+		if err := c.gens.Await(ctx); err != nil {
+			var zero V
+			return zero, err
+		}
 		return c.eng.Remote(ctx, key, load, e)
 	case at == engine.Invalid:
 		return c.eng.GetMarked(ctx, key, load) // which says why

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -27,12 +26,14 @@ import (
 // your own; the zero value for none), opts every other setting. It returns
 // an error wrapping ErrInvalidOption when an option makes no sense.
 //
-// New asks Redis twice, for its version (ErrUnsupportedServer below 7.0) and
-// for the cache's generation; each question waits at most the health-check
-// timeout (WithInvalidationHealthCheck, default 1 s), whatever rdb's own
-// timeouts (a ring's shards excepted: they are asked as they are). Redis
-// need not be up: a question left unanswered is asked again in the
-// background.
+// New does no I/O, so Redis need not be up and a frozen server cannot
+// stall it. What a cache needs to ask Redis first (the servers' version,
+// ErrUnsupportedServer below 7.0, and the cache's generation) is asked in
+// the background at once, together for every cache of rdb in the process;
+// a call made before the answer came waits for it, at most until its
+// context ends or the health-check timeout (WithInvalidationHealthCheck,
+// default 1 s) since New has passed. Ready waits for it with a context of
+// the caller's, for a service that wants to fail fast at start.
 func New[V any](rdb redis.UniversalClient, values Values[V], opts ...Option) (*Cache[V], error) {
 	cfg := defaultConfig()
 	option.Apply(&cfg, opts)
@@ -73,17 +74,14 @@ func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cach
 	c.redis = transport.New(rdb, transport.Breaker{Name: "cacheguard:" + cfg.prefix, Failures: cfg.breakerFailures, Cooldown: cfg.breakerCooldown}, c.rec, hooks)
 	// Nothing above holds a resource; from here an error releases what
 	// was made.
-	syncRDB, closeSync := generation.NewSyncClient(rdb)
-	if err := checkServerVersion(syncRDB, cfg.local.healthTimeout); err != nil {
-		_ = closeSync()
-		return nil, err
-	}
 	fail := func(err error) (*Cache[V], error) {
 		if c.tier != nil && values.LocalStore == nil {
 			c.tier.Close() // a store built here may run goroutines of its own
 		}
 		c.life.Close()
-		_ = closeSync()
+		if c.gens != nil {
+			c.gens.Close()
+		}
 		if c.hub != nil {
 			_ = c.hub.Release(time.Time{}) // nothing subscribed yet: nothing to wait for
 		}
@@ -116,7 +114,7 @@ func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cach
 		return fail(err)
 	}
 	c.gens = generation.New(generation.Config{HealthInterval: cfg.local.healthInterval, HealthTimeout: cfg.local.healthTimeout},
-		c.keys, c.redis, c.bus, c.life, c.rec, syncRDB, closeSync)
+		c.keys, c.redis, c.bus, c.life, c.rec, c.hub)
 	c.leases = lease.New(cfg.lease, c.redis, c.hub, c.life, c.rec, hooks)
 	parts := engine.Parts[V]{Format: format, Tier: c.tier, Keys: c.keys, Redis: c.redis, Leases: c.leases, Life: c.life, Rec: c.rec, Hooks: hooks}
 	if cfg.local.hot != nil {
@@ -126,10 +124,6 @@ func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cach
 		SoftLoadTimeout: cfg.softLoadTimeout, EarlyBeta: cfg.earlyBeta, Filter: cfg.filter, MissFilter: cfg.missFilter,
 		Limiter: cfg.limiter, FallbackLoads: cfg.fallbackLoads, MaxLoads: cfg.maxLoads}, parts)
 	c.write = write.New(write.Config{LoadTimeout: cfg.loadTimeout}, parts, c.bus, c.eng)
-	if err := c.gens.Sync(context.Background()); err != nil {
-		// Synced again every health interval (internal/generation).
-		c.rec.Report(telemetry.Generation, "", c.redis.Error("", "sync generation", err))
-	}
 	if c.tier != nil && cfg.local.tracking {
 		// Armed before the invalidation channel is subscribed, so that the
 		// connection carrying it is dialled armed once, not twice.
@@ -140,7 +134,6 @@ func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cach
 	// Every cache subscribes, with or without a local tier: the
 	// generations Clear announces travel on the channel too.
 	c.bus.Subscribe(listener[V]{c})
-	c.life.Go(c.gens.Run)
 	return c, nil
 }
 

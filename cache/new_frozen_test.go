@@ -3,16 +3,19 @@
 package cache
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/redistest"
 )
 
-// New asks Redis for its version and its generation; against a frozen server
-// each waits at most the health-check timeout, which the caller sets, even on
-// a client made with go-redis defaults (whose 3 s read timeout no context
-// cancels). New then returns a working Cache: Redis need not be up.
+// New does no I/O: against a frozen server it returns at once, even on a
+// client made with go-redis defaults (whose 3 s read timeout no context
+// cancels); Ready returns by the caller's deadline, with an error that says
+// so; a Get waits for the first sync at most the health-check timeout, then
+// fails as any call on a frozen server does. Redis need not be up.
 func TestNewBoundedOnFrozenServer(t *testing.T) {
 	srv, rdb := redistest.RealSingleDefault(t)
 	if err := rdb.Ping(t.Context()).Err(); err != nil { // a pooled connection, as a running service has
@@ -29,9 +32,20 @@ func TestNewBoundedOnFrozenServer(t *testing.T) {
 		t.Fatalf("New on a frozen server: %v", err)
 	}
 	defer c.Close()
-	// Two round trips of at most timeout each; the margin is for a loaded
-	// machine, and stays under the 3 s a read would wait without the bound.
-	if el > 2*timeout+2*time.Second {
-		t.Fatalf("New took %v on a frozen server, health-check timeout %v", el, timeout)
+	if el > 100*time.Millisecond {
+		t.Fatalf("New took %v on a frozen server", el)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	err = c.Ready(ctx)
+	el = time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Ready on a frozen server: %v, want the caller's deadline", err)
+	}
+	// The margin is for a loaded machine, and stays under the 3 s a read
+	// would wait without the bound.
+	if el > time.Second {
+		t.Fatalf("Ready took %v on a frozen server with a 50 ms deadline", el)
 	}
 }

@@ -74,7 +74,11 @@ func (c *Cache[V]) observeGet(ctx context.Context, key string, load Loader[V]) (
 			return v, err
 		}
 	}
-	v, err := c.eng.GetMarked(ctx, key, wrapped)
+	var v V
+	err := c.gens.Await(ctx)
+	if err == nil {
+		v, err = c.eng.GetMarked(ctx, key, wrapped)
+	}
 	end(infoOf(o, err))
 	return v, err
 }

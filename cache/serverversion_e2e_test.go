@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,20 +16,31 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// New against a server that reports Redis 6.2 fails with an error matching
-// ErrUnsupportedServer, naming the version, instead of returning a Cache
-// whose every miss would fail on SET NX GET.
-func TestNewRefusesOldServer(t *testing.T) {
+// A cache on a server that reports Redis 6.2 is refused: Ready, and every
+// call, fail with an error matching ErrUnsupportedServer, naming the
+// version, instead of a miss failing on SET NX GET; so is a second cache of
+// the same client, which the first's probe answers.
+func TestReadyRefusesOldServer(t *testing.T) {
 	addr := oldRedisServer(t, "6.2.0")
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer rdb.Close()
-	c, err := New(rdb, Values[string]{}, WithPrefix("opt:"))
-	if err == nil {
-		c.Close()
-		t.Fatal("New accepted a server reporting redis 6.2.0")
-	}
-	if !errors.Is(err, ErrUnsupportedServer) || !strings.Contains(err.Error(), "6.2.0") {
-		t.Fatalf("New err = %v, want ErrUnsupportedServer naming 6.2.0", err)
+	for i := range 2 {
+		c, err := New(rdb, Values[string]{}, WithPrefix(fmt.Sprintf("opt%d:", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		err = c.Ready(ctx)
+		cancel()
+		if !errors.Is(err, ErrUnsupportedServer) || !strings.Contains(err.Error(), "6.2.0") {
+			t.Fatalf("cache %d: Ready err = %v, want ErrUnsupportedServer naming 6.2.0", i, err)
+		}
+		loads := 0
+		_, err = c.Get(t.Context(), "k", func(context.Context, string) (string, error) { loads++; return "v", nil })
+		if !errors.Is(err, ErrUnsupportedServer) || loads != 0 {
+			t.Fatalf("cache %d: Get err = %v after %d loads, want ErrUnsupportedServer and no load", i, err, loads)
+		}
 	}
 }
 

@@ -9,6 +9,9 @@ import (
 // value or lease. A fill in flight for key is then refused, so it cannot
 // overwrite v with what it loaded earlier.
 func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
+	if err := c.gens.Await(ctx); err != nil {
+		return err
+	}
 	return c.write.Set(ctx, key, v)
 }
 
@@ -18,6 +21,9 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V) error {
 // cluster; a lone key's UNLINK shares a round trip with the other commands
 // under way on its node); empty keys are rejected.
 func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
+	if err := c.gens.Await(ctx); err != nil {
+		return err
+	}
 	return c.write.Delete(ctx, keys...)
 }
 
@@ -25,6 +31,9 @@ func (c *Cache[V]) Delete(ctx context.Context, keys ...string) error {
 // of the entry there (an entry written by Get's fill or Set has version 0). It
 // reports whether v was stored.
 func (c *Cache[V]) SetVersioned(ctx context.Context, key string, v V, version uint64) (bool, error) {
+	if err := c.gens.Await(ctx); err != nil {
+		return false, err
+	}
 	return c.write.SetVersioned(ctx, key, v, version)
 }
 
@@ -33,6 +42,9 @@ func (c *Cache[V]) SetVersioned(ctx context.Context, key string, v V, version ui
 // the null TTL runs out, and an older SetVersioned is refused meanwhile. Use
 // it when the row was deleted at that version.
 func (c *Cache[V]) DeleteVersioned(ctx context.Context, key string, version uint64) (bool, error) {
+	if err := c.gens.Await(ctx); err != nil {
+		return false, err
+	}
 	return c.write.DeleteVersioned(ctx, key, version)
 }
 
@@ -45,6 +57,9 @@ func (c *Cache[V]) DeleteVersioned(ctx context.Context, key string, version uint
 // versioned write can take to reach Redis. Keys without a version are simply
 // deleted.
 func (c *Cache[V]) DeleteKeepingVersion(ctx context.Context, hold time.Duration, keys ...string) error {
+	if err := c.gens.Await(ctx); err != nil {
+		return err
+	}
 	return c.write.DeleteKeepingVersion(ctx, hold, keys...)
 }
 
@@ -54,6 +69,9 @@ func (c *Cache[V]) DeleteKeepingVersion(ctx context.Context, hold time.Duration,
 // cached absence) are deleted, so an in-flight fill is refused as after
 // Delete.
 func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys ...string) error {
+	if err := c.gens.Await(ctx); err != nil {
+		return err
+	}
 	return c.write.MarkStale(ctx, maxStale, keys...)
 }
 
@@ -68,6 +86,9 @@ func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys .
 // do; an empty tag, one over 256 bytes or more than 1024 tags
 // are an error wrapping ErrInvalidTag (and ErrInvalidOption).
 func (c *Cache[V]) InvalidateTags(ctx context.Context, tags ...string) error {
+	if err := c.gens.Await(ctx); err != nil {
+		return err
+	}
 	return c.write.InvalidateTags(ctx, tags...)
 }
 
@@ -81,5 +102,21 @@ func (c *Cache[V]) InvalidateTags(ctx context.Context, tags ...string) error {
 // Redis took the new generation, the switch and its announcement still
 // happen.
 func (c *Cache[V]) Clear(ctx context.Context) error {
+	if err := c.gens.Await(ctx); err != nil {
+		return err
+	}
 	return c.gens.Clear(ctx)
+}
+
+// Ready waits until the cache has heard from Redis once: the servers'
+// version was checked and the cache's generation read (New does no I/O and
+// asks both in the background). It returns nil then, an error wrapping
+// ErrUnsupportedServer for a server below Redis 7.0 (every call returns it
+// too), or, when ctx ends first, an error wrapping ctx's error and the last
+// failure to reach Redis. Calling it is optional: a service that wants to
+// fail fast at start calls it with a deadline of its own; a call made
+// before Ready would return waits for the same answer, at most the health
+// timeout (WithInvalidationHealthCheck) from New.
+func (c *Cache[V]) Ready(ctx context.Context) error {
+	return c.gens.Ready(ctx)
 }

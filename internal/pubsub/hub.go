@@ -65,6 +65,8 @@ type Hub struct {
 	chans  map[string]*channel
 	conns  map[string]*conn
 	track  trackHub // Trackers (track.go)
+	// services are the client's shared background work (service.go).
+	services map[string]Service
 	// goroutines counts the connections' goroutines and the searches for a
 	// moved channel's node: the last Release waits for them.
 	goroutines call.Flight
@@ -259,6 +261,7 @@ func (h *Hub) close(deadline time.Time) error {
 	for _, c := range conns {
 		c.shut()
 	}
+	h.stopServices()
 	wait := time.Duration(math.MaxInt64)
 	if !deadline.IsZero() {
 		wait = time.Until(deadline)

@@ -10,7 +10,7 @@ import (
 //	prefix + key                                                       generation 0 (never cleared)
 //	prefix + GenerationMark + <generation, decimal> + GenerationMark + key   after a Clear
 //
-// and GenerationKeyPrefix + prefix holds the cache's generation, an integer
+// and GenerationKey(prefix) holds the cache's generation, an integer
 // (decimal) that only grows: a new generation is above the one under the
 // key and at least the Redis server's clock in microseconds
 // (GenerationFloorLua), so it is above every generation used before even
@@ -22,8 +22,12 @@ import (
 // another key of a later generation. An invalidation message announces a new
 // generation with a key GenerationAnnouncement builds (no user key can be
 // taken for it).
+//
+// Every generation key carries one hash tag, so that on a Redis Cluster
+// they all share one slot: one script reads the generations of every cache
+// of a process (the sync's cost does not grow with the caches).
 const (
-	GenerationKeyPrefix = "cacheguard:generation:"
+	GenerationKeyPrefix = "cacheguard:{generation}:"
 	GenerationMark      = "\xff"
 )
 

@@ -11,7 +11,7 @@ import (
 // Clear, in O(1): generations. Every key the cache reads and writes is
 // derived by Key from the cache's generation (wire.EntryKey: prefix + key
 // in generation 0, so a cache never cleared keeps its layout). The
-// generation is an integer in Redis (wire.GenerationKey), synced by New and
+// generation is an integer in Redis (wire.GenerationKey), synced after New and
 // every health interval (sync.go). Clear moves it to a generation
 // never used before (clearScript: above the key's, above this instance's
 // and at least the Redis server's clock in microseconds, so a FLUSHALL or a

@@ -3,7 +3,7 @@ package generation
 import (
 	"context"
 	"fmt"
-	"time"
+	"strconv"
 
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 	"github.com/cacheguard/cacheguard/internal/call"
@@ -22,10 +22,13 @@ import (
 // replica that never saw it), as long as the clock of the server that
 // makes it is not behind the clock of the one that made the last.
 //
-// Every instance also syncs with the key: at New, after a subscription gap
-// and every health interval (WithInvalidationHealthCheck), one script
-// (syncScript, one EVALSHA) sends the instance's generation and replies the
-// key's, which the instance moves to if it is newer: so an instance that
+// Every instance also syncs with the key: right after New, after a
+// subscription gap and every health interval (WithInvalidationHealthCheck),
+// syncScript sends the instance's generation and replies the key's, which
+// the instance moves to if it is newer. The sync runs once per process and
+// go-redis client for all its caches (shared.go): one EVALSHA, whose one
+// MGET reads every cache's key (all generation keys share one hash slot,
+// wire.GenerationKey), so its cost does not grow with the caches; so an instance that
 // cannot hear the invalidation channel (its subscription down, or refused
 // to a user without channel permission) still learns a Clear within the
 // health bound H (interval + timeout). If the key is missing, or lower than
@@ -39,12 +42,12 @@ import (
 // Redis lost (a key evicted alone, by an allkeys eviction policy, or a
 // cluster master flushed alone, costs one reload per key, as a Clear).
 
-// generationLua defines next_generation(cur, own): a generation above cur
-// and own and at least the server clock's floor, stored under KEYS[1].
+// generationLua defines next_generation(key, cur, own): a generation above
+// cur and own and at least the server clock's floor, stored under key.
 var generationLua = wire.GenerationFloorLua + `
-local function next_generation(cur, own)
+local function next_generation(key, cur, own)
   local g = math.max(cur + 1, own + 1, generation_floor())
-  redis.call('SET', KEYS[1], string.format('%.0f', g))
+  redis.call('SET', key, string.format('%.0f', g))
   return g
 end
 `
@@ -53,65 +56,95 @@ end
 // caller's generation ARGV[1], and replies the new one.
 var clearScript = redis.NewScript(generationLua + `
 local cur = tonumber(redis.call('GET', KEYS[1])) or 0
-return next_generation(cur, tonumber(ARGV[1]))
+return next_generation(KEYS[1], cur, tonumber(ARGV[1]))
 `)
 
-// syncScript replies {generation, made}: the generation at KEYS[1], or a
-// new one it made (made = 1) because the key was missing or below the
-// caller's generation ARGV[1] while the caller had one.
+// syncScript syncs the caches of KEYS (their generation keys) whose own
+// generations are ARGV, in one MGET: it replies {generation, made} for each
+// key in turn, the generation under the key, or a new one it made (made =
+// 1) because the key was missing (or held no number) or was below the
+// caller's generation while the caller had one.
 var syncScript = redis.NewScript(generationLua + `
-local cur = tonumber(redis.call('GET', KEYS[1])) or 0
-local own = tonumber(ARGV[1])
-if own > 0 and cur < own then
-  return {next_generation(cur, own), 1}
+local cur = redis.call('MGET', unpack(KEYS))
+local out = {}
+for i, key in ipairs(KEYS) do
+  local c = tonumber(cur[i]) or 0
+  local own = tonumber(ARGV[i])
+  if own > 0 and c < own then
+    out[#out + 1] = next_generation(key, c, own)
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = c
+    out[#out + 1] = 0
+  end
 end
-return {cur, 0}
+return out
 `)
 
-// Sync runs syncScript and moves to its reply; a generation it
-// made is announced. If ctx ends first, the reply is applied when it comes.
-func (c *Generations) Sync(ctx context.Context) error {
-	own := c.keys.Gen()
-	reply, err := call.Do(c.redis.Calls().Strict(), ctx, c.cfg.HealthTimeout, func(ctx context.Context) ([]int64, error) {
-		return syncScript.Run(ctx, c.syncRDB, []string{wire.GenerationKey(c.keys.Prefix())}, own).Int64Slice()
-	}, func(reply []int64, err error) {
-		if err == nil {
-			c.synced(c.life.Closing(), reply)
+// maxSyncKeys bounds the keys of one syncScript call (Lua's unpack takes a
+// few thousand values at most).
+const maxSyncKeys = 512
+
+// syncMany syncs members in calls of maxSyncKeys keys on rdb, each bounded
+// by ctx, and applies each reply to its member; a call that fails is told
+// to its members. It returns the first error.
+func syncMany(ctx context.Context, b call.Bound, rdb redis.UniversalClient, members []*Generations) error {
+	var first error
+	for len(members) > 0 {
+		chunk := members[:min(len(members), maxSyncKeys)]
+		members = members[len(chunk):]
+		keys := make([]string, len(chunk))
+		owns := make([]any, len(chunk))
+		for i, m := range chunk {
+			keys[i], owns[i] = wire.GenerationKey(m.keys.Prefix()), m.keys.Gen()
 		}
-	})
-	if err != nil {
-		return fmt.Errorf("cacheguard: cache: sync the generation of %q: %w", c.keys.Prefix(), err)
+		reply, err := call.Do(b, ctx, 0, func(ctx context.Context) ([]int64, error) {
+			return syncScript.Run(ctx, rdb, keys, owns...).Int64Slice()
+		}, nil)
+		if err == nil && len(reply) != 2*len(chunk) {
+			err = fmt.Errorf("unexpected reply %v", reply)
+		}
+		for i, m := range chunk {
+			if err != nil {
+				m.syncFailed(ctx, err)
+				continue
+			}
+			m.synced(reply[2*i], reply[2*i+1])
+		}
+		if first == nil {
+			first = err
+		}
 	}
-	return c.synced(ctx, reply)
+	return first
 }
 
-// synced applies syncScript's reply.
-func (c *Generations) synced(ctx context.Context, reply []int64) error {
-	if len(reply) != 2 || reply[0] < 0 {
-		return fmt.Errorf("cacheguard: cache: sync the generation of %q: unexpected reply %v", c.keys.Prefix(), reply)
+// synced applies one cache's part of syncScript's reply: the generation g,
+// made by this sync or not.
+func (c *Generations) synced(g int64, made int64) {
+	if c.life.Closed() {
+		return
 	}
-	g := uint64(reply[0])
-	c.keys.Move(g)
-	if reply[1] == 1 {
+	if g < 0 {
+		c.syncFailed(c.life.Closing(), fmt.Errorf("unexpected generation %d", g))
+		return
+	}
+	c.keys.Move(uint64(g))
+	if made == 1 {
 		// Announced even when this instance has already moved to g (a
-		// reply that came after its caller gave up, and after a later sync
-		// read g): the others would otherwise wait for their own sync.
+		// sync that a later one overtook): the others would otherwise
+		// wait for their own sync.
 		c.rec.Report(telemetry.Generation, "", fmt.Errorf("cacheguard: cache: the generation of %q was lost in Redis (FLUSHALL, restart, failover): the cache moved to a new generation %d, as on a Clear", c.keys.Prefix(), g))
-		c.bus.Publish(ctx, []string{wire.GenerationAnnouncement(g)})
+		c.bus.Publish(c.life.Closing(), []string{wire.GenerationAnnouncement(uint64(g))})
 	}
-	return nil
+	c.ready(nil)
 }
 
-// Resync syncs the generation in the background after a subscription
-// gap, in which an announcement may have been lost.
-func (c *Generations) Resync() {
-	c.life.Go(func() { c.syncReported() })
-}
-
-// syncReported is Sync with its error reported.
-func (c *Generations) syncReported() {
-	if err := c.Sync(c.life.Closing()); err != nil && c.life.Closing().Err() == nil {
-		c.rec.Report(telemetry.Generation, "", c.redis.Error("", "sync generation", err))
+// syncFailed reports a sync that did not answer; the next one comes at
+// the next health interval.
+func (c *Generations) syncFailed(ctx context.Context, err error) {
+	c.lastErr.Store(&err)
+	if ctx.Err() == nil && !c.life.Closed() {
+		c.rec.Report(telemetry.Generation, "", c.redis.Error("", "sync generation of "+strconv.Quote(c.keys.Prefix()), err))
 	}
 }
 
@@ -136,18 +169,4 @@ func NewSyncClient(rdb redis.UniversalClient) (redis.UniversalClient, func() err
 		return s, s.Close
 	}
 	return rdb, func() error { return nil }
-}
-
-// Run syncs the generation every health interval until Close.
-func (c *Generations) Run() {
-	t := time.NewTicker(c.cfg.HealthInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.life.Closing().Done():
-			return
-		case <-t.C:
-			c.syncReported()
-		}
-	}
 }

@@ -41,6 +41,10 @@ type Consumer struct {
 	dead      atomic.Int64
 	parked    atomic.Int64
 	parkAlert atomic.Int64
+	// token and current: the consumer's hold on its name (name.go).
+	token         string
+	current       atomic.Pointer[string]
+	nameConflicts atomic.Int64
 }
 
 // ConsumerStats are counters of one Consumer since NewConsumer.
@@ -53,6 +57,9 @@ type ConsumerStats struct {
 	DeadLettered int64 // entries moved to the dead-letter stream
 	Parked       int64 // releases/confirms waiting for their reservation, at the last check
 	ParkAlerts   int64 // checks that found one waiting longer than ParkAlert
+	// NameConflicts counts the times this consumer found its name held by
+	// another live consumer and took a name of its own.
+	NameConflicts int64
 }
 
 // Stats returns the consumer's counters.
@@ -60,7 +67,7 @@ func (c *Consumer) Stats() ConsumerStats {
 	return ConsumerStats{
 		Applied: c.applied.Load(), Credited: c.credited.Load(), Expired: c.expired.Load(),
 		Claimed: c.claimed.Load(), Failed: c.failed.Load(), DeadLettered: c.dead.Load(),
-		Parked: c.parked.Load(), ParkAlerts: c.parkAlert.Load(),
+		Parked: c.parked.Load(), ParkAlerts: c.parkAlert.Load(), NameConflicts: c.nameConflicts.Load(),
 	}
 }
 
@@ -74,7 +81,9 @@ func NewConsumer(inv *Inventory, sink Sink, opts ...Option) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{inv: inv, sink: sink, cfg: o.con, log: o.logger}
+	c := &Consumer{inv: inv, sink: sink, cfg: o.con, log: o.logger, token: newID()}
+	name := o.con.name
+	c.current.Store(&name)
 	c.calls = inv.calls.Counting(&c.flight)
 	c.life.init()
 	return c, nil
@@ -121,6 +130,9 @@ func (c *Consumer) Pass(ctx context.Context) (int, error) {
 	defer c.life.passes.Done()
 	ctx, done := c.passContext(ctx)
 	defer done()
+	if err := c.holdName(ctx); err != nil {
+		return 0, err
+	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
 	sales, err := do(c.calls, rctx, func(ctx context.Context) (map[string]string, error) {
 		return c.inv.rdb.HGetAll(ctx, salesKey(c.inv.cfg.ns)).Result()
@@ -199,9 +211,10 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 	if err != nil || c.life.stopping() {
 		return work, errors.Join(failed, err)
 	}
+	claimed := time.Now()
 	msgs, err := do(c.calls, rctx, func(ctx context.Context) ([]redis.XMessage, error) {
 		msgs, _, err := c.inv.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-			Stream: k.outbox, Group: c.cfg.group, Consumer: c.cfg.name,
+			Stream: k.outbox, Group: c.cfg.group, Consumer: c.name(),
 			MinIdle: c.cfg.claimIdle, Start: "0-0", Count: int64(c.cfg.batch),
 		}).Result()
 		return msgs, err
@@ -210,12 +223,13 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 		return work, errors.Join(failed, c.streamErr(k.outbox, "claim", err))
 	}
 	c.claimed.Add(int64(len(msgs)))
-	w, err = c.handle(ctx, sku, b, k, msgs)
+	w, err = c.handle(ctx, sku, b, k, msgs, claimed)
 	work += w
 	failed = errors.Join(failed, err)
 	if c.life.stopping() {
 		return work, failed
 	}
+	read := time.Now()
 	streams, err := c.readGroup(rctx, k.outbox, ">")
 	if errors.Is(err, redis.Nil) {
 		return work, failed
@@ -224,7 +238,7 @@ func (c *Consumer) bucketOnce(ctx context.Context, sku string, b int) (int, erro
 		return work, errors.Join(failed, c.streamErr(k.outbox, "read", err))
 	}
 	for _, s := range streams {
-		w, err := c.handle(ctx, sku, b, k, s.Messages)
+		w, err := c.handle(ctx, sku, b, k, s.Messages, read)
 		work += w
 		failed = errors.Join(failed, err)
 	}
@@ -258,8 +272,12 @@ func (c *Consumer) streamErr(stream, what string, err error) error {
 	return fmt.Errorf("cacheguard: stock: consumer: %s %s: %w", what, stream, err)
 }
 
-// handle applies msgs in order and acknowledges those done.
-func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, msgs []redis.XMessage) (int, error) {
+// handle applies msgs in order and acknowledges those done. read is when
+// the read or claim that returned them was sent (the zero time for a read of
+// the consumer's own pending entries, which does not renew them): entries
+// are renewed before an application once half of ClaimIdle has passed
+// since (claim.go).
+func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, msgs []redis.XMessage, read time.Time) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
 	}
@@ -274,9 +292,22 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 	}
 	var acks []string
 	var first error
-	for _, m := range msgs {
+	cl := claims{renewed: read}
+	acked := 0 // acknowledged by a renewal already
+	for i, m := range msgs {
 		if ctx.Err() != nil {
 			break
+		}
+		if c.cfg.claimIdle > 0 && cl.due(c.cfg.claimIdle) {
+			if err := c.renew(ctx, k.outbox, &cl, acks[acked:], msgs[i:]); err != nil {
+				c.recheckOwn(k.outbox)
+				first = errors.Join(first, c.streamErr(k.outbox, "renew", err))
+				break
+			}
+			acked = len(acks)
+		}
+		if cl.lost[m.ID] {
+			continue // another consumer took it while this one worked
 		}
 		err := c.apply(ctx, sku, b, m)
 		switch {
@@ -300,10 +331,10 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 			}
 		}
 	}
-	if len(acks) > 0 {
+	if len(acks) > acked {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.timeout)
 		err := doErr(c.calls, actx, func(ctx context.Context) error {
-			return c.inv.rdb.XAck(ctx, k.outbox, c.cfg.group, acks...).Err()
+			return c.inv.rdb.XAck(ctx, k.outbox, c.cfg.group, acks[acked:]...).Err()
 		})
 		cancel()
 		if err != nil {

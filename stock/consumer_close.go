@@ -52,7 +52,9 @@ func (l *lifecycle) stopping() bool {
 // is cancelled: the entries it read and had not applied stay pending in the
 // group (a consumer started under the same name takes them back at once,
 // any other after ClaimIdle), and Close returns ctx's error once the pass
-// has ended. Redis calls the pass gave up on (a frozen server, a client
+// has ended. Close gives the consumer's name back (see WithConsumerName),
+// within ctx, or within 250 ms past its deadline when the pass had to be
+// cancelled. Redis calls the pass gave up on (a frozen server, a client
 // that ignores deadlines) end within the client's own timeouts; Close waits
 // for them until ctx ends. After Close, Run and Pass return ErrClosed, and so does a
 // second Close.
@@ -74,8 +76,14 @@ func (c *Consumer) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		l.aborted()
 		<-done
+		// The batch is handed back to whoever takes the name next: give
+		// it back too, for a moment past the deadline.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nameGiveBack)
+		c.releaseName(gctx)
+		cancel()
 		return fmt.Errorf("cacheguard: stock: consumer close: batch in flight handed back: %w", context.Cause(ctx))
 	}
+	c.releaseName(ctx)
 	// Calls a pass gave up on (its context ended while the client waited
 	// for a reply) end within the client's own timeouts.
 	wait := c.cfg.timeout

@@ -50,7 +50,12 @@ func WithGroup(name string) Option {
 
 // WithConsumerName names a Consumer within its group (default: host,
 // pid and a random suffix). A process restarted under the same name gets
-// its own pending entries back at once; under a new name, after ClaimIdle.
+// its own pending entries back at once (after Close; after a crash, once
+// the name's lease, ClaimIdle or at least 5 s, has run out); under a new
+// name, after ClaimIdle. One live consumer goes by a name at a time: a
+// second one started under a name another live consumer holds (a name from
+// a configuration every instance reads) takes a name of its own, logs it
+// and counts it in ConsumerStats.NameConflicts.
 func WithConsumerName(name string) Option {
 	return configures("WithConsumerName", consumerPart, func(o *options) {
 		o.errs.Add(checkID(name, ErrInvalidOption, "consumer name"))
@@ -71,8 +76,9 @@ func WithBatchSize(n int) Option {
 
 // WithClaimIdle sets how long an entry stays pending with a Consumer that
 // does not acknowledge it before another consumer claims it (XAUTOCLAIM).
-// It must exceed the longest Apply; 0 claims at once (one consumer only).
-// The default is 30 s.
+// A consumer renews the entries of a batch it is working through every half
+// ClaimIdle, whatever the batch size, so it must exceed twice the longest
+// single Apply; 0 claims at once (one consumer only). The default is 30 s.
 func WithClaimIdle(d time.Duration) Option {
 	return configures("WithClaimIdle", consumerPart, func(o *options) {
 		if d < 0 {

@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -47,7 +48,7 @@ func (c *Consumer) resume(ctx context.Context, sku string, b int, k bucketKeys) 
 		return 0, nil, nil
 	}
 	c.resumed.Store(k.outbox, msgs[len(msgs)-1].ID)
-	n, failed = c.handle(ctx, sku, b, k, msgs)
+	n, failed = c.handle(ctx, sku, b, k, msgs, time.Time{}) // a history read renews nothing
 	return n, failed, nil
 }
 
@@ -64,7 +65,7 @@ func (c *Consumer) recheckOwn(stream string) { c.resumed.Delete(stream) }
 func (c *Consumer) readGroup(ctx context.Context, stream, id string) ([]redis.XStream, error) {
 	return do(c.calls, ctx, func(ctx context.Context) ([]redis.XStream, error) {
 		return c.inv.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-			Group: c.cfg.group, Consumer: c.cfg.name, Streams: []string{stream, id},
+			Group: c.cfg.group, Consumer: c.name(), Streams: []string{stream, id},
 			Count: int64(c.cfg.batch), Block: -1,
 		}).Result()
 	})

@@ -248,7 +248,9 @@ func TestConsumerCreditsBeforeSlowRequester(t *testing.T) {
 func itoa(i int) string { return fmt.Sprint(i) }
 
 // A consumer restarted under its own name gets its pending entries back at
-// once (WithConsumerName's promise), not after ClaimIdle.
+// once (WithConsumerName's promise), not after ClaimIdle: the process that
+// read them and failed to apply them closed its consumer (a deploy), which
+// gave the name back.
 func TestRestartUnderSameNameResumesAtOnce(t *testing.T) {
 	rdb := sharedSingle(t)
 	ctx := context.Background()
@@ -263,6 +265,9 @@ func TestRestartUnderSameNameResumesAtOnce(t *testing.T) {
 	}))
 	if _, err := dying.Pass(ctx); !errors.Is(err, errCrash) {
 		t.Fatalf("pass: %v", err)
+	}
+	if err := dying.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 	again := newConsumer(t, inv, store, WithConsumerName("c1")) // default ClaimIdle: 30 s
 	if n, err := again.Pass(ctx); err != nil || n != 3 {

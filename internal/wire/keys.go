@@ -176,6 +176,7 @@ func QueueDead(key string) (ns string, shard int, ok bool) {
 //	{ns:sku:b}:x  set    ids of stock transfers already credited to this bucket
 //	ns:sales      hash   sku -> bucket count: the sales a consumer drains
 //	ns:dead       stream dead letters of every sale
+//	ns:consumers:<group>:<name>  string  the token of the live consumer of that name
 type StockBucket struct {
 	Meta, Reqs, Users, Outbox, Due, Xin string
 }
@@ -195,6 +196,15 @@ func StockBucketKeys(ns, sku string, b int) StockBucket {
 // its dead letters.
 func StockSalesKey(ns string) string { return ns + ":sales" }
 func StockDeadKey(ns string) string  { return ns + ":dead" }
+
+// StockConsumerKey holds the token of the live consumer that goes by name in
+// group (a string with a lease as its TTL): a second consumer started under
+// that name while the first lives takes a name of its own.
+func StockConsumerKey(ns, group, name string) string {
+	return ns + stockConsumers + group + ":" + name
+}
+
+const stockConsumers = ":consumers:"
 
 // Bloom filters. A filter's keys share the hash tag {name}:
 //

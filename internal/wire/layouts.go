@@ -48,6 +48,7 @@ const (
 	LayoutStockSales      = "stock sales"
 	LayoutStockDead       = "stock dead letters"
 	LayoutStockRate       = "stock admission budget"
+	LayoutStockConsumer   = "stock consumer name"
 	LayoutBloomCfg        = "bloom configuration"
 	LayoutBloomBits       = "bloom bits"
 	LayoutBloomNext       = "bloom rebuild bits"
@@ -112,6 +113,7 @@ func Layouts() []Layout {
 		{LayoutStockXin, "set", b.Xin, ""},
 		{LayoutStockSales, "hash", StockSalesKey("sale"), ""},
 		{LayoutStockDead, "stream", StockDeadKey("sale"), ""},
+		{LayoutStockConsumer, "string", StockConsumerKey("sale", "stock", "host-1-42"), "0123456789abcdef"},
 		{LayoutStockRate, "string", RateLimitStoredPrefix + skuRate, "1764000000.5"},
 		{LayoutStockRate, "string", RateLimitStoredPrefix + userRate, "1764000000.5"},
 
@@ -204,6 +206,8 @@ func stockLayout(key, typ string) (string, bool) {
 		return LayoutStockSales, true
 	case typ == "stream" && strings.HasSuffix(key, ":dead") && !strings.HasPrefix(key, "{"):
 		return LayoutStockDead, true
+	case typ == "string" && strings.Contains(key, stockConsumers) && !strings.HasPrefix(key, "{"):
+		return LayoutStockConsumer, true
 	}
 	tag, ok := HashTag(key)
 	if !ok || !strings.HasPrefix(key, "{") || len(key) != len(tag)+4 || key[len(tag)+2] != ':' {

@@ -25,16 +25,17 @@ import (
 // cacheguard.stock. Counters are cumulative since the consumer (or
 // admission) was created.
 const (
-	MetricApplied      = "cacheguard.stock.consumer.applied"
-	MetricCredited     = "cacheguard.stock.consumer.credited"
-	MetricExpired      = "cacheguard.stock.consumer.expired"
-	MetricClaimed      = "cacheguard.stock.consumer.claimed"
-	MetricFailed       = "cacheguard.stock.consumer.failed"
-	MetricDeadLettered = "cacheguard.stock.consumer.dead_lettered"
-	MetricParkAlerts   = "cacheguard.stock.consumer.park_alerts"
-	MetricParked       = "cacheguard.stock.consumer.parked" // gauge
-	MetricLimited      = "cacheguard.stock.admission.limited"
-	MetricFallbacks    = "cacheguard.stock.admission.fallbacks"
+	MetricApplied       = "cacheguard.stock.consumer.applied"
+	MetricCredited      = "cacheguard.stock.consumer.credited"
+	MetricExpired       = "cacheguard.stock.consumer.expired"
+	MetricClaimed       = "cacheguard.stock.consumer.claimed"
+	MetricFailed        = "cacheguard.stock.consumer.failed"
+	MetricDeadLettered  = "cacheguard.stock.consumer.dead_lettered"
+	MetricParkAlerts    = "cacheguard.stock.consumer.park_alerts"
+	MetricNameConflicts = "cacheguard.stock.consumer.name_conflicts"
+	MetricParked        = "cacheguard.stock.consumer.parked" // gauge
+	MetricLimited       = "cacheguard.stock.admission.limited"
+	MetricFallbacks     = "cacheguard.stock.admission.fallbacks"
 
 	AttrStock = "cacheguard.stock"
 )
@@ -52,6 +53,7 @@ var consumerCounters = []counter{
 	{MetricFailed, "Failed applications (retried later)", func(s stock.ConsumerStats) int64 { return s.Failed }},
 	{MetricDeadLettered, "Entries moved to the dead-letter stream", func(s stock.ConsumerStats) int64 { return s.DeadLettered }},
 	{MetricParkAlerts, "Checks that found a release waiting too long for its reservation", func(s stock.ConsumerStats) int64 { return s.ParkAlerts }},
+	{MetricNameConflicts, "Times the consumer found its name held by another live consumer and took one of its own", func(s stock.ConsumerStats) int64 { return s.NameConflicts }},
 }
 
 // ConsumerStatsSource is a *stock.Consumer.

@@ -60,7 +60,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]int64 {
 
 // The mapping from stock's Stats fields to metric names.
 func TestMetricsMapStats(t *testing.T) {
-	cs := stock.ConsumerStats{Applied: 1, Credited: 2, Expired: 3, Claimed: 4, Failed: 5, DeadLettered: 6, Parked: 7, ParkAlerts: 8}
+	cs := stock.ConsumerStats{Applied: 1, Credited: 2, Expired: 3, Claimed: 4, Failed: 5, DeadLettered: 6, Parked: 7, ParkAlerts: 8, NameConflicts: 9}
 	as := stock.AdmissionStats{Limited: 9, Fallbacks: 10}
 	m, reader := meter(t)
 	if _, err := Register(m, "sku", consumerStats(func() stock.ConsumerStats { return cs }), admissionStats(func() stock.AdmissionStats { return as })); err != nil {
@@ -69,7 +69,7 @@ func TestMetricsMapStats(t *testing.T) {
 	got := collect(t, reader)
 	want := map[string]int64{
 		MetricApplied: 1, MetricCredited: 2, MetricExpired: 3, MetricClaimed: 4,
-		MetricFailed: 5, MetricDeadLettered: 6, MetricParked: 7, MetricParkAlerts: 8,
+		MetricFailed: 5, MetricDeadLettered: 6, MetricParked: 7, MetricParkAlerts: 8, MetricNameConflicts: 9,
 		MetricLimited: 9, MetricFallbacks: 10,
 	}
 	for k, v := range want {

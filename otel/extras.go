@@ -83,6 +83,9 @@ func RegisterHotKeys(meter metric.Meter, name string, d HotKeysSource) (metric.R
 type BinlogStats struct {
 	Transactions, Rows, Keys, Saves, Clears, TableDDL, UnnamedRows, Errors uint64
 	Lag                                                                    time.Duration
+	Role                                                                   int64
+	SinceEvent                                                             time.Duration
+	Takeovers                                                              uint64
 }
 
 // RegisterBinlog registers the binlog source's counters and lag, read from
@@ -106,8 +109,15 @@ func RegisterBinlog(meter metric.Meter, name string, stats func() BinlogStats) (
 	ddl := counter(MetricBinlogTableDDL, "Other DDL on watched tables (ALTER, RENAME), logged and passed")
 	unnamed := counter(MetricBinlogUnnamedRows, "Rows skipped for lack of column names")
 	errc := counter(MetricBinlogErrors, "Failures reported by the source (passed over or retried)")
+	takeovers := counter(MetricBinlogTakeovers, "Times this source took the tailer's lease over from another instance")
 	lag, err := meter.Float64ObservableGauge(MetricBinlogLag, metric.WithUnit("s"),
 		metric.WithDescription("How far behind the database the last commit read was"))
+	errs = append(errs, err)
+	role, err := meter.Int64ObservableGauge(MetricBinlogRole,
+		metric.WithDescription("What the source does: 0 stopped, 1 tailing, 2 standing by (another instance tails)"))
+	errs = append(errs, err)
+	since, err := meter.Float64ObservableGauge(MetricBinlogSinceEvent, metric.WithUnit("s"),
+		metric.WithDescription("How long ago the last event (a heartbeat included) was read from the stream"))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -123,6 +133,9 @@ func RegisterBinlog(meter metric.Meter, name string, stats func() BinlogStats) (
 		o.ObserveInt64(unnamed, int64(s.UnnamedRows), base)
 		o.ObserveInt64(errc, int64(s.Errors), base)
 		o.ObserveFloat64(lag, s.Lag.Seconds(), base)
+		o.ObserveInt64(takeovers, int64(s.Takeovers), base)
+		o.ObserveInt64(role, s.Role, base)
+		o.ObserveFloat64(since, s.SinceEvent.Seconds(), base)
 		return nil
-	}, tx, rows, keys, saves, clears, ddl, unnamed, errc, lag)
+	}, tx, rows, keys, saves, clears, ddl, unnamed, errc, lag, takeovers, role, since)
 }

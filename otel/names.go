@@ -88,6 +88,9 @@ const (
 	MetricBinlogUnnamedRows  = "cacheguard.binlog.unnamed_rows"
 	MetricBinlogErrors       = "cacheguard.binlog.errors"
 	MetricBinlogLag          = "cacheguard.binlog.lag" // gauge, s
+	MetricBinlogTakeovers    = "cacheguard.binlog.takeovers"
+	MetricBinlogRole         = "cacheguard.binlog.role"        // gauge: 0 stopped, 1 tailing, 2 standing by
+	MetricBinlogSinceEvent   = "cacheguard.binlog.since_event" // gauge, s
 
 	// Queue metrics (RegisterQueue), each with the attribute cacheguard.queue.
 	MetricQueueRecorded     = "cacheguard.queue.recorded"

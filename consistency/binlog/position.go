@@ -24,8 +24,14 @@ type PositionStore interface {
 	Save(ctx context.Context, p Position) error
 }
 
-// RedisPositions stores the position as JSON under key. Give every Source
-// its own key.
+// ErrCorruptPosition is matched by Run's error when the stored position
+// cannot be read.
+var ErrCorruptPosition = errors.New("cacheguard: binlog: corrupt position")
+
+// RedisPositions stores the position as JSON under key, with the lease of
+// the fleet's tailer beside it (lease.go): the Sources of one service's
+// instances share one key, and one of them tails at a time. Give every
+// other Source (another database, another set of rules) its own key.
 func RedisPositions(rdb redis.UniversalClient, key string) PositionStore {
 	return redisPositions{rdb: rdb, key: key}
 }
@@ -44,10 +50,19 @@ func (r redisPositions) Load(ctx context.Context) (Position, bool, error) {
 	if err != nil {
 		return p, false, fmt.Errorf("cacheguard: binlog: load position: %w", err)
 	}
-	if err := json.Unmarshal(b, &p); err != nil || p.File == "" {
-		return p, false, fmt.Errorf("cacheguard: binlog: corrupt position %q under %s", b, r.key)
+	// The value may hold the tailer's lease alone (lease.go): no position
+	// saved yet.
+	var v struct {
+		File   *string `json:"file"`
+		Offset uint32  `json:"offset"`
 	}
-	return p, true, nil
+	if err := json.Unmarshal(b, &v); err != nil || (v.File != nil && *v.File == "") {
+		return p, false, fmt.Errorf("%w %q under %s", ErrCorruptPosition, b, r.key)
+	}
+	if v.File == nil {
+		return p, false, nil
+	}
+	return Position{File: *v.File, Offset: v.Offset}, true, nil
 }
 
 func (r redisPositions) Save(ctx context.Context, p Position) error {

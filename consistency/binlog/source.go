@@ -23,7 +23,10 @@ type Config struct {
 	// Flavor is "mysql" (the default) or "mariadb".
 	Flavor string
 	// ServerID identifies this reader among the server's replicas; it must
-	// be unique among them and non-zero.
+	// be unique among them and non-zero. The instances of one fleet
+	// (RedisPositions on one key) share one: only the elected tailer
+	// connects. Another connection under it (a second fleet, a replica)
+	// takes the stream over; the Source reports it and reconnects.
 	ServerID uint32
 }
 
@@ -45,13 +48,14 @@ type options struct {
 	saveEvery   int
 	saveLag     time.Duration
 	skipUnnamed bool
+	lease       time.Duration
 	syncerCfg   func(*replication.BinlogSyncerConfig)
 	errs        option.Errors // the first invalid option
 }
 
 func defaultOptions() options {
 	return options{logger: slog.Default(), minBackoff: 100 * time.Millisecond, maxBackoff: 5 * time.Second,
-		flushKeys: 1000, saveEvery: 1000, saveLag: time.Second, errs: option.For(ErrInvalidOption)}
+		flushKeys: 1000, saveEvery: 1000, saveLag: time.Second, lease: 5 * time.Second, errs: option.For(ErrInvalidOption)}
 }
 
 // WithLogger sets where errors that Run does not return are logged (failed
@@ -115,6 +119,21 @@ func WithSaveEvery(n int, lag time.Duration) Option {
 // ErrNoColumnNames. Their keys are not invalidated: only for operators who
 // know those rows are cached no more.
 func WithSkipUnnamedRows() Option { return func(o *options) { o.skipUnnamed = true } }
+
+// WithLease sets the tailer's lease (default 5 s): with RedisPositions,
+// the tailer renews it every third of it, and another instance takes over
+// once it has run out, so a tailer that stops, crashes or freezes is
+// replaced within the lease plus a reconnection. The stream's heartbeat is
+// a fifth of it (at least 100 ms): a stream that brings nothing for three
+// heartbeats is taken for lost, reported and reconnected.
+func WithLease(d time.Duration) Option {
+	return func(o *options) {
+		if d < 500*time.Millisecond {
+			o.errs.Invalid("lease %v: want at least 500ms", d)
+		}
+		o.lease = d
+	}
+}
 
 // WithSyncerConfig lets fn adjust the replication client's configuration
 // (TLS, timeouts, heartbeat, charset) after the Source has filled it in.
@@ -197,13 +216,33 @@ func (s *Source) Stats() Stats { return s.stats.snapshot() }
 
 // Run checks the server's settings (see ErrServerSetting), then tails the
 // binlog from the stored position (from the server's current position when
-// none is stored) until ctx is done or tailing fails. It returns nil when
-// ctx ends it; no goroutine it started is left running.
+// none is stored) until ctx is done. It returns nil when ctx ends it; no
+// goroutine it started is left running.
+//
+// With RedisPositions, the Sources that share the position key elect one
+// tailer among them (fleet.go): Run stands by while another instance
+// tails, takes over within the lease (WithLease) when it stops, and
+// reports every failure of its stream (an error, a server-id conflict, a
+// stream silent for longer than the heartbeat allows) and tries again; it
+// returns an error only for what retrying cannot mend (ErrServerSetting,
+// ErrNoColumnNames, a corrupt position). With another PositionStore, Run
+// tails alone and returns the first error that ends tailing.
 func (s *Source) Run(ctx context.Context) error {
 	if !s.runMu.TryLock() {
 		return errors.New("cacheguard: binlog: Run is already running")
 	}
 	defer s.runMu.Unlock()
+	defer s.stats.setRole(RoleStopped)
+	if el, ok := s.positions.(elector); ok {
+		return s.runFleet(ctx, el)
+	}
+	s.stats.setRole(RoleTailing)
+	return s.tail(ctx, s.positions.Save)
+}
+
+// tail tails the binlog once, from the stored position, saving with save,
+// until ctx ends (nil) or tailing fails.
+func (s *Source) tail(ctx context.Context, save func(context.Context, Position) error) error {
 	start, ok, err := s.positions.Load(ctx)
 	if err != nil {
 		return err
@@ -217,9 +256,14 @@ func (s *Source) Run(ctx context.Context) error {
 		s.log.Info("cacheguard: binlog: no stored position, starting at the server's current one", "pos", start)
 	}
 	host, port, _ := splitAddr(s.cfg.Addr)
+	// The stream's failures come back to Run (DisableRetrySync) instead of
+	// being retried inside the client, where a stream taken over by
+	// another connection under the same server id stalled with no error;
+	// a stream silent for three heartbeats fails its read.
+	heartbeat := max(s.opt.lease/5, 100*time.Millisecond)
 	sc := replication.BinlogSyncerConfig{ServerID: s.cfg.ServerID, Flavor: s.cfg.Flavor,
 		Host: host, Port: port, User: s.cfg.User, Password: s.cfg.Password, Logger: s.log,
-		HeartbeatPeriod: 30 * time.Second, ReadTimeout: 90 * time.Second}
+		HeartbeatPeriod: heartbeat, ReadTimeout: 3 * heartbeat, DisableRetrySync: true}
 	if s.opt.syncerCfg != nil {
 		s.opt.syncerCfg(&sc)
 	}
@@ -239,6 +283,9 @@ func (s *Source) Run(ctx context.Context) error {
 		defer close(events)
 		for {
 			ev, err := streamer.GetEvent(rctx)
+			if err == nil {
+				s.stats.lastEvent.Store(time.Now().UnixNano())
+			}
 			select {
 			case events <- eventOrErr{ev, err}:
 			case <-rctx.Done():
@@ -249,7 +296,7 @@ func (s *Source) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	t := newTailer(ctx, s, start)
+	t := newTailer(ctx, s, start, save)
 	err = t.run(events)
 	cancel()
 	syncer.Close()

@@ -19,15 +19,38 @@ type Stats struct {
 	// minus the commit's binlog timestamp (whole seconds, the server's
 	// clock against ours). Zero until a commit is read.
 	Lag time.Duration
+	// Role is what Run does now: RoleStopped, RoleTailing, or
+	// RoleStandingBy (another instance of the fleet tails).
+	Role int64
+	// SinceEvent is how long ago the last event (a heartbeat included)
+	// was read from the stream; zero before the first.
+	SinceEvent time.Duration
+	// Takeovers counts the times this Source took the tailer's lease over
+	// from another instance.
+	Takeovers uint64
 }
+
+// The values of Stats.Role.
+const (
+	RoleStopped    = 0
+	RoleTailing    = 1
+	RoleStandingBy = 2
+)
 
 type counters struct {
-	tx, rows, keys, saves, clears, ddl, unnamed, errors atomic.Uint64
-	lag                                                 atomic.Int64 // nanoseconds
+	tx, rows, keys, saves, clears, ddl, unnamed, errors, takeovers atomic.Uint64
+	lag, lastEvent                                                 atomic.Int64 // nanoseconds
+	role                                                           atomic.Int64
 }
 
+func (c *counters) setRole(r int64) { c.role.Store(r) }
+
 func (c *counters) snapshot() Stats {
-	return Stats{Transactions: c.tx.Load(), Rows: c.rows.Load(), Keys: c.keys.Load(), Saves: c.saves.Load(),
+	st := Stats{Transactions: c.tx.Load(), Rows: c.rows.Load(), Keys: c.keys.Load(), Saves: c.saves.Load(),
 		Clears: c.clears.Load(), TableDDL: c.ddl.Load(), UnnamedRows: c.unnamed.Load(),
-		Errors: c.errors.Load(), Lag: time.Duration(c.lag.Load())}
+		Errors: c.errors.Load(), Lag: time.Duration(c.lag.Load()), Role: c.role.Load(), Takeovers: c.takeovers.Load()}
+	if ns := c.lastEvent.Load(); ns != 0 {
+		st.SinceEvent = time.Since(time.Unix(0, ns))
+	}
+	return st
 }

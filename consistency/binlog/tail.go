@@ -21,8 +21,9 @@ import (
 // invalidation and the save replays the transactions since the last save:
 // keys are invalidated at least once.
 type tailer struct {
-	ctx context.Context // ends the retry loops when Run stops
-	s   *Source
+	ctx     context.Context // ends the retry loops when Run stops
+	s       *Source
+	saveFor func(context.Context, Position) error // the store's Save, fenced by the lease in a fleet
 
 	file      string   // current binlog file
 	committed Position // the last commit read
@@ -43,8 +44,8 @@ type pendKey struct {
 	second time.Duration
 }
 
-func newTailer(ctx context.Context, s *Source, start Position) *tailer {
-	return &tailer{ctx: ctx, s: s, file: start.File, committed: start, saved: start,
+func newTailer(ctx context.Context, s *Source, start Position, save func(context.Context, Position) error) *tailer {
+	return &tailer{ctx: ctx, s: s, saveFor: save, file: start.File, committed: start, saved: start,
 		pending: make(map[pendKey][]string), seen: make(map[pendKey]map[string]struct{})}
 }
 
@@ -111,7 +112,9 @@ func (t *tailer) run(events <-chan eventOrErr) error {
 		if err := t.flush(); err != nil {
 			return err
 		}
-		t.save(t.ctx, t.committed)
+		if err := t.save(t.ctx, t.committed); err != nil {
+			return err // another instance tails now
+		}
 	}
 }
 
@@ -325,12 +328,16 @@ func (t *tailer) retry(what string, fn func(ctx context.Context) error) error {
 
 // save stores p. A failed save is reported, not fatal: the keys are
 // invalidated already, and a restart from the older position only repeats
-// some deletes.
-func (t *tailer) save(ctx context.Context, p Position) {
+// some deletes. A save refused because another instance tails now
+// (ErrNotTailer) is returned: this one must stop.
+func (t *tailer) save(ctx context.Context, p Position) error {
 	t.unsaved = 0
-	if err := t.s.positions.Save(ctx, p); err != nil {
+	if err := t.saveFor(ctx, p); err != nil {
+		if errors.Is(err, ErrNotTailer) {
+			return err
+		}
 		t.report(err)
-		return
+		return nil
 	}
 	t.saved = p
 	t.s.stats.saves.Add(1)
@@ -338,6 +345,7 @@ func (t *tailer) save(ctx context.Context, p Position) {
 		t.s.opt.onCommit(p, t.done)
 	}
 	t.done = nil
+	return nil
 }
 
 // saveOnStop saves the last commit when Run stops with nothing left to
@@ -348,13 +356,9 @@ func (t *tailer) saveOnStop() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 2*time.Second)
 	defer cancel()
-	t.save(ctx, t.committed)
-}
-
-func (t *tailer) report(err error) {
-	t.s.stats.errors.Add(1)
-	t.s.log.Warn("cacheguard binlog", "err", err)
-	if t.s.opt.onError != nil {
-		t.s.opt.onError(err)
+	if err := t.save(ctx, t.committed); err != nil {
+		t.report(err)
 	}
 }
+
+func (t *tailer) report(err error) { t.s.report(err) }

@@ -3,7 +3,7 @@ package local
 // Get returns the entry for key if it may be served as fresh, and the
 // entry itself (possibly stale) for the Redis-failure fallback.
 func (t *Tier[V]) Get(key string) (fresh bool, e *Entry[V]) {
-	t.clock.touch()
+	now := t.clock.read()
 	var ok bool
 	if t.otter != nil {
 		e, ok = t.otter.Get(key)
@@ -13,7 +13,6 @@ func (t *Tier[V]) Get(key string) (fresh bool, e *Entry[V]) {
 	if !ok {
 		return false, nil
 	}
-	now := t.clock.now.Load()
 	fresh = now < e.fresh && now < t.trustUntil.Load() && e.epoch == t.epoch.Load()
 	if e.tagged != nil {
 		valid, servable := t.tagsValid(e, now)

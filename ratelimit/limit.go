@@ -51,16 +51,20 @@ func (l Limit) shared() redis_rate.Limit {
 }
 
 // share returns the local bucket of an instance holding 1/n of l (see
-// bucket). Its start is its share of the burst, never more, so that n
-// buckets starting together admit no more than the shared limiter would:
-// b + r·t in the t after they start. A share of the burst under one token
-// starts lower by a random fraction of a token, up to a whole one (still
-// never above the share), so that the fleet's buckets reach their whole
-// tokens at moments spread over the time a bucket takes to gain one, rather
-// than all at once.
-func (l Limit) share(n int, now time.Time) *bucket {
-	start := float64(l.burst()) / float64(n)
-	if start < 1 {
+// bucket). An instance without Redis (full) starts with its whole burst. A
+// share taken over because Redis failed starts with nothing and gains its
+// share of the rate: the failure may be this instance's alone, and the
+// others spend the shared budget, burst included, until they count it out
+// (internal/members); in an outage of the whole fleet the n buckets admit
+// at most r·t in the t after they start, under the shared limiter's b + r·t.
+// A share under one token starts lower by a random fraction of a token, so
+// that the fleet's buckets reach their whole tokens at moments spread over
+// the time a bucket takes to gain one, rather than all at once.
+func (l Limit) share(n int, now time.Time, full bool) *bucket {
+	start := 0.0
+	if full {
+		start = float64(l.burst()) / float64(n)
+	} else if float64(l.burst())/float64(n) < 1 {
 		start -= rand.Float64()
 	}
 	return &bucket{

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/members"
 	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/go-redis/redis_rate/v10"
@@ -19,6 +20,7 @@ import (
 type Limiter struct {
 	cfg    config
 	gcra   *redis_rate.Limiter // nil: local budgets only
+	fleet  *members.Fleet      // the live instances (nil: one instance, or none shared)
 	share  int                 // each instance's share of a budget while local: 1/share
 	downTo atomic.Int64        // unix nanos: until then the local buckets decide alone
 	outage atomic.Uint64       // outages so far: a bucket last used in an older one is cut to its start
@@ -49,6 +51,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Limiter, error) {
 	if rdb != nil {
 		l.gcra = redis_rate.NewLimiter(rdb)
 		l.share = cfg.instances
+		if cfg.instances > 1 {
+			l.fleet = members.New(rdb, wire.MembersKey(cfg.prefix), cfg.instances)
+		}
 	}
 	return l, nil
 }
@@ -102,10 +107,21 @@ func (l *Limiter) Allow(ctx context.Context, op cache.LimitOp, key string) (bool
 	return l.count(l.allowLocal(op, key, lim)), storeErr
 }
 
+// allowShared decides by the shared budget, shrunk to the shares of the
+// live instances (internal/members): an instance cut off from Redis spends
+// its share locally, and the others leave room for it once they have
+// counted it out.
 func (l *Limiter) allowShared(ctx context.Context, op cache.LimitOp, key string, lim Limit) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.timeout)
 	defer cancel()
-	res, err := l.gcra.Allow(ctx, wire.RateLimitKey(l.cfg.prefix, op.String(), key), lim.shared())
+	shared := lim.shared()
+	if l.fleet != nil {
+		// A failed beat keeps the last count; the call below meets the
+		// same failure and reports it.
+		live, _ := l.fleet.Live(ctx)
+		shared.Period, shared.Burst = members.Share(shared.Period, shared.Burst, live, l.share)
+	}
+	res, err := l.gcra.Allow(ctx, wire.RateLimitKey(l.cfg.prefix, op.String(), key), shared)
 	if err != nil {
 		return false, err
 	}
@@ -127,7 +143,7 @@ func (l *Limiter) allowLocal(op cache.LimitOp, key string, lim Limit) bool {
 		if len(l.local) >= l.cfg.maxKeys {
 			clear(l.local) // bounded memory: dropped buckets start again
 		}
-		b = lim.share(l.share, now)
+		b = lim.share(l.share, now, l.gcra == nil)
 		l.local[k] = b
 	} else if b.outage != outage {
 		b.fill(now)

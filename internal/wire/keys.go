@@ -316,6 +316,13 @@ const (
 	RateLimitStoredPrefix = "rate:"
 )
 
+// MembersKey is the sorted set the instances of a fleet that shares budgets
+// under prefix beat into (internal/members): ratelimit's prefix, stock's
+// namespace with ":rate:".
+func MembersKey(prefix string) string { return prefix + membersSuffix }
+
+const membersSuffix = "members"
+
 // RateLimitKey returns the key of op's budget on key under prefix.
 func RateLimitKey(prefix, op, key string) string { return prefix + op + ":" + key }
 

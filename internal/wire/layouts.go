@@ -57,6 +57,7 @@ const (
 	LayoutFleetWindow     = "hot-key fleet window"
 	LayoutFleetTotal      = "hot-key fleet window total"
 	LayoutRateLimitBudget = "key rate-limit budget"
+	LayoutMembers         = "fleet members (budget shares)"
 )
 
 // Layouts lists every layout of this package, entries after a Clear and
@@ -127,6 +128,7 @@ func Layouts() []Layout {
 		{LayoutFleetTotal, "string", total, "1234"},
 
 		{LayoutRateLimitBudget, "string", RateLimitStoredPrefix + RateLimitKey(RateLimitPrefix, "read", "user:42"), "1764000000.5"},
+		{LayoutMembers, "zset", MembersKey(RateLimitPrefix), ""},
 	}
 }
 
@@ -166,6 +168,8 @@ func KeyLayout(key, typ string) (string, bool) {
 		if _, _, ok := ParseTagKey(key); ok {
 			return LayoutTag, true
 		}
+	case typ == "zset" && strings.HasSuffix(key, ":"+membersSuffix):
+		return LayoutMembers, true
 	case strings.HasPrefix(key, fleetPrefix):
 		return fleetLayout(key[len(fleetPrefix):], typ)
 	case typ == "string" && strings.HasPrefix(key, RateLimitStoredPrefix+RateLimitPrefix):

@@ -45,10 +45,10 @@ return redis.call('ZCARD', KEYS[1])
 // Fleet is one instance's view of its fleet of n. The zero value is not
 // usable: make it with New.
 type Fleet struct {
-	rdb  redis.UniversalClient
-	key  string
-	id   string
-	n    int
+	rdb   redis.UniversalClient
+	key   string
+	id    string
+	n     int
 	next  atomic.Int64 // unix nanos of the next beat due
 	live  atomic.Int64 // the live count at the last beat (n before the first)
 	trust atomic.Int64 // unix nanos from which a count below n is believed

@@ -1,6 +1,7 @@
 package bloom
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/option"
@@ -16,18 +17,45 @@ type config struct {
 	every    int64
 	progress func(Progress)
 	lease    time.Duration
+	interval time.Duration // a Fleet's health check
+	timeout  time.Duration
+	logger   *slog.Logger
 	now      func() time.Time
 	errs     option.Errors // the first invalid option
 }
 
 func defaultConfig() config {
 	return config{
-		batch: 1000,
-		lease: 30 * time.Second,
-		now:   time.Now,
-		errs:  option.For(ErrInvalidOption),
+		batch:    1000,
+		lease:    30 * time.Second,
+		interval: time.Second,
+		timeout:  time.Second,
+		logger:   slog.Default(),
+		now:      time.Now,
+		errs:     option.For(ErrInvalidOption),
 	}
 }
+
+// WithHealthCheck sets how a Fleet filter checks the subscription that
+// brings the other instances' adds: a PING every interval, its reply wanted
+// within timeout (1 s each by default). Their sum is the filter's bound: a
+// key added anywhere is found by MayContain on every instance at most that
+// long after its Add returned, whatever happens to pub/sub. Both must be
+// positive. It has no effect on other filters.
+func WithHealthCheck(interval, timeout time.Duration) Option {
+	return func(c *config) {
+		if interval <= 0 || timeout <= 0 {
+			c.errs.Invalid("health check every %v within %v: both must be positive", interval, timeout)
+			return
+		}
+		c.interval, c.timeout = interval, timeout
+	}
+}
+
+// WithLogger sets where a Fleet filter reports what it does not return (a
+// lost subscription, a gap in the adds, a failed reread); the default, and
+// what nil stands for, is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = option.Logger(l) } }
 
 func newConfig(opts []Option) (config, error) {
 	c := defaultConfig()

@@ -43,6 +43,19 @@ type redisKeys = wire.BloomKeys
 // ErrMismatch: every instance of one filter must be configured alike. name
 // must not contain braces; it becomes the hash tag of the filter's keys.
 func NewRedis(ctx context.Context, rdb redis.UniversalClient, name string, n uint, fp float64, opts ...Option) (*Redis, error) {
+	r, err := newRedis(rdb, name, n, fp, opts)
+	if err != nil {
+		return nil, err
+	}
+	// An add of no keys creates the filter or checks its parameters.
+	if err := r.Add(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// newRedis is NewRedis without its first call to Redis.
+func newRedis(rdb redis.UniversalClient, name string, n uint, fp float64, opts []Option) (*Redis, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOption)
 	}
@@ -61,10 +74,6 @@ func NewRedis(ctx context.Context, rdb redis.UniversalClient, name string, n uin
 		rdb: rdb, name: name, n: n, p: p, cfg: cfg,
 		k:    wire.BloomFilterKeys(name),
 		head: [3]any{wire.BloomConfig(uint64(p.M), uint64(p.K), schemeVersion), p.M, p.K},
-	}
-	// An add of no keys creates the filter or checks its parameters.
-	if err := r.Add(ctx); err != nil {
-		return nil, err
 	}
 	return r, nil
 }

@@ -13,7 +13,15 @@ import (
 // keeps them. It returns 1 if the filter is ready, else 0.
 //
 // KEYS: cfg, bits, delta, build. ARGV: params, m, k, packed offsets.
-var addScript = redis.NewScript(checkLua + createLua + offsetLua + `
+var addScript = redis.NewScript(checkLua + createLua + offsetLua + setBitsLua + `
+if ready then return 1 end
+return 0
+`)
+
+// setBitsLua (after checkLua, createLua and offsetLua) sets the bits at the
+// packed offsets ARGV[4] in the bitmap KEYS[2], and in the delta KEYS[3]
+// while a rebuild holds the lease KEYS[4].
+const setBitsLua = `
 local building = redis.call('EXISTS', KEYS[4]) == 1
 local s = ARGV[4]
 for p = 1, #s, 4 do
@@ -21,9 +29,7 @@ for p = 1, #s, 4 do
   redis.call('SETBIT', KEYS[2], o, 1)
   if building then redis.call('SETBIT', KEYS[3], o, 1) end
 end
-if ready then return 1 end
-return 0
-`)
+`
 
 // Add records keys, creating the filter if it is missing. Up to one batch
 // (WithBatchSize) is one script call; more are pipelined, up to 16 batches

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -119,4 +120,25 @@ func (c *Cache[V]) Clear(ctx context.Context) error {
 // timeout (WithInvalidationHealthCheck) from New.
 func (c *Cache[V]) Ready(ctx context.Context) error {
 	return c.gens.Ready(ctx)
+}
+
+// Inserted tells the cache that rows were inserted under keys, after their
+// commit: it adds the keys to the cache's filter (WithBloom or
+// WithBloomOnMiss, when the filter takes adds: bloom.Fleet, bloom.Redis,
+// bloom.Local) and deletes any cached absence of them, in Redis and in every
+// instance's local tier, so that the next Get on any instance loads the new
+// row instead of answering ErrNotFound from an absence cached before (a read
+// that raced the insert, or a key the filter let by). With a bloom.Fleet
+// filter, every instance finds the keys within its bound.
+func (c *Cache[V]) Inserted(ctx context.Context, keys ...string) error {
+	for _, f := range []Filter{c.cfg.filter, c.cfg.missFilter} {
+		if a, ok := f.(interface {
+			Add(ctx context.Context, keys ...string) error
+		}); ok {
+			if err := a.Add(ctx, keys...); err != nil {
+				return fmt.Errorf("cacheguard: cache: inserted: add to the filter: %w", err)
+			}
+		}
+	}
+	return c.Delete(ctx, keys...)
 }

@@ -213,8 +213,10 @@ const stockConsumers = ":consumers:"
 //	{name}:next   the bitmap a rebuild is writing
 //	{name}:delta  keys added while a rebuild runs
 //	{name}:build  the rebuild's lease
+//	{name}:seq    the number of the last add told on {name}:adds (fleet filters)
+//	{name}:adds   the channel a fleet filter tells its adds on (BloomAddsMessage)
 type BloomKeys struct {
-	Cfg, Bits, Next, Delta, Build string
+	Cfg, Bits, Next, Delta, Build, Seq, Adds string
 }
 
 const (
@@ -223,12 +225,38 @@ const (
 	bloomNextSuffix  = ":next"
 	bloomDeltaSuffix = ":delta"
 	bloomBuildSuffix = ":build"
+	bloomSeqSuffix   = ":seq"
+	bloomAddsSuffix  = ":adds"
 )
 
 // BloomFilterKeys returns the keys of the filter called name.
 func BloomFilterKeys(name string) BloomKeys {
 	t := "{" + name + "}"
-	return BloomKeys{Cfg: t + bloomCfgSuffix, Bits: t + bloomBitsSuffix, Next: t + bloomNextSuffix, Delta: t + bloomDeltaSuffix, Build: t + bloomBuildSuffix}
+	return BloomKeys{Cfg: t + bloomCfgSuffix, Bits: t + bloomBitsSuffix, Next: t + bloomNextSuffix, Delta: t + bloomDeltaSuffix,
+		Build: t + bloomBuildSuffix, Seq: t + bloomSeqSuffix, Adds: t + bloomAddsSuffix}
+}
+
+// A fleet filter's add message, published by the add script on {name}:adds:
+// "<seq> <kind> <offsets>", seq the add's number (INCR of {name}:seq), kind
+// BloomAdded or BloomRebuilt (the bitmap was swapped: read it again), and
+// the added keys' bit offsets, big-endian uint32 each.
+const (
+	BloomAdded   = "a"
+	BloomRebuilt = "r"
+)
+
+// ParseBloomAdds reads an add message.
+func ParseBloomAdds(msg string) (seq uint64, kind string, offsets string, ok bool) {
+	head, rest, ok := strings.Cut(msg, " ")
+	if !ok {
+		return 0, "", "", false
+	}
+	kind, offsets, ok = strings.Cut(rest, " ")
+	if !ok || (kind != BloomAdded && kind != BloomRebuilt) || len(offsets)%4 != 0 {
+		return 0, "", "", false
+	}
+	seq, err := strconv.ParseUint(head, 10, 64)
+	return seq, kind, offsets, err == nil && seq > 0
 }
 
 // BloomName tells whether key is a filter's configuration key, and whose.

@@ -54,6 +54,8 @@ const (
 	LayoutBloomNext       = "bloom rebuild bits"
 	LayoutBloomDelta      = "bloom rebuild delta"
 	LayoutBloomBuild      = "bloom rebuild lease"
+	LayoutBloomSeq        = "bloom add sequence"
+	LayoutBloomAdds       = "bloom adds channel"
 	LayoutFleetWindow     = "hot-key fleet window"
 	LayoutFleetTotal      = "hot-key fleet window total"
 	LayoutRateLimitBudget = "key rate-limit budget"
@@ -123,6 +125,8 @@ func Layouts() []Layout {
 		{LayoutBloomNext, "string", bl.Next, "\x80"},
 		{LayoutBloomDelta, "string", bl.Delta, "\x01"},
 		{LayoutBloomBuild, "string", bl.Build, "token"},
+		{LayoutBloomSeq, "string", bl.Seq, "42"},
+		{LayoutBloomAdds, "channel", bl.Adds, "42 " + BloomAdded + " \x00\x00\x00\x07"},
 
 		{LayoutFleetWindow, "zset", set, ""},
 		{LayoutFleetTotal, "string", total, "1234"},
@@ -255,6 +259,8 @@ func bloomLayout(key, typ string) (string, bool) {
 		return LayoutBloomDelta, true
 	case bloomBuildSuffix:
 		return LayoutBloomBuild, true
+	case bloomSeqSuffix:
+		return LayoutBloomSeq, true
 	}
 	return "", false
 }

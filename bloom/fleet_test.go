@@ -1,0 +1,179 @@
+package bloom
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// The fleet tests' health check: H = 400 ms.
+const (
+	fleetInterval = 200 * time.Millisecond
+	fleetTimeout  = 200 * time.Millisecond
+	fleetBound    = fleetInterval + fleetTimeout
+)
+
+// fleetOf opens n instances of one fleet filter, each on a Redis client of
+// its own, and fills it from keys through the first.
+func fleetOf(t *testing.T, rdb redis.UniversalClient, n int, keys []string) []*Fleet {
+	t.Helper()
+	name := redistest.Name(t)
+	var fs []*Fleet
+	for range n {
+		client := redistest.FromSpec(t, redistest.Spec(rdb), nil)
+		f, err := NewFleet(t.Context(), client, name, 10_000, 0.01, WithHealthCheck(fleetInterval, fleetTimeout), WithLogger(quietLog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		fs = append(fs, f)
+	}
+	mustRebuild(t, fs[0], keys)
+	for i, f := range fs {
+		waitFor(t, 10*time.Second, "instance "+strconv.Itoa(i)+" trusts the filter", func() bool {
+			ok, _ := f.MayContain(t.Context(), "never-added")
+			return f.Ready() && !ok
+		})
+	}
+	return fs
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: not %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// seenWithin adds key through f and checks that every instance finds it
+// from the bound on after Add returned (and keeps finding it).
+func seenWithin(t *testing.T, fs []*Fleet, f *Fleet, key string) {
+	t.Helper()
+	if err := f.Add(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	added := time.Now()
+	for i, g := range fs {
+		for {
+			ok, _ := g.MayContain(t.Context(), key)
+			if ok {
+				break
+			}
+			if time.Since(added) > fleetBound {
+				t.Fatalf("instance %d answers %q absent %v after its Add returned (bound %v)", i, key, time.Since(added), fleetBound)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// A key added through any instance is found by every instance within the
+// bound, and keys never added are still refused (the copies are of use).
+func TestFleetAddSeenEverywhere(t *testing.T) {
+	redistest.OnTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
+		fs := fleetOf(t, rdb, 3, present("row:", 200))
+		for i := range 30 {
+			seenWithin(t, fs, fs[i%3], "new:"+strconv.Itoa(i))
+		}
+		for i, f := range fs {
+			if ok, _ := f.MayContain(t.Context(), "never-added"); ok {
+				t.Errorf("instance %d: a key never added may be present", i)
+			}
+			if st := f.Stats(); st.SafeMode != 0 || st.Heard == 0 {
+				t.Errorf("instance %d: %+v", i, st)
+			}
+		}
+	})
+}
+
+// The promise holds whatever happens to pub/sub and to Redis: the
+// subscriber's connection killed, messages lost (a gap in the numbers),
+// FLUSHALL (the filter and its numbers gone). An instance that cannot vouch
+// answers "maybe", never a false "absent".
+func TestFleetFaultsNeverHideAKey(t *testing.T) {
+	redistest.NeedServer(t)
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := t.Context()
+	fs := fleetOf(t, rdb, 3, present("row:", 200))
+
+	// The subscribers' connections killed: each instance goes to safe mode,
+	// subscribes again and rereads; an add meanwhile is never missed.
+	if err := rdb.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	seenWithin(t, fs, fs[0], "during-kill")
+	for i, f := range fs {
+		waitFor(t, 10*time.Second, "instance "+strconv.Itoa(i)+" trusted again", func() bool { return f.Stats().SafeMode == 0 })
+	}
+	seenWithin(t, fs, fs[1], "after-kill")
+
+	// A lost message: the numbers skip one; the next add shows the gap.
+	if err := rdb.Incr(ctx, fs[0].r.k.Seq).Err(); err != nil {
+		t.Fatal(err)
+	}
+	seenWithin(t, fs, fs[2], "after-gap")
+	for i, f := range fs {
+		waitFor(t, 10*time.Second, "instance "+strconv.Itoa(i)+" reread after the gap", func() bool {
+			st := f.Stats()
+			return st.Gaps > 0 && st.SafeMode == 0
+		})
+	}
+
+	// FLUSHALL: the filter is gone; the next add recreates it, not ready,
+	// and numbers from 1: every instance steps back to "maybe".
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	seenWithin(t, fs, fs[0], "after-flush")
+	for i, f := range fs {
+		waitFor(t, 10*time.Second, "instance "+strconv.Itoa(i)+" in safe mode after FLUSHALL", func() bool {
+			ok, _ := f.MayContain(ctx, "never-added")
+			return ok && !f.Ready()
+		})
+	}
+	// A rebuild brings every instance back.
+	mustRebuild(t, fs[1], append(present("row:", 200), "after-flush"))
+	for i, f := range fs {
+		waitFor(t, 10*time.Second, "instance "+strconv.Itoa(i)+" ready after the rebuild", func() bool {
+			ok, _ := f.MayContain(ctx, "never-added")
+			return f.Ready() && !ok
+		})
+		if ok, _ := f.MayContain(ctx, "after-flush"); !ok {
+			t.Errorf("instance %d lost a key the rebuild holds", i)
+		}
+	}
+}
+
+// A filter that starts while the bitmap exists reads it and scans nothing:
+// it is ready without a Rebuild of its own.
+func TestFleetStartsFromTheSharedBitmap(t *testing.T) {
+	redistest.NeedServer(t)
+	_, rdb := redistest.Single(t)
+	fs := fleetOf(t, rdb, 1, present("row:", 500))
+	late, err := NewFleet(t.Context(), redistest.FromSpec(t, redistest.Spec(rdb), nil), redistest.Name(t), 10_000, 0.01,
+		WithHealthCheck(fleetInterval, fleetTimeout), WithLogger(quietLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	waitFor(t, 10*time.Second, "the late instance ready", func() bool { return late.Ready() && late.Stats().SafeMode == 0 })
+	for _, k := range present("row:", 500) {
+		if ok, _ := late.MayContain(t.Context(), k); !ok {
+			t.Fatalf("the late instance misses %q", k)
+		}
+	}
+	if ok, _ := late.MayContain(t.Context(), "never-added"); ok {
+		t.Fatal("the late instance answers maybe for a key never added")
+	}
+	if st := fs[0].Stats(); st.SafeMode != 0 {
+		t.Fatalf("the first instance: %+v", st)
+	}
+}

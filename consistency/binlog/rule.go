@@ -30,6 +30,18 @@ type Rule struct {
 	// (ScanDelete does it for a cache prefix). Without it such DDL is
 	// logged and counted (Stats.TableDDL) and the keys stay until their TTL.
 	Clear func(ctx context.Context) error
+	// Filter, if set, learns the keys of the rows this table gains: the
+	// keys of every inserted row, and of every row as an UPDATE leaves it,
+	// are added (a bloom.Fleet, so every instance finds them; any filter
+	// with Add fits) before the change's keys are invalidated, which
+	// deletes any absence of them cached before. A service whose inserts
+	// reach the database this Source watches then needs no Add of its own.
+	Filter Filter
+}
+
+// Filter is what a Rule's Filter must do: record keys that now exist.
+type Filter interface {
+	Add(ctx context.Context, keys ...string) error
 }
 
 // Column returns a Keys function that keys a row by the value of one column

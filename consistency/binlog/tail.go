@@ -33,6 +33,7 @@ type tailer struct {
 
 	pending map[pendKey][]string
 	seen    map[pendKey]map[string]struct{}
+	learned map[Filter][]string // keys of rows gained, for their rule's Filter
 	npend   int
 	done    []string // invalidated since the last save, for WithOnCommit
 }
@@ -46,7 +47,7 @@ type pendKey struct {
 
 func newTailer(ctx context.Context, s *Source, start Position, save func(context.Context, Position) error) *tailer {
 	return &tailer{ctx: ctx, s: s, saveFor: save, file: start.File, committed: start, saved: start,
-		pending: make(map[pendKey][]string), seen: make(map[pendKey]map[string]struct{})}
+		pending: make(map[pendKey][]string), seen: make(map[pendKey]map[string]struct{}), learned: make(map[Filter][]string)}
 }
 
 // idleWait is how long the tailer waits for the next event before it takes
@@ -171,18 +172,45 @@ func (t *tailer) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 	}
 	unsigned := e.Table.UnsignedMap()
 	pk := pendKey{r.Target, r.SecondDelete}
-	for _, values := range e.Rows {
+	gained := r.Filter != nil && !deletes(h.EventType)
+	update := updates(h.EventType)
+	for i, values := range e.Rows {
 		for i := range values {
 			if unsigned[i] {
 				values[i] = toUnsigned(values[i])
 			}
 		}
 		t.s.stats.rows.Add(1)
-		for _, k := range r.Keys(Row{names: names, values: values}) {
+		keys := r.Keys(Row{names: names, values: values})
+		for _, k := range keys {
 			t.add(pk, k)
+		}
+		// An UPDATE's rows come in pairs, before and after: the row gained
+		// is the second of each.
+		if gained && (!update || i%2 == 1) {
+			t.learned[r.Filter] = append(t.learned[r.Filter], keys...)
 		}
 	}
 	return nil
+}
+
+// deletes and updates tell the row events by their type.
+func deletes(t replication.EventType) bool {
+	switch t {
+	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2,
+		replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		return true
+	}
+	return false
+}
+
+func updates(t replication.EventType) bool {
+	switch t {
+	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2,
+		replication.PARTIAL_UPDATE_ROWS_EVENT, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
+		return true
+	}
+	return false
 }
 
 // toUnsigned reads a signed integer decoded from an UNSIGNED column as the
@@ -276,6 +304,16 @@ func ddlNote(c ddl) string {
 // if any, is recorded. Tailing waits meanwhile, so the position never
 // passes a change whose keys are still cached.
 func (t *tailer) flush() error {
+	// The keys of rows gained first: once their absence is deleted below,
+	// no filter may still turn them away.
+	for f, keys := range t.learned {
+		if err := t.retry(fmt.Sprintf("adding %d keys to a rule's filter", len(keys)), func(ctx context.Context) error {
+			return f.Add(ctx, keys...)
+		}); err != nil {
+			return err
+		}
+		delete(t.learned, f)
+	}
 	for pk, keys := range t.pending {
 		err := pk.t.Invalidate(t.ctx, keys...)
 		if err != nil && !errors.Is(err, consistency.ErrClosed) {

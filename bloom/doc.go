@@ -4,12 +4,20 @@
 // there. It may answer "present" for an absent key at a configured rate (the
 // false-positive rate); the cache's null entries catch those.
 //
-// Two implementations satisfy [Filter]:
+// Three implementations satisfy [Filter]:
 //
+//   - [Fleet] is the one for a service of several instances: the bitmap
+//     lives in Redis and each process tests a copy of it in its own memory
+//     (a Local filter's speed); every Add is told to every instance through
+//     the client's shared pub/sub connection, and an instance that cannot
+//     prove it heard every add answers "maybe" until it has read the bitmap
+//     again, so a key added anywhere is found everywhere within the health
+//     bound (WithHealthCheck). An instance that starts while the bitmap
+//     exists reads it and scans nothing.
 //   - [Local] lives in process memory (github.com/bits-and-blooms/bloom/v3). A
 //     test costs tens of nanoseconds and no network, but each process has its
 //     own copy, so a row inserted through one process is invisible to the
-//     others until they add it too or rebuild.
+//     others until they add it too or rebuild: for a one-process program.
 //   - [Redis] keeps the bitmap in Redis, shared by every process: a key added
 //     through one instance is seen by all of them at once. A test or an add is
 //     one round trip running one Lua script.

@@ -28,6 +28,7 @@ type Filter interface {
 var (
 	_ Filter = (*Local)(nil)
 	_ Filter = (*Redis)(nil)
+	_ Filter = (*Fleet)(nil)
 )
 
 // MaxBits is the largest filter, in bits: the largest SETBIT offset plus one,

@@ -152,6 +152,23 @@ func (f *Fleet) Rebuild(ctx context.Context, src iter.Seq2[string, error]) error
 	return f.tell(ctx, wire.BloomRebuilt, nil)
 }
 
+// WaitReady waits until this instance's copy is complete and vouches for
+// every add (MayContain can answer "absent"), or ctx ends (its error). A
+// service that wants the filter working before it takes traffic calls it
+// after New, or after the Rebuild of a fresh filter.
+func (f *Fleet) WaitReady(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for !f.local.Ready() || !f.trusted.Load() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cacheguard: bloom: %v not ready: %w", f, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
 // Stats returns the filter's counters and state.
 func (f *Fleet) Stats() FleetStats {
 	st := FleetStats{Heard: f.heard.Load(), Gaps: f.gaps.Load(), Rereads: f.rereads.Load(),

@@ -1,9 +1,10 @@
 // Command quickstart is a program to copy into a module of your own (it uses
 // cacheguard's public API only): a cache of users in front of a database,
-// with a Bloom filter that turns away ids that exist nowhere, a local tier
-// for the hot keys, one query for a hundred readers of a cold key, and a
-// write through the write path (a delayed double delete whose second delete
-// is recorded in Redis before the write).
+// with a Bloom filter shared by every instance that turns away ids that
+// exist nowhere, a local tier for the hot keys, one query for a hundred
+// readers of a cold key, a write through the write path (a delayed double
+// delete whose second delete is recorded in Redis before the write), and
+// an insert every instance sees.
 //
 //	go run ./examples/quickstart                       # an in-process miniredis
 //	go run ./examples/quickstart -redis localhost:6379 # your Redis
@@ -54,12 +55,21 @@ func main() {
 
 func run(ctx context.Context, rdb redis.UniversalClient, db *userDB) error {
 	// Penetration: a filter of the ids that exist answers "absent" for the
-	// others without asking Redis or the database.
-	ids, err := bloom.NewLocal(100_000, 0.001)
+	// others without asking Redis or the database. It is shared by every
+	// instance of the service (a row added through one is found by all)
+	// and read in process. Only the first instance of a fleet scans the
+	// table; the others read the filter from Redis.
+	ids, err := bloom.NewFleet(ctx, rdb, "quickstart:user-ids", 100_000, 0.001)
 	if err != nil {
 		return err
 	}
-	if err := ids.Rebuild(ctx, db.IDs()); err != nil {
+	defer ids.Close()
+	if !ids.Ready() {
+		if err := ids.Rebuild(ctx, db.IDs()); err != nil && !errors.Is(err, bloom.ErrRebuildInProgress) {
+			return err
+		}
+	}
+	if err := ids.WaitReady(ctx); err != nil {
 		return err
 	}
 	// Hot keys: the most read keys of the last seconds, kept in process.
@@ -114,6 +124,17 @@ func run(ctx context.Context, rdb redis.UniversalClient, db *userDB) error {
 	}
 	u, err := users.Get(ctx, "42", db.Find)
 	fmt.Println("after the update:", u.Name, err)
+
+	// An insert, after its commit: Inserted adds the id to the filter and
+	// deletes any absence of it cached before, for every instance.
+	if err := db.Insert(ctx, "1001", "Grace"); err != nil {
+		return err
+	}
+	if err := users.Inserted(ctx, "1001"); err != nil {
+		return err
+	}
+	u, err = users.Get(ctx, "1001", db.Find)
+	fmt.Println("a new row:", u.Name, err)
 	return nil
 }
 
@@ -143,6 +164,11 @@ func (db *userDB) Find(ctx context.Context, id string) (User, error) {
 		return User{}, fmt.Errorf("user %s: %w", id, cache.ErrNotFound)
 	}
 	return User{ID: id, Name: name}, nil
+}
+
+// Insert adds a row.
+func (db *userDB) Insert(ctx context.Context, id, name string) error {
+	return db.Rename(ctx, id, name)
 }
 
 func (db *userDB) Rename(ctx context.Context, id, name string) error {

@@ -223,3 +223,8 @@ func (f *Fleet) tell(ctx context.Context, kind string, packed []byte) error {
 
 // String names the filter in messages.
 func (f *Fleet) String() string { return fmt.Sprintf("fleet filter %q", f.r.name) }
+
+// FillRatio is the share of set bits in this instance's copy (what
+// otel.RegisterBloom exports); the false-positive rate is about this to the
+// power k (FleetStats.FalsePositiveRate).
+func (f *Fleet) FillRatio(ctx context.Context) (float64, error) { return f.local.FillRatio(ctx) }

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// FillRatioSource is a *bloom.Local or *bloom.Redis.
+// FillRatioSource is a *bloom.Fleet, *bloom.Local or *bloom.Redis.
 type FillRatioSource interface {
 	FillRatio(ctx context.Context) (float64, error)
 }

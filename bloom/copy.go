@@ -1,6 +1,7 @@
 package bloom
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -54,8 +55,6 @@ func (l *Local) replace(f *bbloom.BloomFilter, ready bool) {
 // contain" for a key never added, from how full it is: (ones/m)^k. It
 // drifts up as keys of deleted rows stay in; a Rebuild brings it down.
 func (l *Local) FalsePositiveRate() float64 {
-	l.mu.RLock()
-	ones := l.f.BitSet().Count()
-	l.mu.RUnlock()
-	return math.Pow(float64(ones)/float64(l.p.M), float64(l.p.K))
+	r, _ := l.FillRatio(context.Background()) // never fails
+	return math.Pow(r, float64(l.p.K))
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,8 +57,8 @@ func TestFrozenInstanceServesNothingPastTheBound(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestFrozenInstanceServesNothingPastTheBound$", "-test.count=1", "-test.v")
 			cmd.Env = append(os.Environ(), redistest.ChildEnv+"=0", "CG_ADDRS="+redistest.Spec(rdb), "CG_PREFIX="+p,
 				"GOMAXPROCS="+strconv.Itoa(procs))
-			out := &lockedBuffer{}
-			cmd.Stdout, cmd.Stderr = out, out
+			var out bytes.Buffer // read after Wait only
+			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +79,7 @@ func TestFrozenInstanceServesNothingPastTheBound(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := cmd.Wait(); err != nil {
-				t.Fatalf("child: %v\n%s", err, out)
+				t.Fatalf("child: %v\n%s", err, out.String())
 			}
 			t.Logf("child: %s", lastLine(out.String(), "stale="))
 		})
@@ -160,24 +159,6 @@ func waitKey(t *testing.T, rdb redis.UniversalClient, key string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// lockedBuffer collects a child's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // lastLine is the last line of out that contains s.

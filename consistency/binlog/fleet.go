@@ -28,37 +28,28 @@ func (s *Source) runFleet(ctx context.Context, el elector) error {
 	for {
 		s.stats.setRole(RoleStandingBy)
 		held, holder, err := el.acquire(ctx, token, ttl.Milliseconds())
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case fatal(err):
-			return err
-		case err != nil:
-			s.report(err)
-			if !sleep(ctx, bo.Next()) {
-				return nil
-			}
-			continue
-		case !held:
+		pause := call.Jitter(ttl / 3) // standing by: look again
+		if err == nil && !held {
 			seen = holder
-			if !sleep(ctx, call.Jitter(ttl/3)) {
-				return nil
+		}
+		if err == nil && held {
+			if seen != "" {
+				s.stats.takeovers.Add(1)
+				s.log.Info("cacheguard: binlog: took over tailing from another instance", "lease", ttl)
+				seen = ""
 			}
-			continue
+			s.stats.setRole(RoleTailing)
+			err = s.tailHeld(ctx, el, token, ttl)
+			s.stats.setRole(RoleStandingBy)
+			// Given back whatever ended the tailing, so that another
+			// instance may take over at once.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			if rerr := el.release(rctx, token); rerr != nil && ctx.Err() == nil {
+				s.report(rerr)
+			}
+			cancel()
+			pause = bo.Next()
 		}
-		if seen != "" {
-			s.stats.takeovers.Add(1)
-			s.log.Info("cacheguard: binlog: took over tailing from another instance", "lease", ttl)
-			seen = ""
-		}
-		s.stats.setRole(RoleTailing)
-		err = s.tailHeld(ctx, el, token, ttl)
-		s.stats.setRole(RoleStandingBy)
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		if rerr := el.release(rctx, token); rerr != nil && ctx.Err() == nil {
-			s.report(rerr)
-		}
-		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -66,8 +57,9 @@ func (s *Source) runFleet(ctx context.Context, el elector) error {
 			return err
 		case err != nil:
 			s.report(err)
+			pause = bo.Next()
 		}
-		if !sleep(ctx, bo.Next()) {
+		if !sleep(ctx, pause) {
 			return nil
 		}
 	}

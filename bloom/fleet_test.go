@@ -177,3 +177,81 @@ func TestFleetStartsFromTheSharedBitmap(t *testing.T) {
 		t.Fatalf("the first instance: %+v", st)
 	}
 }
+
+// A Redis restart without persistence: the subscriptions drop, the filter
+// and its numbers are gone. Every instance steps back to "maybe" (never a
+// false "absent" for a key added after the restart) until a rebuild.
+func TestFleetRedisRestartWithoutPersistence(t *testing.T) {
+	redistest.NeedServer(t)
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := t.Context()
+	fs := fleetOf(t, rdb, 3, present("row:", 200))
+	srv.Kill()
+	srv.Restart()
+	waitFor(t, 10*time.Second, "Redis back", func() bool { return rdb.Ping(ctx).Err() == nil })
+	deadline := time.Now().Add(10 * time.Second)
+	for fs[0].Add(ctx, "after-restart") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no Add succeeded after the restart")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	added := time.Now()
+	for i, f := range fs {
+		for {
+			ok, _ := f.MayContain(ctx, "after-restart")
+			if ok {
+				break
+			}
+			if time.Since(added) > fleetBound {
+				t.Fatalf("instance %d answers a key added after the restart absent %v after the Add", i, time.Since(added))
+			}
+			time.Sleep(time.Millisecond)
+		}
+		waitFor(t, 10*time.Second, "instance "+strconv.Itoa(i)+" not ready after the restart", func() bool {
+			ok, _ := f.MayContain(ctx, "never-added")
+			return ok && !f.Ready()
+		})
+	}
+}
+
+// A Sentinel failover: the subscriptions move to the new master; every
+// instance rereads there and a key added after the failover is found by all
+// within the bound, and so are the keys added before it (the replica had
+// them).
+func TestFleetFailover(t *testing.T) {
+	redistest.NeedServer(t)
+	sn, rdb := redistest.StartSentinel(t)
+	ctx := t.Context()
+	fs := fleetOf(t, rdb, 3, present("row:", 200))
+	seenWithin(t, fs, fs[0], "before-failover")
+	time.Sleep(500 * time.Millisecond) // replicated
+	sn.Failover()
+	deadline := time.Now().Add(30 * time.Second)
+	for fs[1].Add(ctx, "after-failover") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no Add succeeded after the failover")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	added := time.Now()
+	for i, f := range fs {
+		for _, key := range []string{"after-failover", "before-failover", "row:7"} {
+			for {
+				ok, _ := f.MayContain(ctx, key)
+				if ok {
+					break
+				}
+				if time.Since(added) > fleetBound {
+					t.Fatalf("instance %d answers %q absent %v after the failover's add", i, key, time.Since(added))
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		waitFor(t, 20*time.Second, "instance "+strconv.Itoa(i)+" trusted on the new master", func() bool {
+			ok, _ := f.MayContain(ctx, "never-added")
+			return f.Ready() && !ok
+		})
+	}
+}

@@ -181,7 +181,9 @@ func (f *Fleet) Stats() FleetStats {
 
 // Close ends the subscription and waits for a reread under way.
 func (f *Fleet) Close() error {
+	f.mu.Lock() // no reread starts after this (rereadLocked checks ctx under mu)
 	f.cancel()
+	f.mu.Unlock()
 	f.sub.Close()
 	f.expiry.Stop()
 	f.trusted.Store(false)

@@ -255,3 +255,36 @@ func TestFleetFailover(t *testing.T) {
 		})
 	}
 }
+
+// Close racing the subscription's events and a reread never panics and
+// leaves no reread running.
+func TestFleetCloseMidReread(t *testing.T) {
+	redistest.NeedServer(t)
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	for i := range 20 {
+		f, err := NewFleet(t.Context(), redistest.FromSpec(t, redistest.Spec(rdb), nil), redistest.Name(t)+strconv.Itoa(i), 1000, 0.01,
+			WithHealthCheck(fleetInterval, fleetTimeout), WithLogger(quietLog))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go f.Add(t.Context(), "k")
+		if i%2 == 0 {
+			rdb.ClientKillByFilter(t.Context(), "TYPE", "pubsub")
+		}
+		time.Sleep(time.Duration(i) * time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- f.Close() }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Close %d did not return", i)
+		}
+		f.mu.Lock()
+		reading := f.state.reading
+		f.mu.Unlock()
+		if reading {
+			t.Fatalf("a reread is still under way after Close %d", i)
+		}
+	}
+}

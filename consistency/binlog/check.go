@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // ErrServerSetting is wrapped by the error Run returns when the server is
@@ -41,13 +42,26 @@ var required = []struct{ name, want string }{
 // position.
 func (s *Source) checkServer(ctx context.Context) (Position, error) {
 	var pos Position
-	conn, err := client.ConnectWithContext(ctx, s.cfg.Addr, s.cfg.User, s.cfg.Password, "", 10*time.Second)
+	// The whole check within the lease (twice it, at least 5 s): a
+	// connection that answers nothing (a cut network) must not hold a
+	// tailer that renews its lease meanwhile.
+	ctx, cancel := context.WithTimeout(ctx, max(2*s.opt.lease, 5*time.Second))
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	conn, err := client.ConnectWithContext(ctx, s.cfg.Addr, s.cfg.User, s.cfg.Password, "", time.Until(deadline))
 	if err != nil {
 		return pos, fmt.Errorf("cacheguard: binlog: connect: %w", err)
 	}
 	defer conn.Close()
+	if err := conn.SetDeadline(deadline); err != nil {
+		return pos, fmt.Errorf("cacheguard: binlog: connect: %w", err)
+	}
 	for _, r := range required {
 		res, err := conn.Execute("SELECT @@GLOBAL." + r.name)
+		var refused *mysql.MyError
+		if err != nil && !errors.As(err, &refused) { // the network, not the setting
+			return pos, fmt.Errorf("cacheguard: binlog: reading %s: %w", r.name, err)
+		}
 		if err != nil {
 			return pos, fmt.Errorf("%w: reading %s (needed: %s=%s): %v", ErrServerSetting, r.name, r.name, r.want, err)
 		}

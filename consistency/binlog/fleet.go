@@ -57,7 +57,10 @@ func (s *Source) runFleet(ctx context.Context, el elector) error {
 			return err
 		case err != nil:
 			s.report(err)
-			pause = bo.Next()
+			// Stand by for a lease at least, so that an instance that can
+			// tail takes over from one that cannot (a network cut between
+			// this one and the database).
+			pause = max(bo.Next(), ttl)
 		}
 		if !sleep(ctx, pause) {
 			return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/faultproxy"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -243,4 +244,53 @@ func TestFleetServerIDTakenIsReported(t *testing.T) {
 	for i := range 5 {
 		updateAndWait(t, e, 1+i, fmt.Sprintf("after%d", i), 2*takeoverBound)
 	}
+}
+
+// The tailer's network to the database is cut (a blackhole between it and
+// MariaDB; its Redis is fine, so it could go on renewing its lease): its
+// stream falls silent, it reports it and stands by, and an instance that
+// reaches the database takes over; updates are invalidated within the
+// bound.
+func TestFleetTailerCutFromTheDatabase(t *testing.T) {
+	e := newEnv(t, 5, nil)
+	defer watchPositions(t, e.rdb)()
+	proxy, err := faultproxy.New(e.m.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	// The first instance reaches MariaDB through the proxy, and tails.
+	direct := e.m.Addr
+	e.m.Addr = proxy.Addr()
+	cut := startFleet(t, e, 1)
+	tailers(t, cut, 10*time.Second)
+	e.m.Addr = direct
+	ms := append(cut, startFleet(t, e, 2)...)
+	updateAndWait(t, e, 1, "before", takeoverBound)
+	start := time.Now()
+	proxy.Blackhole(faultproxy.Both)
+	var next *member
+	for deadline := time.Now().Add(takeoverBound + 5*time.Second); ; {
+		for _, m := range ms[1:] {
+			if m.src.Stats().Role == RoleTailing {
+				next = m
+			}
+		}
+		if next != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no other instance took over %v after the tailer was cut from the database", time.Since(start))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(start)
+	if cut[0].errs.Load() == 0 {
+		t.Error("the cut tailer reported nothing")
+	}
+	var worst time.Duration
+	for i := range 10 {
+		worst = max(worst, updateAndWait(t, e, 1+i%5, fmt.Sprintf("after%d", i), takeoverBound+5*time.Second))
+	}
+	t.Logf("takeover %v after the cut; 10 updates after it invalidated, the slowest in %v", took.Round(time.Millisecond), worst.Round(time.Millisecond))
 }

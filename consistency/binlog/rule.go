@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/consistency"
+	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 // Rule routes the row changes of one table to the cache target they
@@ -80,4 +81,23 @@ func (r Row) Value(column string) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// deletes and updates tell the row events by their type.
+func deletes(t replication.EventType) bool {
+	switch t {
+	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2,
+		replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		return true
+	}
+	return false
+}
+
+func updates(t replication.EventType) bool {
+	switch t {
+	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2,
+		replication.PARTIAL_UPDATE_ROWS_EVENT, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
+		return true
+	}
+	return false
 }

@@ -194,25 +194,6 @@ func (t *tailer) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 	return nil
 }
 
-// deletes and updates tell the row events by their type.
-func deletes(t replication.EventType) bool {
-	switch t {
-	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2,
-		replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
-		return true
-	}
-	return false
-}
-
-func updates(t replication.EventType) bool {
-	switch t {
-	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2,
-		replication.PARTIAL_UPDATE_ROWS_EVENT, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
-		return true
-	}
-	return false
-}
-
 // toUnsigned reads a signed integer decoded from an UNSIGNED column as the
 // unsigned value it stores.
 func toUnsigned(v any) any {

@@ -80,7 +80,10 @@ func TestOutageShareWithinSharedBudget(t *testing.T) {
 	srv.Kill()
 	first, all := outage("first outage", time.Minute)
 	t.Logf("first outage: %d admitted in its first second (budget 4), %d in a minute (budget %d)", first, all, lim.burst()+60*lim.Rate)
-	if min := 60*lim.Rate - n; all < min {
+	// Each instance starts empty, lower by a random fraction of a token,
+	// and the minute ends a step before its last token: it may admit two
+	// fewer than its 60·r/n.
+	if min := 60*lim.Rate - 2*n; all < min {
 		t.Errorf("first outage: %d admitted in a minute, want at least %d", all, min)
 	}
 

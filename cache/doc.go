@@ -139,9 +139,9 @@
 // the key every health interval, so an instance learns a Clear within H
 // even when it cannot hear the channel. That sync runs once per process and
 // go-redis client for all its caches (one EVALSHA whose one MGET reads
-// every cache's generation key, on the client's own pool): what a process
-// costs Redis while idle does not grow with its caches (docs/scale.md,
-// "Idle cost"). Generations
+// every cache's generation key, on one connection shared by them): what a
+// process costs Redis while idle does not grow with its caches
+// (docs/scale.md, "Idle cost"). Generations
 // are never reused: a new one is at least the Redis server's clock in
 // microseconds, so a Clear works after a FLUSHALL or a restart without
 // persistence as before it. When Redis forgets the generation (those, or a

@@ -24,8 +24,9 @@ func TestIdleCostIsConstantInCaches(t *testing.T) {
 	redistest.NeedServer(t)
 	const (
 		// Beyond the client's own pool, per node: the shared pub/sub
-		// connection, and on a cluster its master check (ROLE).
-		maxExtraConns = 2
+		// connection, its master check (ROLE, cluster and Sentinel) and the
+		// shared sync client (the version probe reaches every master).
+		maxExtraConns = 4
 		// Per node per second while idle: the shared pub/sub health PING
 		// (with ROLE on a cluster) and the shared generation sync.
 		maxIdleCmds = 6.0

@@ -1,10 +1,6 @@
 package pubsub
 
-import (
-	"context"
-
-	"github.com/cacheguard/cacheguard/internal/call"
-)
+import "context"
 
 // Background work that a process runs once per go-redis client, shared by
 // every user of the client (caches, locks), lives beside the client's
@@ -38,10 +34,6 @@ func (e Env) Go(fn func()) bool {
 	e.h.goroutines.Go(fn)
 	return true
 }
-
-// Flight counts calls a Service left running on goroutines of their own
-// (call.Bound.Counting): the Hub's last Release waits for them too.
-func (e Env) Flight() *call.Flight { return &e.h.goroutines }
 
 // Service returns the Hub's Service of name, made by make on first use
 // (make runs under the Hub's lock: it must not call back into the Hub,

@@ -12,22 +12,20 @@ import (
 
 // Syncer syncs the generations of every cache of one go-redis client in a
 // process, so that what a process costs Redis while idle does not grow with
-// its caches: one goroutine, and every health interval (the shortest of its
-// caches') one EVALSHA whose one MGET reads every cache's generation key
-// (syncScript), on the client's own pool (no connection of its own). It
-// also asks the servers' version once (probeVersion) before the first sync,
-// for every cache of the client. Each call is bounded by the health timeout
-// on any client (call.Do, Strict): one the client would not end in time
-// runs out on a goroutine of its own, which the Hub's last Release waits
-// for.
+// its caches: one sync client (one connection to the node holding the
+// generation keys' slot), one goroutine, and every health interval (the
+// shortest of its caches') one EVALSHA whose one MGET reads every cache's
+// generation key (syncScript). It also asks the servers' version once
+// (probeVersion) before the first sync, for every cache of the client.
 //
 // A Syncer is a Service of the client's pub/sub Hub: made by its first
 // cache, stopped by the Hub's last Release (after every cache has left).
 type Syncer struct {
-	env   pubsub.Env
-	rdb   redis.UniversalClient // the Hub's client
-	bound call.Bound
-	kick  chan struct{} // a sync wanted now (a new cache, a gap)
+	env      pubsub.Env
+	rdb      redis.UniversalClient // the sync client (NewSyncClient)
+	closeRDB func() error
+	bound    call.Bound
+	kick     chan struct{} // a sync wanted now (a new cache, a gap)
 
 	mu      sync.Mutex
 	members map[*Generations]struct{}
@@ -41,7 +39,8 @@ type Syncer struct {
 // syncerOf returns the Syncer of hub, whose client is rdb.
 func syncerOf(hub *pubsub.Hub, rdb redis.UniversalClient) *Syncer {
 	return hub.Service("generation", func(env pubsub.Env) pubsub.Service {
-		return &Syncer{env: env, rdb: rdb, bound: call.For(rdb).Strict().Counting(env.Flight()),
+		s, closeRDB := NewSyncClient(rdb)
+		return &Syncer{env: env, rdb: s, closeRDB: closeRDB, bound: call.For(s).Strict(),
 			kick: make(chan struct{}, 1), members: map[*Generations]struct{}{}}
 	}).(*Syncer)
 }
@@ -78,9 +77,8 @@ func (s *Syncer) kickNow() {
 	}
 }
 
-// Stop has nothing to do: the loop ends with the Hub's context, and the
-// calls it left running are the Hub's to wait for.
-func (s *Syncer) Stop() {}
+// Stop closes the sync client: a sync waiting on a frozen node ends now.
+func (s *Syncer) Stop() { _ = s.closeRDB() }
 
 // firstRetry is the first pause before a first sync is tried again (a
 // cache whose Redis was down at New); it doubles up to the health interval.
@@ -159,7 +157,7 @@ func (s *Syncer) round() {
 	ctx, cancel := context.WithTimeout(s.env.Done, timeout)
 	defer cancel()
 	if !s.probed {
-		answered, refused := probeVersion(ctx, s.bound, s.rdb)
+		answered, refused := probeVersion(ctx, s.rdb)
 		s.probed = answered
 		if refused != nil {
 			s.mu.Lock()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -145,4 +146,27 @@ func (c *Generations) syncFailed(ctx context.Context, err error) {
 	if ctx.Err() == nil && !c.life.Closed() {
 		c.rec.Report(telemetry.Generation, "", c.redis.Error("", "sync generation of "+strconv.Quote(c.keys.Prefix()), err))
 	}
+}
+
+// NewSyncClient returns the client the sync runs on, and its Close: a copy
+// of a *redis.Client or *redis.ClusterClient that honours context deadlines
+// (ContextTimeoutEnabled) and does not retry, so that a sync waiting on a
+// frozen node holds neither the next sync nor Close past the health timeout
+// (go-redis otherwise reads a reply within the client's read timeout
+// whatever the context says), and which Close closes. Other clients (a
+// ring) are used as they are.
+func NewSyncClient(rdb redis.UniversalClient) (redis.UniversalClient, func() error) {
+	switch r := rdb.(type) {
+	case *redis.Client:
+		o := pubsub.CopyOptions(r.Options())
+		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.MinIdleConns = true, -1, 2, 0
+		s := redis.NewClient(&o)
+		return s, s.Close
+	case *redis.ClusterClient:
+		o := *r.Options()
+		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.MinIdleConns = true, -1, 2, 0
+		s := redis.NewClusterClient(&o)
+		return s, s.Close
+	}
+	return rdb, func() error { return nil }
 }

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
-	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,11 +21,11 @@ const minRedisMajor = 7
 // version cannot be read (a stand-in without INFO, an unfamiliar format) is
 // not refused. answered is false while some server did not answer at all
 // (unreachable, frozen): the probe is asked again at the next sync.
-func probeVersion(ctx context.Context, b call.Bound, rdb redis.UniversalClient) (answered bool, err error) {
+func probeVersion(ctx context.Context, rdb redis.UniversalClient) (answered bool, err error) {
 	var mu sync.Mutex
 	answered = true
 	probe := func(ctx context.Context, c redis.UniversalClient, addr string) {
-		info, ierr := call.Do(b, ctx, 0, func(ctx context.Context) (string, error) { return c.Info(ctx, "server").Result() }, nil)
+		info, ierr := c.Info(ctx, "server").Result()
 		mu.Lock()
 		defer mu.Unlock()
 		var reply redis.Error

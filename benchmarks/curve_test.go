@@ -32,7 +32,7 @@ import (
 const curveRows = 10_000
 
 var (
-	curveGoroutines        = []int{1, 16, 64, 256, 1024}
+	curveGoroutines        = []int{1, 8, 16, 64, 256, 1024}
 	curveClusterGoroutines = []int{64, 256}
 	curveDists             = []string{"uniform", "zipfian"}
 )

@@ -124,6 +124,10 @@ type curveTarget struct {
 
 var curveTargets = []curveTarget{
 	{1, "go-redis-GET+json", "reads/s", 0.95, true, "reads/s", "bare GET + json"},
+	{8, "go-redis-GET+json", "reads/s", 0.95, true, "reads/s", "bare GET + json"},
+	{16, "go-redis-GET+json", "reads/s", 0.95, true, "reads/s", "bare GET + json"},
+	{8, "rueidis", "reads/s", 1, true, "reads/s", "rueidis"},
+	{16, "rueidis", "reads/s", 1, true, "reads/s", "rueidis"},
 	{64, "rueidis", "reads/s", 1, true, "reads/s", "rueidis"},
 	{64, "go-redis-autopipeline", "reads/s", 0.9, true, "reads/s", "AutoPipeliner"},
 	{256, "rueidis", "reads/s", 1, true, "reads/s", "rueidis"},

@@ -17,7 +17,7 @@ import (
 // queues: one for its reads (the GETs) and one for its writes (every other
 // command), so that writes a server holds back (CLIENT PAUSE WRITE, as a
 // failover does) never hold a read. A command goes out at once, as one
-// plain command, while fewer than ReadsInFlight commands of its queue are
+// plain command, while fewer commands of its queue than its width are
 // under way: a lone caller pays one round trip and nothing else. Otherwise
 // it waits in the queue, and when a command of the queue ends, everything
 // queued goes out together as one pipeline (at most MaxReadBatch commands;
@@ -57,10 +57,12 @@ import (
 // name, in a pipeline.
 
 const (
-	// ReadsInFlight is how many commands of one queue go out without
-	// queueing: two, so that one slow reply (a big value, a stalled
-	// connection) does not hold every other command of its node, and so
-	// that one batch is built and decoded while the other is on the wire.
+	// ReadsInFlight is how many commands of a queue of writes go out
+	// without queueing, and the narrowest a queue of reads gets (width.go):
+	// two, so that one slow
+	// reply (a big value, a stalled connection) does not hold every other
+	// command of its node, and so that one batch is built and decoded
+	// while the other is on the wire.
 	ReadsInFlight = 2
 	// MaxReadBatch bounds one pipeline of queued commands, and with it the
 	// memory a burst of callers holds in one round trip.
@@ -71,8 +73,14 @@ const (
 // waiting for them.
 type cmdQueue struct {
 	mu      sync.Mutex
-	busy    int // commands under way (plain or a pipeline) that count
+	busy    int   // commands under way (plain or a pipeline) that count
+	width   width // how many may be under way (width.go)
 	waiting []*queued
+}
+
+// free tells whether a command may go out at once; q.mu is held.
+func (q *cmdQueue) free() bool {
+	return q.busy < q.width.of() && len(q.waiting) == 0
 }
 
 // queued is one caller's command waiting in a queue or sent in a batch.
@@ -83,6 +91,7 @@ type queued struct {
 	script   *script.Call    // non-nil: cmd is this script's EVALSHA (a *redis.Cmd)
 	ctx      context.Context // the caller's, for its values
 	deadline time.Time       // the caller's, zero if none
+	start    time.Duration   // when its caller asked (since)
 	done     chan struct{}
 	sent     *sentBatch // the batch it went out in (under its queue's mu)
 }
@@ -92,8 +101,9 @@ type queued struct {
 // it has left; whichever is first gives its place back (ended).
 type sentBatch struct {
 	cmds    []*queued
-	callers int  // callers still waiting for its replies (under the queue's mu)
-	ended   bool // its place was given back (under the queue's mu)
+	starts  time.Duration // the sum of its commands' starts
+	callers int           // callers still waiting for its replies (under the queue's mu)
+	ended   bool          // its place was given back (under the queue's mu)
 }
 
 var queuedCmds = sync.Pool{New: func() any { return &queued{done: make(chan struct{}, 1)} }}
@@ -118,29 +128,39 @@ func (q *cmdQueue) leave(g *queued, read bool) *sentBatch {
 }
 
 // take takes the next batch of q's waiting commands in the place of a
-// command that ended, or, when none waits, gives that place back and
-// returns nil.
-func (q *cmdQueue) take() *sentBatch {
+// plain command that ended, or, when none waits, gives that place back and
+// returns nil. A read that was asked for at start is measured (width.go);
+// widest bounds the width.
+func (q *cmdQueue) take(read bool, start time.Duration, widest int) *sentBatch {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if read {
+		q.width.observe(since()-start, 1, widest)
+	}
 	return q.takeLocked()
 }
 
 // next is take once b's replies came; nil if b's place was given back
 // already (every caller of it left).
-func (q *cmdQueue) next(b *sentBatch) *sentBatch {
+func (q *cmdQueue) next(b *sentBatch, read bool, widest int) *sentBatch {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if b.ended {
 		return nil
 	}
 	b.ended = true
+	if read {
+		n := len(b.cmds)
+		q.width.observe(time.Duration(n)*since()-b.starts, n, widest)
+	}
 	return q.takeLocked()
 }
 
-// takeLocked is take; q.mu is held.
+// takeLocked is take; q.mu is held. A place beyond the queue's width (it
+// narrowed while the place was under way) goes back even if commands wait:
+// the places within the width take them.
 func (q *cmdQueue) takeLocked() *sentBatch {
-	if len(q.waiting) == 0 {
+	if len(q.waiting) == 0 || q.busy > q.width.of() {
 		q.busy--
 		return nil
 	}
@@ -148,6 +168,7 @@ func (q *cmdQueue) takeLocked() *sentBatch {
 	b := &sentBatch{cmds: slices.Clone(q.waiting[:n]), callers: n}
 	for _, g := range b.cmds {
 		g.sent = b
+		b.starts += g.start
 	}
 	q.waiting = slices.Delete(q.waiting, 0, n)
 	return b

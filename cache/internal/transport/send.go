@@ -44,12 +44,16 @@ func (c *Redis) Send(ctx context.Context, rkey string, cmd redis.Cmder, sc *scri
 func (c *Redis) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc *script.Call, read bool) error {
 	q := c.queues.queue(ctx, c.rdb, rkey).of(read)
 	q.mu.Lock()
-	if q.busy < ReadsInFlight && len(q.waiting) == 0 {
+	var start time.Duration // a read's, for its queue's width
+	if read {
+		start = since()
+	}
+	if q.free() {
 		q.busy++
 		q.mu.Unlock()
 		// The place goes back when sendPlain returns (even if a hook
 		// panics: the queue must move on), or once a read's caller left.
-		defer c.sendQueued(q)
+		defer c.sendQueued(q, read, start)
 		if !read || ctx.Done() == nil { // nothing to bound it by: inline
 			c.sendPlain(ctx, cmd, sc)
 			return nil
@@ -65,7 +69,7 @@ func (c *Redis) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc *s
 		return err
 	}
 	g := queuedCmds.Get().(*queued)
-	g.cmd, g.script, g.ctx = cmd, sc, ctx
+	g.cmd, g.script, g.ctx, g.start = cmd, sc, ctx, start
 	g.deadline, _ = ctx.Deadline()
 	q.waiting = append(q.waiting, g)
 	q.mu.Unlock()
@@ -77,7 +81,7 @@ func (c *Redis) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc *s
 	case <-ctx.Done():
 		// Sent already, g is left to the batch (and the garbage collector).
 		if next := q.leave(g, read); next != nil {
-			c.sendBatches(q, next)
+			c.sendBatches(q, next, read)
 		}
 		return ctx.Err()
 	}
@@ -97,9 +101,9 @@ func (c *Redis) sendPlain(ctx context.Context, cmd redis.Cmder, sc *script.Call)
 // queued meanwhile, their commands go out in pipelines, one after another
 // until the queue is empty, on a goroutine counted for Close; otherwise q
 // has one command less under way.
-func (c *Redis) sendQueued(q *cmdQueue) {
-	if b := q.take(); b != nil {
-		c.sendBatches(q, b)
+func (c *Redis) sendQueued(q *cmdQueue, read bool, start time.Duration) {
+	if b := q.take(read, start, c.widest); b != nil {
+		c.sendBatches(q, b, read)
 	}
 }
 
@@ -109,9 +113,9 @@ func (c *Redis) sendQueued(q *cmdQueue) {
 // returned, and nothing of the cache's may run after it). It is apart from
 // sendQueued so that the closure's variables are allocated only when there
 // is a batch, not on every command.
-func (c *Redis) sendBatches(q *cmdQueue, b *sentBatch) {
+func (c *Redis) sendBatches(q *cmdQueue, b *sentBatch, read bool) {
 	send := func() {
-		for ; b != nil; b = q.next(b) {
+		for ; b != nil; b = q.next(b, read, c.widest) {
 			c.sendCmds(b.cmds)
 		}
 	}

@@ -30,6 +30,7 @@ type Redis struct {
 	calls  call.Bound
 	flight *call.Flight
 	queues readQueues // per-node queues of single-key commands (queue.go)
+	widest int        // the widest a queue of reads grows (width.go)
 
 	br *breaker // nil when off (breaker.go)
 
@@ -44,7 +45,7 @@ type Redis struct {
 
 // New returns the transport over rdb.
 func New(rdb redis.UniversalClient, br Breaker, rec *telemetry.Recorder, hooks *hook.Set) *Redis {
-	r := &Redis{rdb: rdb, flight: new(call.Flight), rec: rec, hooks: hooks}
+	r := &Redis{rdb: rdb, flight: new(call.Flight), rec: rec, hooks: hooks, widest: widest(rdb)}
 	r.calls = call.For(rdb).Counting(r.flight)
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		r.sharded = true

@@ -10,7 +10,7 @@ import (
 // served in tens of nanoseconds instead of a Redis round trip. It is small and
 // short-lived on purpose: entries are fresh for the local TTL (1 s by default,
 // jittered), every write through any instance drops the key everywhere (see
-// the package comment, "Staleness of the local tier"), and while the
+// docs/cache.md, "Staleness of the local tier"), and while the
 // invalidation subscription is down nothing is served from it as fresh. A
 // fresh-expired entry is kept a little longer (WithLocalStale) only to answer
 // for a key while Redis is failing.
@@ -75,7 +75,7 @@ func WithLocal(maxBytes int64) Option {
 // WithLocalRistretto turns on the local tier with room for maxBytes of
 // values, on ristretto v2 instead of otter. Pick it where ristretto is what
 // your service already runs and tunes; otherwise keep WithLocal, which
-// serves a local hit with less work (see the package comment, "Local
+// serves a local hit with less work (see docs/cache.md, "Local
 // stores"). Admission as for WithLocal.
 func WithLocalRistretto(maxBytes int64) Option {
 	return func(c *config) {
@@ -161,7 +161,7 @@ func newLocalStore[V any](l localConfig, given LocalStore[V]) (LocalStore[V], er
 // the reply (default 1 s). The local tier is served only while the last
 // reply is recent, so interval + timeout bounds how long a local entry can be
 // served stale when the subscriber's connection dies silently (see the
-// package comment); a missed reply makes the subscriber reconnect. The
+// package comment and docs/cache.md); a missed reply makes the subscriber reconnect. The
 // timeout also bounds each of New's questions to Redis and each generation
 // sync.
 func WithInvalidationHealthCheck(interval, timeout time.Duration) Option {

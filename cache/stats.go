@@ -41,7 +41,7 @@ type Stats struct {
 	// WithCircuitBreaker).
 	Breaker BreakerState
 
-	// Invalidation across instances (see the package comment on staleness).
+	// Invalidation across instances (docs/cache.md, "Staleness of the local tier").
 	InvalidationsSent        uint64        // messages this instance published
 	InvalidationSendFailures uint64        // messages given up after every retry
 	InvalidationsReceived    uint64        // messages from other instances applied

@@ -19,7 +19,8 @@ package cache
 // WithTracking has Redis invalidate the local tier too (it needs one): every
 // change to a key under the prefix on any master, made by anyone (another
 // service, redis-cli, a script), an expiry, an eviction or a flush, drops it
-// from this instance's local tier within the bound of the package comment,
+// from this instance's local tier within the bound of the package comment
+// (docs/cache.md, "Staleness of the local tier"),
 // not only writes made through a Cache. It needs a *redis.Client, a failover
 // client or a *redis.ClusterClient (New refuses a Ring), Redis 6.0 or later,
 // and a Redis user allowed CLIENT TRACKING and CLIENT ID (refused, the tier

@@ -81,7 +81,7 @@ func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys .
 // per tag, never scans: O(len(tags)). Once it returns, no Get sees an entry
 // of those tags loaded before it was called, on this instance at once and on
 // the others within the local tier's bound (the instances' clocks must agree
-// within 100 ms: see the package comment, "Tags"). It costs at most one
+// within 100 ms: docs/cache.md, "Tags"). It costs at most one
 // more load per key across the fleet, whatever the clocks: the reload of an
 // invalidated entry records the tag times it read. No tags is nothing to
 // do; an empty tag, one over 256 bytes or more than 1024 tags
@@ -94,10 +94,10 @@ func (c *Cache[V]) InvalidateTags(ctx context.Context, tags ...string) error {
 }
 
 // Clear empties the whole cache, for every instance and local tier, in O(1):
-// it moves the cache to a new generation (see the package comment,
+// it moves the cache to a new generation (docs/cache.md,
 // "Clear"), whose keys are all empty. Entries of the old generation expire
 // by their TTL. Other instances switch within the health bound H (see the
-// package comment), even those that cannot hear the invalidation channel;
+// package comment and docs/cache.md), even those that cannot hear the invalidation channel;
 // this one has switched when Clear returns, even after Redis lost the
 // generation (FLUSHALL, a restart without persistence). If ctx ends after
 // Redis took the new generation, the switch and its announcement still

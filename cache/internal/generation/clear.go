@@ -34,7 +34,7 @@ import (
 //   - An instance switches when the announcement arrives, or at its next
 //     sync if it does not (a message lost, a subscription down or refused,
 //     a Clear announced before its subscription was first confirmed): within
-//     the health bound H (interval + timeout, see the package comment).
+//     the health bound H (interval + timeout, see docs/cache.md).
 //     Until then its reads may still hit entries of the generation before,
 //     and its writes (Delete, Set, a delayed double delete's first delete)
 //     go to that generation: such a Delete does not reach an entry another

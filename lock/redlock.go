@@ -17,7 +17,7 @@ import (
 // other, not one cluster) with the Redlock algorithm: a lock is held when a
 // majority of nodes (N/2+1) granted it within its lease, and is trusted for
 // the lease minus the time the acquisition took minus a clock drift
-// allowance. See the package documentation for when that is and is not safe.
+// allowance. See docs/lock.md, "Redlock: when it is and is not safe".
 //
 // A Redlock mutex supports Lock, TryLock, reentrancy, Extend, TTL and the
 // watchdog like any Mutex. Its fencing tokens grow from one holder to the

@@ -101,7 +101,7 @@ type queued struct {
 // it has left; whichever is first gives its place back (ended).
 type sentBatch struct {
 	cmds    []*queued
-	starts  time.Duration // the sum of its commands' starts
+	starts  time.Duration // the sum of its commands' starts (it wraps after months of uptime, harmlessly: only n×now − starts is used, which fits)
 	callers int           // callers still waiting for its replies (under the queue's mu)
 	ended   bool          // its place was given back (under the queue's mu)
 }

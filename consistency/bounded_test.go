@@ -4,6 +4,7 @@ package consistency
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,4 +47,38 @@ func TestCallsBoundedOnDefaultClient(t *testing.T) {
 	check("Pending", func(ctx context.Context) error { _, err := q.Pending(ctx); return err })
 	check("DeadLetters", func(ctx context.Context) error { _, err := q.DeadLetters(ctx, 10); return err })
 	check("DeadLetterCount", func(ctx context.Context) error { _, err := q.DeadLetterCount(ctx, "users"); return err })
+}
+
+// Close reports the calls it left running: with a call abandoned at its
+// deadline on a frozen server, Close returns after the timeout with an
+// error wrapping context.DeadlineExceeded; once the server is back, a
+// second Close, and Close of a queue with nothing running, return nil.
+func TestCloseReportsCallsStillRunning(t *testing.T) {
+	srv, rdb := redistest.RealSingleDefault(t)
+	const timeout = 300 * time.Millisecond
+	q := newQueue(t, rdb, WithoutWorker(), WithTimeout(timeout))
+	idle := newQueue(t, rdb, WithoutWorker())
+	users := register(t, q, "users", newCache[string](t, rdb))
+	if err := users.Delete(context.Background(), "warm"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Freeze()
+	t.Cleanup(srv.Thaw)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := users.InvalidateAfter(ctx, time.Second, "k"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("InvalidateAfter against a frozen server: %v", err)
+	}
+	start := time.Now()
+	err := q.Close()
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took < timeout/2 {
+		t.Fatalf("Close with a call still running: %v after %v, want context.DeadlineExceeded after about %v", err, took, timeout)
+	}
+	srv.Thaw()
+	if err := q.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+	if err := idle.Close(); err != nil {
+		t.Errorf("Close of a queue with nothing running: %v", err)
+	}
 }

@@ -91,7 +91,10 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 // at their deadline (up to the timeout (WithTimeout)). Deletes it interrupts are put
 // back, due at once, for another instance; if even that fails, they are
 // claimed again after the visibility timeout. Nothing is lost. Close does
-// not close the Redis client. Calls after Close return ErrClosed.
+// not close the Redis client. Calls after Close return ErrClosed. Close
+// returns nil, or an error wrapping context.DeadlineExceeded when calls
+// were still running at the timeout (they end by the client's own
+// timeouts); a second Close returns nil.
 func (q *Queue) Close() error {
 	q.mu.Lock()
 	if q.closed {
@@ -103,7 +106,7 @@ func (q *Queue) Close() error {
 	q.cancel()
 	q.wg.Wait()
 	if !q.flight.Wait(q.cfg.timeout) {
-		q.log.Warn("cacheguard: consistency: close: Redis calls still running", "waited", q.cfg.timeout)
+		return fmt.Errorf("cacheguard: consistency: close: Redis calls still running after %v: %w", q.cfg.timeout, context.DeadlineExceeded)
 	}
 	return nil
 }

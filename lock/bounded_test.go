@@ -121,3 +121,42 @@ func TestInvalidName(t *testing.T) {
 		t.Fatal("a name with its own hash tag is not used as the key")
 	}
 }
+
+// Close reports the calls it left running: with a call abandoned at its
+// deadline on a frozen server, Close returns after closeWait with an error
+// wrapping context.DeadlineExceeded; once the server is back, a second
+// Close, and Close of a client with nothing running, return nil.
+func TestCloseReportsCallsStillRunning(t *testing.T) {
+	s, _ := redistestSingle(t)
+	// Deadlines not applied by go-redis, and a read that outlasts closeWait.
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, ReadTimeout: 3 * closeWait})
+	defer rdb.Close()
+	c, err := New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := newClient(t, rdb)
+	if _, err := c.Mutex("close-warm").TryLock(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	f := freezer(t, s.Addr)
+	f.freeze()
+	defer f.resume()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Mutex("close-frozen").TryLock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("TryLock against a frozen server: %v", err)
+	}
+	start := time.Now()
+	err = c.Close()
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took < closeWait-time.Second {
+		t.Fatalf("Close with a call still running: %v after %v, want context.DeadlineExceeded after %v", err, took, closeWait)
+	}
+	f.resume()
+	if err := c.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+	if err := idle.Close(); err != nil {
+		t.Errorf("Close of a client with nothing running: %v", err)
+	}
+}

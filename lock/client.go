@@ -49,10 +49,12 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 // running (up to 5 s: on a client with default options such a call lasts
 // until the client's ReadTimeout). Locks still held are no longer renewed: their handles' contexts are
 // cancelled (cause matching ErrLost and ErrClosed) and the locks expire with
-// their leases unless unlocked. Close does not close the Redis client.
+// their leases unless unlocked. Close does not close the Redis client. It
+// returns nil, or an error wrapping context.DeadlineExceeded when calls
+// were still running after 5 s (they end by the client's own timeouts); a
+// second Close returns nil.
 func (c *Client) Close() error {
-	c.engine.close()
-	return nil
+	return c.engine.close()
 }
 
 // renewBatch renews the due holds in one pipeline (a cluster client splits

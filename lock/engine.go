@@ -50,11 +50,11 @@ func newEngine(logger *slog.Logger, ntf *notifier, renew func(context.Context, [
 	}
 }
 
-func (e *engine) close() {
+func (e *engine) close() error {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return
+		return nil
 	}
 	e.closed = true
 	close(e.done)
@@ -65,8 +65,9 @@ func (e *engine) close() {
 	}
 	e.bg.Wait()
 	if !e.inflight.Wait(closeWait) {
-		e.logger.Warn("cacheguard: lock: close: Redis calls still running", "waited", closeWait)
+		return fmt.Errorf("cacheguard: lock: close: Redis calls still running after %v: %w", closeWait, context.DeadlineExceeded)
 	}
+	return nil
 }
 
 // bound returns how calls on clients are bounded, counted in e.

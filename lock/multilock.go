@@ -122,12 +122,12 @@ func NewMultiLock(parts []*Mutex, opts ...Option) (*MultiLock, error) {
 func partID(b *holdBackend) string { return fmt.Sprintf("%s@%p", b.id(), b.rdb) }
 
 // Close stops the watchdog of a MultiLock made by NewMultiLock and waits
-// for its Redis calls, like Client.Close; the locks it holds are no longer
+// for its Redis calls, returning as Client.Close does; the locks it holds are no longer
 // renewed. A Client's MultiLock is closed with its Client: Close does
 // nothing.
 func (ml *MultiLock) Close() error {
 	if ml.own {
-		ml.e.close()
+		return ml.e.close()
 	}
 	return nil
 }

@@ -57,10 +57,10 @@ func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error)
 }
 
 // Close stops the watchdog and waits for Redis calls abandoned at a
-// deadline (up to 5 s). Held locks expire with their leases.
+// deadline (up to 5 s), returning as Client.Close does. Held locks expire
+// with their leases.
 func (r *Redlock) Close() error {
-	r.engine.close()
-	return nil
+	return r.engine.close()
 }
 
 // Quorum returns how many nodes must grant a lock: len(nodes)/2 + 1.

@@ -77,7 +77,7 @@ func testUnlockCancelled(t *testing.T, rdb redis.UniversalClient) {
 func TestClosedClientHandle(t *testing.T) {
 	_, rdb := redistestSingle(t)
 	ctx := testCtx(t)
-	c, err := New(rdb, WithLease(time.Second))
+	c, err := New(rdb, WithLease(time.Second), WithoutWatchdog())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestOneWatchdogForManyLocks(t *testing.T) {
 	// left must cover a batch of 50 on a loaded machine, or the locks are
 	// rightly lost.
 	const lease = 2 * time.Second
-	c, other := newClient(t, rdb, WithWatchdog(lease)), newClient(t, rdb)
+	c, other := newClient(t, rdb, WithLease(lease)), newClient(t, rdb)
 	renewed := make(chan error, 1024)
 	c.wd.hookRenewed = func(_ string, err error) { renewed <- err }
 	var hs []*Handle
@@ -124,7 +124,7 @@ func testClose(t *testing.T, rdb redis.UniversalClient) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fixed, err := c.Mutex("closing2", WithLease(time.Hour)).Lock(ctx)
+			fixed, err := c.Mutex("closing2", WithLease(time.Hour), WithoutWatchdog()).Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

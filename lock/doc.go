@@ -46,7 +46,7 @@
 //     on mutual exclusion, Redlock where an occasional overlap costs little.
 //
 // Options, by what they are for: WithPrefix (the keys); WithLease,
-// WithWatchdog and WithDriftFactor (how long a hold lasts and how it is
+// WithoutWatchdog and WithDriftFactor (how long a hold lasts and how it is
 // renewed); WithTimeout, WithBackoff and WithNodeTimeout (how long calls and
 // waits take); WithoutFencing (a mutex with no token, one SET NX PX to take);
 // WithLogger and WithObserver (reporting).

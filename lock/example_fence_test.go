@@ -30,7 +30,7 @@ func Example_fencing() {
 	// db stands for a *sql.DB holding the row (42, 'new', fence 0).
 	db := &ordersTable{status: map[int]string{42: "new"}, fence: map[int]int64{}}
 
-	c, err := lock.New(rdb, lock.WithLease(time.Second))
+	c, err := lock.New(rdb, lock.WithLease(time.Second), lock.WithoutWatchdog())
 	if err != nil {
 		panic(err)
 	}

@@ -117,7 +117,7 @@ func (h *closeAfter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // testExtendLost: Extend finds the lock gone, says so, and ends the hold.
 func testExtendLost(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
-	c := newClient(t, rdb, WithLease(time.Hour))
+	c := newClient(t, rdb, WithLease(time.Hour), WithoutWatchdog())
 	h, err := c.Mutex("extend-lost").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)

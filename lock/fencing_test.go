@@ -66,7 +66,7 @@ func testFencingSurvivesLoss(t *testing.T, rdb redis.UniversalClient) {
 func testIdleLockNoKeys(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	const lease = 2 * time.Second
-	c := newClient(t, rdb, WithWatchdog(lease))
+	c := newClient(t, rdb, WithLease(lease))
 	takeToken(t, c.Mutex("idle-keys").Lock)
 	takeToken(t, c.RWMutex("idle-keys-rw").Lock)
 	takeToken(t, c.RWMutex("idle-keys-rw").RLock)

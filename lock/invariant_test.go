@@ -137,12 +137,12 @@ func runInvariant(t *testing.T, addrs []string, cluster bool, fs []*frozen, targ
 		}
 	}()
 
-	lease := func(r *rand.Rand) Option {
+	lease := func(r *rand.Rand) []Option {
 		d := time.Duration(20+r.IntN(60)) * time.Millisecond
 		if r.IntN(2) == 0 {
-			return WithLease(d)
+			return []Option{WithLease(d), WithoutWatchdog()}
 		}
-		return WithWatchdog(d)
+		return []Option{WithLease(d)}
 	}
 	var wg sync.WaitGroup
 	for l := 0; l < locks; l++ {
@@ -159,9 +159,9 @@ func runInvariant(t *testing.T, addrs []string, cluster bool, fs []*frozen, targ
 					var h *Handle
 					var err error
 					if r.IntN(4) == 0 {
-						h, err = c.Mutex(name, lease(r)).TryLock(lctx)
+						h, err = c.Mutex(name, lease(r)...).TryLock(lctx)
 					} else {
-						h, err = c.Mutex(name, lease(r)).Lock(lctx)
+						h, err = c.Mutex(name, lease(r)...).Lock(lctx)
 					}
 					lcancel()
 					if err != nil {
@@ -186,7 +186,7 @@ func runInvariant(t *testing.T, addrs []string, cluster bool, fs []*frozen, targ
 					check()
 					if r.IntN(4) == 0 { // re-enter with another lease
 						rctx, rcancel := context.WithTimeout(octx, 100*time.Millisecond)
-						if h2, err := c.Mutex(name, lease(r)).Lock(rctx); err == nil {
+						if h2, err := c.Mutex(name, lease(r)...).Lock(rctx); err == nil {
 							handles = append(handles, h2)
 						}
 						rcancel()

@@ -31,7 +31,7 @@ func leaseTests(t *testing.T, rdb redis.UniversalClient) {
 func testRenewAfterScriptFlush(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	const lease = 30 * time.Second // no renewal of the watchdog's own falls due meanwhile
-	c := newClient(t, rdb, WithWatchdog(lease))
+	c := newClient(t, rdb, WithLease(lease))
 	var batch []renewReq
 	for _, name := range []string{"flushed-a", "flushed-b", "flushed-c"} {
 		h, err := c.Mutex(name).Lock(ctx)
@@ -69,7 +69,7 @@ func testPausedHolder(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	rdb.Del(ctx, resourceKeys...)
 	a, b := newClient(t, rdb), newClient(t, rdb)
-	stale, err := a.Mutex("paused", WithLease(100*time.Millisecond)).Lock(ctx)
+	stale, err := a.Mutex("paused", WithLease(100*time.Millisecond), WithoutWatchdog()).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func testPausedHolder(t *testing.T, rdb redis.UniversalClient) {
 func testWatchdogKeeps(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	const lease = time.Second
-	c, other := newClient(t, rdb, WithWatchdog(lease)), newClient(t, rdb)
+	c, other := newClient(t, rdb, WithLease(lease)), newClient(t, rdb)
 	renewed := make(chan error, 64)
 	c.wd.hookRenewed = func(_ string, err error) { renewed <- err }
 	h, err := c.Mutex("dog").Lock(ctx)
@@ -171,7 +171,7 @@ func testWatchdogKeeps(t *testing.T, rdb redis.UniversalClient) {
 // renewal notices and cancels the handle's context saying why.
 func testDeletedKey(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
-	c := newClient(t, rdb, WithWatchdog(150*time.Millisecond))
+	c := newClient(t, rdb, WithLease(150*time.Millisecond))
 	h, err := c.Mutex("deleted").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func testDeletedKey(t *testing.T, rdb redis.UniversalClient) {
 
 func testTakenKey(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
-	c := newClient(t, rdb, WithWatchdog(150*time.Millisecond))
+	c := newClient(t, rdb, WithLease(150*time.Millisecond))
 	h, err := c.Mutex("taken").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func testKilledHolder(t *testing.T, rdb redis.UniversalClient) {
 
 func killedChild(t *testing.T) {
 	rdb := clientFromEnv(t)
-	c := newClient(t, rdb, WithWatchdog(killLease))
+	c := newClient(t, rdb, WithLease(killLease))
 	ctx := context.Background()
 	c.wd.hookRenewed = func(_ string, err error) {
 		if err == nil {
@@ -300,7 +300,7 @@ func TestRenewalFailureLosesLock(t *testing.T) {
 	s, rdb := redistest.RealSingle(t)
 	ctx := testCtx(t)
 	const lease = 300 * time.Millisecond
-	c := newClient(t, rdb, WithWatchdog(lease))
+	c := newClient(t, rdb, WithLease(lease))
 	failed := make(chan error, 64)
 	c.wd.hookRenewed = func(_ string, err error) {
 		if err != nil {

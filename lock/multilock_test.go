@@ -16,7 +16,7 @@ import (
 // and obtains all once that lock is released.
 func testMultiAllOrNone(t *testing.T, rig newRig) {
 	ctx := testCtx(t)
-	r := rig(t, WithBackoff(time.Millisecond, 20*time.Millisecond), WithWatchdog(10*time.Second))
+	r := rig(t, WithBackoff(time.Millisecond, 20*time.Millisecond), WithLease(10*time.Second))
 	w := hookWaiting(r.e)
 	theirs, err := r.holder(1).TryLock(ctx)
 	if err != nil {
@@ -162,7 +162,7 @@ func testMultiReentrant(t *testing.T, rig newRig) {
 func testMultiWatchdog(t *testing.T, rig newRig) {
 	ctx := testCtx(t)
 	const lease = time.Second
-	r := rig(t, WithWatchdog(lease))
+	r := rig(t, WithLease(lease))
 	renewed := make(chan error, 64)
 	r.e.wd.hookRenewed = func(id string, err error) {
 		if id == r.ml.b.id() {
@@ -203,7 +203,7 @@ func testMultiWatchdog(t *testing.T, rig newRig) {
 // locks and reports the lost one.
 func testMultiLost(t *testing.T, rig newRig) {
 	ctx := testCtx(t)
-	r := rig(t, WithWatchdog(time.Second))
+	r := rig(t, WithLease(time.Second))
 	hd, err := r.ml.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)

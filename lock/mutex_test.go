@@ -164,7 +164,7 @@ func testDoubleUnlock(t *testing.T, rdb redis.UniversalClient) {
 func testTTLExtend(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	c := newClient(t, rdb)
-	h, err := c.Mutex("ttl", WithLease(10*time.Second)).Lock(ctx)
+	h, err := c.Mutex("ttl", WithLease(10*time.Second), WithoutWatchdog()).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func testWokenByRelease(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	holder := newClient(t, rdb)
 	waiterC := newClient(t, rdb, WithBackoff(time.Hour, time.Hour))
-	held, woken := wokenByRelease(t, ctx, holder, waiterC, hookWaiting(waiterC.engine), "wake", "mutex", WithLease(time.Hour))
+	held, woken := wokenByRelease(t, ctx, holder, waiterC, hookWaiting(waiterC.engine), "wake", "mutex", WithLease(time.Hour), WithoutWatchdog())
 	if woken <= held {
 		t.Fatalf("waiter token %d, holder %d", woken, held)
 	}
@@ -246,7 +246,7 @@ func testWaitBoundedByLease(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	holder := newClient(t, rdb)
 	waiterC := newClient(t, rdb, WithBackoff(time.Hour, time.Hour))
-	h, err := holder.Mutex("expiring", WithLease(200*time.Millisecond)).Lock(ctx)
+	h, err := holder.Mutex("expiring", WithLease(200*time.Millisecond), WithoutWatchdog()).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("New(nil): %v, want ErrInvalidOption", err)
 	}
 	for _, opt := range []Option{
-		WithPrefix("a{b"), WithLease(0), WithWatchdog(time.Millisecond),
+		WithPrefix("a{b"), WithLease(0), WithLease(time.Millisecond),
 		WithBackoff(0, 1), WithBackoff(2, 1), WithDriftFactor(0.7), WithNodeTimeout(0), WithTimeout(0),
 	} {
 		if _, err := New(rdb, opt); !errors.Is(err, ErrInvalidOption) {
@@ -287,7 +287,7 @@ func TestBadInput(t *testing.T) {
 			t.Fatalf("rw name %q accepted", name)
 		}
 	}
-	if _, err := c.Mutex("x", WithLease(-1)).Lock(ctx); !errors.Is(err, ErrInvalidOption) {
+	if _, err := c.Mutex("x", WithLease(-1), WithoutWatchdog()).Lock(ctx); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("bad per-lock option: %v, want ErrInvalidOption", err)
 	}
 	if _, err := c.Semaphore("s", 0).TryAcquire(ctx, 1); !errors.Is(err, ErrInvalidOption) {

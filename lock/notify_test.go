@@ -17,7 +17,7 @@ import (
 // its connection). A second round shows that subscribing again works.
 func testSubscriptionLifecycle(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
-	holder := newClient(t, rdb, WithLease(time.Hour))
+	holder := newClient(t, rdb, WithLease(time.Hour), WithoutWatchdog())
 	c := newClient(t, rdb, WithBackoff(time.Hour, time.Hour))
 	c.ntf.linger = 0 // set before any reader starts
 	hook := hookWaiting(c.engine)
@@ -79,7 +79,7 @@ func wokenByRelease(t *testing.T, ctx context.Context, holder, c *Client, hook *
 func testReleaseNamesOneClient(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
 	const ch, list = "lock:{fwd}:released", "lock:{fwd}:waiters"
-	holder := newClient(t, rdb, WithLease(time.Hour))
+	holder := newClient(t, rdb, WithLease(time.Hour), WithoutWatchdog())
 	a := newClient(t, rdb, WithBackoff(time.Hour, time.Hour))
 	b := newClient(t, rdb)
 	// No wait-list refresh during the test: the list stays as set below.
@@ -161,7 +161,7 @@ func subscriberConns(t testing.TB, rdb redis.UniversalClient) map[string]int {
 func testOneSubscriberPerNode(t *testing.T, rdb redis.UniversalClient) {
 	const locks = 1000
 	ctx := testCtx(t)
-	holder := newClient(t, rdb, WithLease(time.Minute))
+	holder := newClient(t, rdb, WithLease(time.Minute), WithoutWatchdog())
 	c, err := New(rdb, WithBackoff(time.Minute, time.Minute))
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 // pause or a slow network does not lose the lock, short enough that a crashed
 // holder frees it within half a minute.
 const (
-	// DefaultLease is the lease the watchdog renews (see WithWatchdog).
+	// DefaultLease is the lease the watchdog renews (see WithLease).
 	DefaultLease = 30 * time.Second
 	// DefaultPrefix starts every key and channel (see WithPrefix).
 	DefaultPrefix = "lock:"
@@ -109,31 +109,24 @@ func WithPrefix(prefix string) Option {
 	}
 }
 
-// WithLease gives locks a fixed lease: the lock expires d after it was taken
-// (or last extended with Handle.Extend) and no watchdog renews it. The
-// handle's context is cancelled when the lease runs out.
+// WithLease sets the lease locks are taken with (30 s by default): while a
+// lock is held the client's watchdog renews it every d/3, so work may take
+// as long as it needs and a holder that dies frees the lock within d. With
+// WithoutWatchdog the lease is fixed instead.
 func WithLease(d time.Duration) Option {
 	return func(c *config) {
 		if d < minLease {
 			c.errs.Invalid("lease %v is shorter than %v", d, minLease)
 			return
 		}
-		c.lease, c.fixed = d, true
+		c.lease = d
 	}
 }
 
-// WithWatchdog makes locks renewable (the default): the lock is taken with
-// lease d and the client's watchdog renews it every d/3 for as long as the
-// handle is held, so a holder that dies frees the lock within d.
-func WithWatchdog(d time.Duration) Option {
-	return func(c *config) {
-		if d < minLease {
-			c.errs.Invalid("watchdog lease %v is shorter than %v", d, minLease)
-			return
-		}
-		c.lease, c.fixed = d, false
-	}
-}
+// WithoutWatchdog gives locks a fixed lease: a lock expires its lease after
+// it was taken (or last extended with Handle.Extend) and nothing renews it.
+// The handle's context is cancelled when the lease runs out.
+func WithoutWatchdog() Option { return func(c *config) { c.fixed = true } }
 
 // WithBackoff bounds the jittered exponential backoff between attempts of a
 // waiting Lock. Waiters are normally woken by the release notification; the

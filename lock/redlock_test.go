@@ -59,7 +59,7 @@ func TestRedlock(t *testing.T) {
 	}
 
 	t.Run("all up", func(t *testing.T) {
-		h, err := a.Mutex("red", WithLease(10*time.Second)).Lock(ctx)
+		h, err := a.Mutex("red", WithLease(10*time.Second), WithoutWatchdog()).Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +103,7 @@ func TestRedlock(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					m := r.Mutex("red", WithWatchdog(2*time.Second), WithBackoff(time.Millisecond, 20*time.Millisecond))
+					m := r.Mutex("red", WithLease(2*time.Second), WithBackoff(time.Millisecond, 20*time.Millisecond))
 					for i := 0; i < 10; i++ {
 						h, err := m.Lock(ctx)
 						if err != nil {
@@ -137,7 +137,7 @@ func TestRedlock(t *testing.T) {
 	})
 
 	t.Run("3 of 5 down", func(t *testing.T) {
-		held, err := a.Mutex("red", WithWatchdog(300*time.Millisecond)).Lock(ctx)
+		held, err := a.Mutex("red", WithLease(300*time.Millisecond)).Lock(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

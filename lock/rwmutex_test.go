@@ -81,7 +81,7 @@ func testRWShare(t *testing.T, rdb redis.UniversalClient) {
 
 func testRWWriterWoken(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
-	readers := newClient(t, rdb, WithLease(time.Hour))
+	readers := newClient(t, rdb, WithLease(time.Hour), WithoutWatchdog())
 	writerC := newClient(t, rdb, WithBackoff(time.Hour, time.Hour))
 	hook := hookWaiting(writerC.engine)
 	r1, _ := readers.RWMutex("rww").RLock(ctx)
@@ -112,7 +112,7 @@ func testRWWriterWoken(t *testing.T, rdb redis.UniversalClient) {
 
 func testRWReadersWoken(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
-	writerC := newClient(t, rdb, WithLease(time.Hour))
+	writerC := newClient(t, rdb, WithLease(time.Hour), WithoutWatchdog())
 	readC := newClient(t, rdb, WithBackoff(time.Hour, time.Hour))
 	hook := hookWaiting(readC.engine)
 	w, err := writerC.RWMutex("rwr").Lock(ctx)
@@ -158,8 +158,8 @@ func testRWReadersWoken(t *testing.T, rdb redis.UniversalClient) {
 // when its own lease runs out, although another reader keeps renewing.
 func testRWDeadReader(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
-	dead := newClient(t, rdb, WithLease(100*time.Millisecond))
-	live := newClient(t, rdb, WithWatchdog(150*time.Millisecond))
+	dead := newClient(t, rdb, WithLease(100*time.Millisecond), WithoutWatchdog())
+	live := newClient(t, rdb, WithLease(150*time.Millisecond))
 	renewed := make(chan struct{}, 64)
 	live.wd.hookRenewed = func(string, error) { renewed <- struct{}{} }
 	rd, err := dead.RWMutex("rwd").RLock(ctx)

@@ -107,7 +107,7 @@ func testSemaphoreKilledHolder(t *testing.T, rdb redis.UniversalClient) {
 
 func semaphoreChild(t *testing.T) {
 	rdb := clientFromEnv(t)
-	c := newClient(t, rdb, WithWatchdog(killLease))
+	c := newClient(t, rdb, WithLease(killLease))
 	ctx := context.Background()
 	c.wd.hookRenewed = func(_ string, err error) {
 		if err == nil {

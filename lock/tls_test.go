@@ -16,7 +16,7 @@ import (
 // its own.
 func TestTLS(t *testing.T) {
 	woken := func(t *testing.T, rdb redis.UniversalClient) {
-		holder := newClient(t, rdb, WithLease(time.Hour))
+		holder := newClient(t, rdb, WithLease(time.Hour), WithoutWatchdog())
 		c := newClient(t, rdb, WithBackoff(time.Hour, time.Hour))
 		wokenByRelease(t, testCtx(t), holder, c, hookWaiting(c.engine), "sub", "over TLS")
 	}

@@ -176,7 +176,7 @@ func testUnfencedCommands(t *testing.T, rdb redis.UniversalClient) {
 }
 
 func testUnfencedWoken(t *testing.T, rdb redis.UniversalClient) {
-	holder := newClient(t, rdb, WithoutFencing(), WithLease(time.Hour))
+	holder := newClient(t, rdb, WithoutFencing(), WithLease(time.Hour), WithoutWatchdog())
 	waiterC := newClient(t, rdb, WithoutFencing(), WithBackoff(time.Hour, time.Hour))
 	wokenByRelease(t, testCtx(t), holder, waiterC, hookWaiting(waiterC.engine), "uf-wake", "unfenced")
 }
@@ -193,7 +193,7 @@ func testUnfencedRenewLost(t *testing.T, rdb redis.UniversalClient) {
 			}
 		}
 	}
-	h, err := c.Mutex("uf-renew", WithWatchdog(300*time.Millisecond)).Lock(ctx)
+	h, err := c.Mutex("uf-renew", WithLease(300*time.Millisecond)).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,12 +32,12 @@ func TestValidityFollowsRedisLease(t *testing.T) {
 	c := newClient(t, rdb)
 	renewed := make(chan error, 16)
 	c.wd.hookRenewed = func(_ string, err error) { renewed <- err }
-	h1, err := c.Mutex("validity", WithLease(5*time.Second)).Lock(ctx)
+	h1, err := c.Mutex("validity", WithLease(5*time.Second), WithoutWatchdog()).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h1.Unlock(ctx)
-	h2, err := c.Mutex("validity", WithWatchdog(60*time.Millisecond)).Lock(ctx)
+	h2, err := c.Mutex("validity", WithLease(60*time.Millisecond)).Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestLateRenewalReply(t *testing.T) {
 	}
 	gate := newGate(isRenew)
 	rdb.AddHook(gate)
-	c := newClient(t, rdb, WithWatchdog(600*time.Millisecond))
+	c := newClient(t, rdb, WithLease(600*time.Millisecond))
 	renewed := make(chan error, 16)
 	c.wd.hookRenewed = func(_ string, err error) { renewed <- err }
 	h, err := c.Mutex("late-reply").Lock(ctx)

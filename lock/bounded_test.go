@@ -139,14 +139,7 @@ func TestCloseReportsCallsStillRunning(t *testing.T) {
 	if _, err := c.Mutex("close-warm").TryLock(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	f := freezer(t, s.Addr)
-	f.freeze()
-	defer f.resume()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if _, err := c.Mutex("close-frozen").TryLock(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("TryLock against a frozen server: %v", err)
-	}
+	f := abandonOnFrozen(t, c, s.Addr, "close-frozen")
 	start := time.Now()
 	err = c.Close()
 	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took < closeWait-time.Second {

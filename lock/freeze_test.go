@@ -4,6 +4,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,4 +66,20 @@ func (f *frozen) resume() {
 		f.on = false
 		syscall.Kill(f.pid, syscall.SIGCONT)
 	}
+}
+
+// abandonOnFrozen freezes the server behind addr and makes a TryLock of c
+// give up at a 100 ms deadline, its call left running inside go-redis (on
+// a client that does not apply deadlines itself). The server is resumed
+// when the test ends, or by the returned freeze's resume.
+func abandonOnFrozen(t *testing.T, c *Client, addr, name string) *frozen {
+	t.Helper()
+	f := freezer(t, addr)
+	f.freeze()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Mutex(name).TryLock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("TryLock against a frozen server: %v", err)
+	}
+	return f
 }

@@ -3,8 +3,6 @@
 package lock
 
 import (
-	"context"
-	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -118,14 +116,7 @@ func TestCloseWaitsForAbandonedCalls(t *testing.T) {
 	if err := acquireScript.Load(testCtx(t), rdb).Err(); err != nil {
 		t.Fatal(err)
 	}
-	f := freezer(t, s.Addr)
-	f.freeze()
-	defer f.resume()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if _, err := c.Mutex("abandoned").TryLock(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("TryLock against a frozen server: %v", err)
-	}
+	abandonOnFrozen(t, c, s.Addr, "abandoned")
 	if goroutines("call.handOff") == 0 {
 		t.Fatal("no abandoned call running: the test proves nothing")
 	}

@@ -59,10 +59,9 @@ import (
 const (
 	// ReadsInFlight is how many commands of a queue of writes go out
 	// without queueing, and the narrowest a queue of reads gets (width.go):
-	// two, so that one slow
-	// reply (a big value, a stalled connection) does not hold every other
-	// command of its node, and so that one batch is built and decoded
-	// while the other is on the wire.
+	// two, so that one slow reply (a big value, a stalled connection) does
+	// not hold every other command of its node, and so that one batch is
+	// built and decoded while the other is on the wire.
 	ReadsInFlight = 2
 	// MaxReadBatch bounds one pipeline of queued commands, and with it the
 	// memory a burst of callers holds in one round trip.
@@ -101,9 +100,11 @@ type queued struct {
 // it has left; whichever is first gives its place back (ended).
 type sentBatch struct {
 	cmds    []*queued
-	starts  time.Duration // the sum of its commands' starts (it wraps after months of uptime, harmlessly: only n×now − starts is used, which fits)
-	callers int           // callers still waiting for its replies (under the queue's mu)
-	ended   bool          // its place was given back (under the queue's mu)
+	callers int  // callers still waiting for its replies (under the queue's mu)
+	ended   bool // its place was given back (under the queue's mu)
+	// starts is the sum of its commands' starts. It wraps after months of
+	// uptime, harmlessly: only n×now − starts is used, which fits.
+	starts time.Duration
 }
 
 var queuedCmds = sync.Pool{New: func() any { return &queued{done: make(chan struct{}, 1)} }}

@@ -43,11 +43,11 @@ func (c *Redis) Send(ctx context.Context, rkey string, cmd redis.Cmder, sc *scri
 // the read's place in the queue back.
 func (c *Redis) sendCmd(ctx context.Context, rkey string, cmd redis.Cmder, sc *script.Call, read bool) error {
 	q := c.queues.queue(ctx, c.rdb, rkey).of(read)
-	q.mu.Lock()
 	var start time.Duration // a read's, for its queue's width
 	if read {
 		start = since()
 	}
+	q.mu.Lock()
 	if q.free() {
 		q.busy++
 		q.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"math"
 
 	bbloom "github.com/bits-and-blooms/bloom/v3"
-	"github.com/cacheguard/cacheguard/internal/option"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // Filter is what a read path consumes. MayContain answers false only when the
@@ -48,10 +48,15 @@ const maxK = 64
 const schemeVersion = 1
 
 var (
-	// ErrInvalidOption is returned for an expected key count of zero, a
+	// ErrInvalidOption is returned for an option that makes no sense.
+	ErrInvalidOption = kind.InvalidOption("bloom")
+	// ErrInvalidArgument is returned for an expected key count of zero, a
 	// false-positive rate outside (0, 1), a bad filter name or a nil
-	// client, and for an option that makes no sense.
-	ErrInvalidOption = option.Sentinel("bloom")
+	// client.
+	ErrInvalidArgument = kind.InvalidArgument("bloom")
+	// ErrRedis is wrapped by the error of a Redis call that failed (the end
+	// of the caller's own context comes back as it is).
+	ErrRedis = kind.Redis("bloom")
 	// ErrTooLarge is returned when the requested size exceeds MaxBits.
 	ErrTooLarge = errors.New("cacheguard: bloom: filter larger than 2^32 bits (512 MiB)")
 	// ErrMismatch is returned when a Redis filter of the same name exists
@@ -83,10 +88,10 @@ func (p Params) String() string {
 // rate fp (the classic m = -n ln fp / ln² 2, k = ln 2 · m/n, rounded up).
 func Estimate(n uint, fp float64) (Params, error) {
 	if n == 0 {
-		return Params{}, fmt.Errorf("%w: expected key count must be positive", ErrInvalidOption)
+		return Params{}, fmt.Errorf("%w: expected key count must be positive", ErrInvalidArgument)
 	}
 	if !(fp > 0 && fp < 1) {
-		return Params{}, fmt.Errorf("%w: false-positive rate %v must be in (0, 1)", ErrInvalidOption, fp)
+		return Params{}, fmt.Errorf("%w: false-positive rate %v must be in (0, 1)", ErrInvalidArgument, fp)
 	}
 	// Compute in float first: on huge n the library's uint conversion would
 	// wrap instead of failing.
@@ -102,11 +107,11 @@ func Estimate(n uint, fp float64) (Params, error) {
 func (p Params) validate() error {
 	switch {
 	case p.M == 0 || p.K == 0:
-		return fmt.Errorf("%w: %v", ErrInvalidOption, p)
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, p)
 	case p.M > MaxBits:
 		return fmt.Errorf("%w: %v", ErrTooLarge, p)
 	case p.K > maxK:
-		return fmt.Errorf("%w: %v needs more than %d hash functions", ErrInvalidOption, p, maxK)
+		return fmt.Errorf("%w: %v needs more than %d hash functions", ErrInvalidArgument, p, maxK)
 	}
 	return nil
 }

@@ -24,12 +24,12 @@ func TestEstimateRejectsBadInput(t *testing.T) {
 		fp   float64
 		want error
 	}{
-		{0, 0.01, ErrInvalidOption},
-		{10, 0, ErrInvalidOption},
-		{10, 1, ErrInvalidOption},
-		{10, -0.5, ErrInvalidOption},
-		{10, math.NaN(), ErrInvalidOption},
-		{10, 1e-30, ErrInvalidOption}, // needs k > 64
+		{0, 0.01, ErrInvalidArgument},
+		{10, 0, ErrInvalidArgument},
+		{10, 1, ErrInvalidArgument},
+		{10, -0.5, ErrInvalidArgument},
+		{10, math.NaN(), ErrInvalidArgument},
+		{10, 1e-30, ErrInvalidArgument}, // needs k > 64
 		{1 << 40, 0.01, ErrTooLarge},
 		{500_000_000, 0.001, ErrTooLarge}, // 7.2e9 bits
 	} {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -87,14 +88,14 @@ type FleetStats struct {
 // size is refused with ErrMismatch. Redis being down does not fail it: the
 // filter starts in safe mode and reads the bitmap once it can.
 func NewFleet(ctx context.Context, rdb redis.UniversalClient, name string, n uint, fp float64, opts ...Option) (*Fleet, error) {
-	r, err := newRedis(rdb, name, n, fp, opts)
+	r, err := newRedis(rdb, name, n, fp, partFleet, opts)
 	if err != nil {
 		return nil, err
 	}
 	if err := r.Add(ctx); errors.Is(err, ErrMismatch) {
 		return nil, err
 	} else if err != nil {
-		r.cfg.logger.Warn("cacheguard: bloom: fleet filter starts in safe mode", "filter", name, "err", err)
+		r.cfg.report.Warn("cacheguard: bloom: fleet filter starts in safe mode", err, "filter", name)
 	}
 	f := &Fleet{r: r, local: newLocal(r.p, n, r.p.fromBitmap(nil), r.cfg), cfg: r.cfg, hub: pubsub.Acquire(rdb)}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
@@ -162,7 +163,7 @@ func (f *Fleet) WaitReady(ctx context.Context) error {
 	for !f.local.Ready() || !f.trusted.Load() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cacheguard: bloom: %v not ready: %w", f, ctx.Err())
+			return kind.Errorf("cacheguard: bloom: %v not ready: %w", f, ctx.Err())
 		case <-t.C:
 		}
 	}

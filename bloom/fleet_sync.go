@@ -55,11 +55,11 @@ func (h fleetHandler) Down(_ string, err error) {
 	f.state.up, f.state.synced = false, false
 	f.refreshLocked()
 	f.mu.Unlock()
-	f.cfg.logger.Warn("cacheguard: bloom: fleet filter in safe mode until its subscription is back", "filter", f.r.name, "err", err)
+	f.cfg.report.Warn("cacheguard: bloom: fleet filter in safe mode until its subscription is back", err, "filter", f.r.name)
 }
 
 func (h fleetHandler) Report(err error) {
-	h.f.cfg.logger.Warn("cacheguard: bloom: fleet filter subscription", "filter", h.f.r.name, "err", err)
+	h.f.cfg.report.Warn("cacheguard: bloom: fleet filter subscription", err, "filter", h.f.r.name)
 }
 
 func (h fleetHandler) Message(_, payload string) {
@@ -144,7 +144,7 @@ func (f *Fleet) rereadLoop() {
 		}
 		if err != nil {
 			f.rereadErrors.Add(1)
-			f.cfg.logger.Warn("cacheguard: bloom: fleet filter reread failed, in safe mode meanwhile", "filter", f.r.name, "err", err)
+			f.cfg.report.Warn("cacheguard: bloom: fleet filter reread failed, in safe mode meanwhile", err, "filter", f.r.name)
 			t := time.NewTimer(bo.Next())
 			select {
 			case <-f.ctx.Done():
@@ -216,7 +216,7 @@ func (f *Fleet) readBitmap() (seq uint64, bm []byte, ready bool, err error) {
 		part, err := f.r.rdb.GetRange(ctx, k.Bits, off, min(off+readChunk, n)-1).Bytes()
 		cancel()
 		if err != nil {
-			return 0, nil, false, fmt.Errorf("cacheguard: bloom: %v: read bitmap at byte %s: %w", f, strconv.FormatInt(off, 10), err)
+			return 0, nil, false, f.r.wrap(fmt.Errorf("read bitmap at byte %s: %w", strconv.FormatInt(off, 10), err))
 		}
 		bm = append(bm, part...)
 	}

@@ -42,7 +42,7 @@ func NewLocal(n uint, fp float64, opts ...Option) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(partLocal, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package bloom
 
 import (
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/option"
@@ -19,9 +20,31 @@ type config struct {
 	lease    time.Duration
 	interval time.Duration // a Fleet's health check
 	timeout  time.Duration
-	logger   *slog.Logger
+	report   option.Reporter
 	now      func() time.Time
 	errs     option.Errors // the first invalid option
+	built    option.Part   // what the options configure
+}
+
+// What a constructor builds, for the options that configure some only.
+const (
+	partLocal option.Part = 1 << iota // NewLocal, ReadLocal
+	partRedis                         // NewRedis
+	partFleet                         // NewFleet
+)
+
+// partNames names a set of parts: "a Redis or a Fleet filter".
+func partNames(p option.Part) string {
+	var names []string
+	for _, n := range []struct {
+		p    option.Part
+		name string
+	}{{partLocal, "a Local"}, {partRedis, "a Redis"}, {partFleet, "a Fleet"}} {
+		if p&n.p != 0 {
+			names = append(names, n.name)
+		}
+	}
+	return strings.Join(names, " or ") + " filter"
 }
 
 func defaultConfig() config {
@@ -30,7 +53,7 @@ func defaultConfig() config {
 		lease:    30 * time.Second,
 		interval: time.Second,
 		timeout:  time.Second,
-		logger:   slog.Default(),
+		report:   option.NewReporter(nil, nil),
 		now:      time.Now,
 		errs:     option.For(ErrInvalidOption),
 	}
@@ -41,9 +64,12 @@ func defaultConfig() config {
 // within timeout (1 s each by default). Their sum is the filter's bound: a
 // key added anywhere is found by MayContain on every instance at most that
 // long after its Add returned, whatever happens to pub/sub. Both must be
-// positive. It has no effect on other filters.
+// positive. It configures a Fleet filter only.
 func WithHealthCheck(interval, timeout time.Duration) Option {
 	return func(c *config) {
+		if !c.errs.Only("WithHealthCheck", partFleet, c.built, partNames) {
+			return
+		}
 		if interval <= 0 || timeout <= 0 {
 			c.errs.Invalid("health check every %v within %v: both must be positive", interval, timeout)
 			return
@@ -54,11 +80,30 @@ func WithHealthCheck(interval, timeout time.Duration) Option {
 
 // WithLogger sets where a Fleet filter reports what it does not return (a
 // lost subscription, a gap in the adds, a failed reread); the default, and
-// what nil stands for, is slog.Default().
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = option.Logger(l) } }
+// what nil stands for, is slog.Default(). It configures a Fleet filter only.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if c.errs.Only("WithLogger", partFleet, c.built, partNames) {
+			c.report.Logger = option.Logger(l)
+		}
+	}
+}
 
-func newConfig(opts []Option) (config, error) {
+// WithErrorHandler hands fn every error WithLogger logs, after it is
+// logged: for metrics or alerts. fn must return quickly. It configures a
+// Fleet filter only.
+func WithErrorHandler(fn func(error)) Option {
+	return func(c *config) {
+		if c.errs.Only("WithErrorHandler", partFleet, c.built, partNames) {
+			c.report.Handler = fn
+		}
+	}
+}
+
+// newConfig applies opts for a constructor of what built names.
+func newConfig(built option.Part, opts []Option) (config, error) {
 	c := defaultConfig()
+	c.built = built
 	option.Apply(&c, opts)
 	return c, c.errs.Err()
 }
@@ -91,10 +136,13 @@ func WithProgress(every int, fn func(Progress)) Option {
 
 // WithBuildLease sets how long a Redis rebuild may go without making progress
 // before its lease expires and another instance may start over (default 30s).
-// The lease is renewed by every batch. It has no effect on a Local filter.
-// It must be at least 1 ms.
+// The lease is renewed by every batch. It configures a Redis or a Fleet
+// filter. It must be at least 1 ms.
 func WithBuildLease(d time.Duration) Option {
 	return func(c *config) {
+		if !c.errs.Only("WithBuildLease", partRedis|partFleet, c.built, partNames) {
+			return
+		}
 		if d < time.Millisecond {
 			c.errs.Invalid("build lease %v must be at least 1ms", d)
 			return

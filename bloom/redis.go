@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -43,7 +45,7 @@ type redisKeys = wire.BloomKeys
 // ErrMismatch: every instance of one filter must be configured alike. name
 // must not contain braces; it becomes the hash tag of the filter's keys.
 func NewRedis(ctx context.Context, rdb redis.UniversalClient, name string, n uint, fp float64, opts ...Option) (*Redis, error) {
-	r, err := newRedis(rdb, name, n, fp, opts)
+	r, err := newRedis(rdb, name, n, fp, partRedis, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -55,18 +57,18 @@ func NewRedis(ctx context.Context, rdb redis.UniversalClient, name string, n uin
 }
 
 // newRedis is NewRedis without its first call to Redis.
-func newRedis(rdb redis.UniversalClient, name string, n uint, fp float64, opts []Option) (*Redis, error) {
+func newRedis(rdb redis.UniversalClient, name string, n uint, fp float64, built option.Part, opts []Option) (*Redis, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
 	}
 	if name == "" || strings.ContainsAny(name, "{}") {
-		return nil, fmt.Errorf("%w: filter name %q must be non-empty and free of braces", ErrInvalidOption, name)
+		return nil, fmt.Errorf("%w: filter name %q must be non-empty and free of braces", ErrInvalidArgument, name)
 	}
 	p, err := Estimate(n, fp)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(built, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -163,5 +165,8 @@ func (r *Redis) wrap(err error) error {
 			return fmt.Errorf("%w: Redis filter %q", ErrRebuildLost, r.name)
 		}
 	}
-	return fmt.Errorf("cacheguard: bloom: Redis filter %q: %w", r.name, err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err // the caller's context ended: not a Redis failure
+	}
+	return kind.Wrap(ErrRedis, fmt.Sprintf("filter %q", r.name), err)
 }

@@ -404,12 +404,12 @@ func TestRedisRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	_, rdb := redistest.Single(t)
 	for _, name := range []string{"", "a{b", "c}"} {
-		if _, err := NewRedis(ctx, rdb, name, 10, 0.01); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("NewRedis(name %q) = %v, want ErrInvalidOption", name, err)
+		if _, err := NewRedis(ctx, rdb, name, 10, 0.01); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("NewRedis(name %q) = %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	if _, err := NewRedis(ctx, nil, "x", 10, 0.01); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("NewRedis(nil client) = %v, want ErrInvalidOption", err)
+	if _, err := NewRedis(ctx, nil, "x", 10, 0.01); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("NewRedis(nil client) = %v, want ErrInvalidArgument", err)
 	}
 	// 1e9 keys at 0.1% need 1.4e10 bits: over the 2^32-bit string limit.
 	if _, err := NewRedis(ctx, rdb, "huge", 1_000_000_000, 0.001); !errors.Is(err, ErrTooLarge) {

@@ -9,6 +9,7 @@ import (
 	"io"
 
 	bbloom "github.com/bits-and-blooms/bloom/v3"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // A snapshot is a Local filter on disk or on the wire:
@@ -56,21 +57,21 @@ func (l *Local) WriteTo(w io.Writer) (int64, error) {
 	binary.LittleEndian.PutUint64(hdr[8:], uint64(l.n))
 	binary.LittleEndian.PutUint64(hdr[16:], l.p.M)
 	if _, err := cw.Write(hdr); err != nil {
-		return cw.n, fmt.Errorf("cacheguard: bloom: writing snapshot: %w", err)
+		return cw.n, kind.Errorf("cacheguard: bloom: writing snapshot: %w", err)
 	}
 	buf := make([]byte, 0, 64<<10)
 	for i, word := range words {
 		buf = binary.LittleEndian.AppendUint64(buf, word)
 		if len(buf) == cap(buf) || i == len(words)-1 {
 			if _, err := cw.Write(buf); err != nil {
-				return cw.n, fmt.Errorf("cacheguard: bloom: writing snapshot: %w", err)
+				return cw.n, kind.Errorf("cacheguard: bloom: writing snapshot: %w", err)
 			}
 			buf = buf[:0]
 		}
 	}
 	sum := binary.LittleEndian.AppendUint32(nil, cw.crc.Sum32())
 	if _, err := w.Write(sum); err != nil {
-		return cw.n, fmt.Errorf("cacheguard: bloom: writing snapshot: %w", err)
+		return cw.n, kind.Errorf("cacheguard: bloom: writing snapshot: %w", err)
 	}
 	return cw.n + 4, nil
 }
@@ -79,7 +80,7 @@ func (l *Local) WriteTo(w io.Writer) (int64, error) {
 // if it was when saved. Keys added after the snapshot was taken are not in
 // it: add them again, or Rebuild, before trusting its negative answers.
 func ReadLocal(r io.Reader, opts ...Option) (*Local, error) {
-	cfg, err := newConfig(opts)
+	cfg, err := newConfig(partLocal, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +133,7 @@ func corrupt(part string, err error) error {
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("%w: %s: %w", ErrCorrupt, part, err)
+	return kind.Errorf("%w: %s: %w", ErrCorrupt, part, err)
 }
 
 func wordsFor(m uint64) int { return int((m + 63) / 64) }

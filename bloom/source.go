@@ -2,9 +2,10 @@ package bloom
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // Progress reports how far a Rebuild has read its source.
@@ -46,7 +47,7 @@ func feed(ctx context.Context, src iter.Seq2[string, error], c *config, expected
 	}
 	for key, serr := range src {
 		if serr != nil {
-			return n, fmt.Errorf("cacheguard: bloom: reading source after %d keys: %w", n, serr)
+			return n, kind.Errorf("cacheguard: bloom: reading source after %d keys: %w", n, serr)
 		}
 		batch = append(batch, key)
 		n++

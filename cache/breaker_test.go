@@ -13,11 +13,7 @@ import (
 )
 
 // fastFailClient gives up on a dead server quickly.
-func fastFailClient(t *testing.T, addr string) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+func fastFailClient(t *testing.T, addr string) *redis.Client { return redistest.FastFail(t, addr) }
 
 func TestCircuitBreakerFailsFastThenRecovers(t *testing.T) {
 	srv, _ := redistest.RealSingle(t)

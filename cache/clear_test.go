@@ -239,16 +239,16 @@ func TestClearBadInput(t *testing.T) {
 	ctx := context.Background()
 	c := newCache[string](t, rdb)
 	reserved := wire.GenerationMark + "1" + wire.GenerationMark + "k"
-	if _, err := c.Get(ctx, reserved, never(t)); !errors.Is(err, ErrInvalidKey) {
+	if _, err := c.Get(ctx, reserved, never(t)); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("Get of a reserved key: %v", err)
 	}
-	if err := c.Set(ctx, reserved, "v"); !errors.Is(err, ErrInvalidKey) {
+	if err := c.Set(ctx, reserved, "v"); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("Set of a reserved key: %v", err)
 	}
-	if err := c.Delete(ctx, reserved); !errors.Is(err, ErrInvalidKey) {
+	if err := c.Delete(ctx, reserved); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("Delete of a reserved key: %v", err)
 	}
-	if _, err := c.GetMany(ctx, []string{"a", reserved}, func(context.Context, []string) (map[string]string, error) { return nil, nil }); !errors.Is(err, ErrInvalidKey) {
+	if _, err := c.GetMany(ctx, []string{"a", reserved}, func(context.Context, []string) (map[string]string, error) { return nil, nil }); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("GetMany with a reserved key: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)

@@ -2,8 +2,9 @@ package cache
 
 import (
 	"context"
-	"fmt"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // Close stops background work (shared fills, detached loads, early refreshes,
@@ -30,7 +31,7 @@ func (c *Cache[V]) Close() error {
 	deadline := time.Now().Add(c.cfg.closeTimeout)
 	var err error
 	if !c.life.Wait(c.cfg.closeTimeout) {
-		err = fmt.Errorf("cacheguard: cache: close: loads still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
+		err = kind.Errorf("cacheguard: cache: close: loads still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
 	}
 	c.eng.ReleaseHeld()
 	// Calls left running at their deadline end by the client's own
@@ -39,13 +40,13 @@ func (c *Cache[V]) Close() error {
 	// that command's caller's goroutine (internal/transport).
 	c.redis.Stop()
 	if !c.redis.Wait(time.Until(deadline)) && err == nil {
-		err = fmt.Errorf("cacheguard: cache: close: Redis calls still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
+		err = kind.Errorf("cacheguard: cache: close: Redis calls still running after %v: %w", c.cfg.closeTimeout, context.DeadlineExceeded)
 	}
 	c.tier.StopTracking()
 	c.bus.Close()
 	c.leases.Close()
 	if herr := c.hub.Release(deadline); herr != nil && err == nil {
-		err = fmt.Errorf("cacheguard: cache: close: %w", herr)
+		err = kind.Errorf("cacheguard: cache: close: %w", herr)
 	}
 	if c.tier != nil {
 		c.tier.Close()

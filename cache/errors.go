@@ -16,24 +16,29 @@ var ErrNotFound = errs.ErrNotFound
 // database is not queried in that case unless WithLoadOnWaitTimeout is set.
 var ErrWaitTimeout = errs.ErrWaitTimeout
 
-// ErrInvalidKey is returned for an empty key, or one that begins with byte
-// 0xFF (reserved for the keys of generations, see Clear).
-var ErrInvalidKey = errs.ErrInvalidKey
-
-// ErrNilLoader is returned when Get or GetMany is called without a loader.
-var ErrNilLoader = errs.ErrNilLoader
+// ErrInvalidArgument is matched by the error of a call given an argument it
+// refuses: an empty key or one that begins with byte 0xFF (reserved for the
+// keys of generations, see Clear), a nil loader, a tag list outside the
+// limits (by Set and InvalidateTags; reported for a fill). It is the bad
+// argument of every package (docs/vocabulary.md): errors.Is matches it
+// against lock.ErrInvalidArgument as well.
+var ErrInvalidArgument = errs.ErrInvalidArgument
 
 // ErrValueTooLarge is returned by Set for a value whose encoded size exceeds
 // the limit (WithMaxValueSize). Get returns such a loaded value to its caller
 // but does not cache it, and reports ErrValueTooLarge to the error handler.
 var ErrValueTooLarge = errs.ErrValueTooLarge
 
-// ErrClosed is returned by calls made after Close.
+// ErrClosed is returned by calls made after Close (and matches every
+// package's ErrClosed).
 var ErrClosed = errs.ErrClosed
 
 // ErrRedis wraps every error that comes from Redis itself (unreachable,
 // timeout, script failure), so callers can tell a cache outage from a loader
-// error with errors.Is(err, ErrRedis).
+// error with errors.Is(err, ErrRedis). The end of the caller's own context
+// is not a Redis failure: it comes back as context.Canceled or
+// context.DeadlineExceeded. It is the Redis failure of every package
+// (docs/vocabulary.md): errors.Is matches it against lock.ErrRedis as well.
 var ErrRedis = errs.ErrRedis
 
 // ErrInvalidOption is returned by New for an option value that makes no sense.
@@ -47,11 +52,6 @@ var ErrCircuitOpen = errs.ErrCircuitOpen
 // Redis read or the load it needed and no local entry could answer instead
 // (WithKeyRateLimit).
 var ErrRateLimited = errs.ErrRateLimited
-
-// ErrInvalidTag is returned for a tag list outside the limits (too many
-// tags, a tag too long, an empty tag), by Set and InvalidateTags, and
-// reported for a fill. It wraps ErrInvalidOption.
-var ErrInvalidTag = errs.ErrInvalidTag
 
 // ErrUnsupportedServer is returned by New when a Redis server reports a
 // version older than 7.0: fills take their lease with SET NX GET, which older

@@ -146,7 +146,7 @@ func TestBytesValuesRoundTrip(t *testing.T) {
 		t.Fatalf("got %v, %v", got, err)
 	}
 	got, err = c.Get(context.Background(), "b", nil)
-	if !errors.Is(err, ErrNilLoader) {
+	if !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("nil loader: %v", err)
 	}
 	got, err = c.Get(context.Background(), "b", func(context.Context, string) ([]byte, error) { return nil, errors.New("not called") })
@@ -177,22 +177,22 @@ func TestBadInput(t *testing.T) {
 	ctx := context.Background()
 	c := newCache[string](t, rdb, WithMaxValueSize(8))
 	ok := func(context.Context, string) (string, error) { return "v", nil }
-	if _, err := c.Get(ctx, "", ok); !errors.Is(err, ErrInvalidKey) {
+	if _, err := c.Get(ctx, "", ok); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("empty key: %v", err)
 	}
-	if _, err := c.Get(ctx, "k", nil); !errors.Is(err, ErrNilLoader) {
+	if _, err := c.Get(ctx, "k", nil); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("nil loader: %v", err)
 	}
-	if err := c.Set(ctx, "", "v"); !errors.Is(err, ErrInvalidKey) {
+	if err := c.Set(ctx, "", "v"); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("Set empty key: %v", err)
 	}
-	if err := c.Delete(ctx, "a", ""); !errors.Is(err, ErrInvalidKey) {
+	if err := c.Delete(ctx, "a", ""); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("Delete empty key: %v", err)
 	}
 	if err := c.Set(ctx, "big", "123456789"); !errors.Is(err, ErrValueTooLarge) {
 		t.Errorf("Set too large: %v", err)
 	}
-	if _, err := c.GetMany(ctx, []string{"a", ""}, func(context.Context, []string) (map[string]string, error) { return nil, nil }); !errors.Is(err, ErrInvalidKey) {
+	if _, err := c.GetMany(ctx, []string{"a", ""}, func(context.Context, []string) (map[string]string, error) { return nil, nil }); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("GetMany empty key: %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)

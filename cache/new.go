@@ -60,7 +60,7 @@ func New[V any](rdb redis.UniversalClient, values Values[V], opts ...Option) (*C
 // background.
 func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cache[V], error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

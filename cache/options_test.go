@@ -30,7 +30,7 @@ func TestNewRejectsNonsense(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrInvalidOption", name, err)
 		}
 	}
-	if _, err := New(nil, Values[string]{}); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(nil, Values[string]{}); !errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrInvalidOption) {
 		t.Errorf("nil client: %v", err)
 	}
 	c, err := New(rdb, Values[string]{}, WithPrefix("sane:"), WithTTL(time.Minute), WithJitter(0), WithNullTTL(time.Minute), WithWait(0), nil)

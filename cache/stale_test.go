@@ -82,7 +82,7 @@ func TestMarkStaleOnLeaseAndNull(t *testing.T) {
 	if v, err := c.Get(ctx, "n", func(context.Context, string) (string, error) { return "now exists", nil }); err != nil || v != "now exists" {
 		t.Fatalf("Get after MarkStale of an absence = %q, %v", v, err)
 	}
-	if err := c.MarkStale(ctx, 0, "k"); !errors.Is(err, ErrInvalidOption) {
+	if err := c.MarkStale(ctx, 0, "k"); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("zero maxStale: %v", err)
 	}
 }

@@ -243,7 +243,7 @@ func TestTagsBadInput(t *testing.T) {
 		return []string{v}
 	}}, WithErrorHandler(func(err error) { reported.Store(&err) }))
 	for _, v := range []string{"many", "long", "empty", "panic"} {
-		if err := c.Set(ctx, "k", v); !errors.Is(err, ErrInvalidTag) || !errors.Is(err, ErrInvalidOption) {
+		if err := c.Set(ctx, "k", v); !errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrInvalidOption) {
 			t.Errorf("Set with tags %q: %v", v, err)
 		}
 		// A fill serves the value and reports, not caching it.
@@ -252,7 +252,7 @@ func TestTagsBadInput(t *testing.T) {
 		if err != nil || got != v {
 			t.Errorf("Get of a value with tags %q = %q, %v", v, got, err)
 		}
-		if e := reported.Load(); e == nil || !errors.Is(*e, ErrInvalidTag) {
+		if e := reported.Load(); e == nil || !errors.Is(*e, ErrInvalidArgument) {
 			t.Errorf("fill with tags %q reported %v", v, e)
 		}
 		if n := rdb.Exists(ctx, prefixFor(t)+key).Val(); n != 0 {
@@ -274,7 +274,7 @@ func TestTagsBadInput(t *testing.T) {
 		"long tag":  {strings.Repeat("x", wire.MaxTagSize+1)},
 		"too many":  make([]string, write.MaxTagsPerInvalidation+1),
 	} {
-		if err := c.InvalidateTags(ctx, tags...); !errors.Is(err, ErrInvalidOption) {
+		if err := c.InvalidateTags(ctx, tags...); !errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrInvalidOption) {
 			t.Errorf("InvalidateTags with %s: %v", name, err)
 		}
 	}

@@ -2,8 +2,9 @@ package cache
 
 import (
 	"context"
-	"fmt"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // Set stores v under key with the configured (jittered) TTL, replacing any
@@ -85,7 +86,7 @@ func (c *Cache[V]) MarkStale(ctx context.Context, maxStale time.Duration, keys .
 // more load per key across the fleet, whatever the clocks: the reload of an
 // invalidated entry records the tag times it read. No tags is nothing to
 // do; an empty tag, one over 256 bytes or more than 1024 tags
-// are an error wrapping ErrInvalidTag (and ErrInvalidOption).
+// are an error wrapping ErrInvalidArgument.
 func (c *Cache[V]) InvalidateTags(ctx context.Context, tags ...string) error {
 	if err := c.gens.Await(ctx); err != nil {
 		return err
@@ -136,7 +137,7 @@ func (c *Cache[V]) Inserted(ctx context.Context, keys ...string) error {
 			Add(ctx context.Context, keys ...string) error
 		}); ok {
 			if err := a.Add(ctx, keys...); err != nil {
-				return fmt.Errorf("cacheguard: cache: inserted: add to the filter: %w", err)
+				return kind.Errorf("cacheguard: cache: inserted: add to the filter: %w", err)
 			}
 		}
 	}

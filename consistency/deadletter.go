@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,7 +29,7 @@ func (q *Queue) DeadLetters(ctx context.Context, n int) ([]DeadLetter, error) {
 		for _, r := range raw {
 			var d DeadLetter
 			if err := json.Unmarshal([]byte(r), &d); err != nil {
-				q.report("", nil, fmt.Errorf("cacheguard: consistency: corrupt dead letter: %w", err))
+				q.report("", nil, kind.Errorf("cacheguard: consistency: corrupt dead letter: %w", err))
 				continue
 			}
 			out = append(out, d)
@@ -61,7 +61,7 @@ func (q *Queue) DeadLetterCount(ctx context.Context, target string) (int64, erro
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("cacheguard: consistency: dead letter count %q: %w", s, err)
+			return 0, kind.Errorf("cacheguard: consistency: dead letter count %q: %w", s, err)
 		}
 		total += n
 	}

@@ -4,12 +4,20 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cacheguard/cacheguard/internal/option"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
-// ErrInvalidOption is wrapped by the error of an option, a target option or
-// an argument that makes no sense (New, Register, Update, NewVersioned).
-var ErrInvalidOption = option.Sentinel("consistency")
+// ErrInvalidOption is wrapped by the error of an option or a target option
+// that makes no sense (New, Register).
+var ErrInvalidOption = kind.InvalidOption("consistency")
+
+// ErrInvalidArgument is wrapped by the error of any other argument refused:
+// a nil client, an empty target name or key, a negative delay, version 0.
+var ErrInvalidArgument = kind.InvalidArgument("consistency")
+
+// ErrRedis is wrapped by the error of a Redis call that failed (the end of
+// the caller's own context comes back as it is).
+var ErrRedis = kind.Redis("consistency")
 
 // TargetError is how the error handler (WithErrorHandler) is told of an
 // error: Target and Keys say which deletes it is about (Keys may be empty),
@@ -28,7 +36,7 @@ func (e *TargetError) Error() string {
 func (e *TargetError) Unwrap() error { return e.Err }
 
 // ErrClosed is returned by calls made after Close.
-var ErrClosed = errors.New("cacheguard: consistency: queue closed")
+var ErrClosed = kind.Closed("consistency")
 
 // ErrQueued is wrapped by the error Invalidate returns when the delete failed
 // but was recorded in the queue, so it will be retried in the background

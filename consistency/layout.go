@@ -9,6 +9,7 @@ import (
 	randv2 "math/rand/v2"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
@@ -49,7 +50,7 @@ func (e entry) encode() string {
 func decodeEntry(s string) (entry, error) {
 	var e entry
 	if err := json.Unmarshal([]byte(s), &e); err != nil {
-		return e, fmt.Errorf("cacheguard: consistency: corrupt queue entry: %w", err)
+		return e, kind.Errorf("cacheguard: consistency: corrupt queue entry: %w", err)
 	}
 	if len(e.Keys) == 0 {
 		return e, fmt.Errorf("cacheguard: consistency: corrupt queue entry: no keys")

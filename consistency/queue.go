@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache"
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/redis/go-redis/v9"
 )
@@ -60,7 +60,7 @@ type hooks struct {
 // ErrInvalidOption when an option makes no sense.
 func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
 	}
 	cfg := defaultConfig()
 	option.Apply(&cfg, opts)
@@ -106,7 +106,7 @@ func (q *Queue) Close() error {
 	q.cancel()
 	q.wg.Wait()
 	if !q.flight.Wait(q.cfg.timeout) {
-		return fmt.Errorf("cacheguard: consistency: close: Redis calls still running after %v: %w", q.cfg.timeout, context.DeadlineExceeded)
+		return kind.Errorf("cacheguard: consistency: close: Redis calls still running after %v: %w", q.cfg.timeout, context.DeadlineExceeded)
 	}
 	return nil
 }
@@ -165,14 +165,14 @@ func (q *Queue) backoff(n int) time.Duration {
 	return call.Jitter(call.Step(q.cfg.minBackoff, q.cfg.maxBackoff, n))
 }
 
-// redisError counts err and wraps it in cache.ErrRedis; context errors are
+// redisError counts err and wraps it in ErrRedis; context errors are
 // returned as they are.
 func (q *Queue) redisError(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	q.stats.redisErrors.Add(1)
-	return fmt.Errorf("%w: consistency %s: %w", cache.ErrRedis, op, err)
+	return kind.Wrap(ErrRedis, op, err)
 }
 
 // report hands an error that no caller sees to the logger and error handler.

@@ -337,7 +337,7 @@ func TestOptionsAndRegisterValidate(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrInvalidOption", name, err)
 		}
 	}
-	if _, err := New(nil); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(nil); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("nil client: %v", err)
 	}
 	q := newQueue(t, rdb, WithoutWorker())
@@ -346,10 +346,10 @@ func TestOptionsAndRegisterValidate(t *testing.T) {
 	if _, err := q.Register("users", c); !errors.Is(err, ErrDuplicateTarget) {
 		t.Errorf("duplicate: %v", err)
 	}
-	if _, err := q.Register("", c); !errors.Is(err, ErrInvalidOption) {
+	if _, err := q.Register("", c); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("empty name: %v", err)
 	}
-	if _, err := q.Register("nil", nil); !errors.Is(err, ErrInvalidOption) {
+	if _, err := q.Register("nil", nil); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("nil invalidator: %v", err)
 	}
 	if _, err := q.Target("nope"); !errors.Is(err, ErrUnknownTarget) {

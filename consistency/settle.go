@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -175,7 +176,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 			q.log.Error("cacheguard: consistency: delete dead-lettered after retry budget",
 				"target", t.name, "keys", deadKeys, "attempts", q.cfg.maxAttempts, "err", lastErr)
 			if q.cfg.onError != nil {
-				q.cfg.onError(&TargetError{Target: t.name, Keys: deadKeys, Err: fmt.Errorf("cacheguard: consistency: dead-lettered: %w", lastErr)})
+				q.cfg.onError(&TargetError{Target: t.name, Keys: deadKeys, Err: kind.Errorf("cacheguard: consistency: dead-lettered: %w", lastErr)})
 			}
 		}
 	}

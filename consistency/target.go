@@ -2,11 +2,10 @@ package consistency
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // Invalidator removes cache entries. *cache.Cache[V] is one: its Delete
@@ -75,10 +74,10 @@ func ServeStale(maxStale time.Duration) TargetOption {
 // Registering also lets this instance's worker drain the name's deletes.
 func (q *Queue) Register(name string, inv Invalidator, opts ...TargetOption) (*Target, error) {
 	if name == "" {
-		return nil, fmt.Errorf("%w: empty target name", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: empty target name", ErrInvalidArgument)
 	}
 	if inv == nil {
-		return nil, fmt.Errorf("%w: nil invalidator for target %q", ErrInvalidOption, name)
+		return nil, fmt.Errorf("%w: nil invalidator for target %q", ErrInvalidArgument, name)
 	}
 	t := &Target{q: q, name: name, inv: inv}
 	t.keeper, _ = inv.(VersionKeeper)
@@ -171,10 +170,10 @@ func (t *Target) Invalidate(ctx context.Context, keys ...string) error {
 		t.q.report(t.name, keys, fmt.Errorf("failed delete not recorded for a retry: %w", err))
 	}
 	if err := t.q.recordDetached(ctx, t, newID(), e, t.q.backoff(1), late); err != nil {
-		return errors.Join(derr, err)
+		return kind.Errorf("cacheguard: consistency: delete from %q failed (%w) and was not recorded for a retry: %w", t.name, derr, err)
 	}
 	t.q.stats.recorded.Add(1)
-	return fmt.Errorf("%w: %w", ErrQueued, derr)
+	return kind.Wrap(ErrQueued, "", derr)
 }
 
 // InvalidateAfter records a delete of keys due after delay. Once it returns
@@ -185,7 +184,7 @@ func (t *Target) InvalidateAfter(ctx context.Context, delay time.Duration, keys 
 		return err
 	}
 	if delay < 0 {
-		return fmt.Errorf("%w: negative delay %v", ErrInvalidOption, delay)
+		return fmt.Errorf("%w: negative delay %v", ErrInvalidArgument, delay)
 	}
 	if err := t.q.record(ctx, t, newID(), entry{Keys: keys}, delay); err != nil {
 		return err
@@ -199,11 +198,11 @@ func (t *Target) check(keys []string) error {
 		return ErrClosed
 	}
 	if len(keys) == 0 {
-		return fmt.Errorf("%w: no keys", cache.ErrInvalidKey)
+		return fmt.Errorf("%w: no keys", ErrInvalidArgument)
 	}
 	for _, k := range keys {
 		if k == "" {
-			return cache.ErrInvalidKey
+			return fmt.Errorf("%w: empty key", ErrInvalidArgument)
 		}
 	}
 	return nil

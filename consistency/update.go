@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // Update runs write, the database write that changes the rows behind keys,
@@ -26,7 +27,7 @@ import (
 // survives a crash.
 //
 // If the delete cannot be recorded (Redis is down), write does not run and
-// Update returns an error wrapping cache.ErrRedis: nothing changed. A failed
+// Update returns an error wrapping ErrRedis: nothing changed. A failed
 // first delete is reported to the logger and does not stop the write, since
 // the recorded delete will follow. Update returns write's error; the second
 // delete happens whatever write returned, because a failed write may still
@@ -42,7 +43,7 @@ func (t *Target) Update(ctx context.Context, keys []string, write func(ctx conte
 	id := newID()
 	e := entry{Keys: keys}
 	if err := q.record(ctx, t, id, e, q.cfg.writeGrace+q.cfg.delay); err != nil {
-		return fmt.Errorf("cacheguard: consistency: update not run, second delete could not be recorded: %w", err)
+		return kind.Errorf("cacheguard: consistency: update not run, second delete could not be recorded: %w", err)
 	}
 	q.stats.recorded.Add(1)
 	if err := t.run(ctx, keys); err != nil {

@@ -252,10 +252,10 @@ func TestUpdateRejectsBadInput(t *testing.T) {
 	users := register(t, q, "users", newCache[string](t, rdb))
 	ctx := context.Background()
 	nop := func(context.Context) error { return nil }
-	if err := users.Update(ctx, nil, nop); !errors.Is(err, cache.ErrInvalidKey) {
+	if err := users.Update(ctx, nil, nop); !errors.Is(err, cache.ErrInvalidArgument) {
 		t.Fatalf("no keys: %v", err)
 	}
-	if err := users.Update(ctx, []string{"a", ""}, nop); !errors.Is(err, cache.ErrInvalidKey) {
+	if err := users.Update(ctx, []string{"a", ""}, nop); !errors.Is(err, cache.ErrInvalidArgument) {
 		t.Fatalf("empty key: %v", err)
 	}
 	if err := users.Update(ctx, []string{"a"}, nil); err == nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/cacheguard/cacheguard/cache"
 )
 
 // VersionedCache is the part of *cache.Cache[V] that versioned writes use:
@@ -17,8 +15,9 @@ type VersionedCache[V any] interface {
 }
 
 // ErrZeroVersion is returned for a versioned write with version 0, the
-// version of entries filled by ordinary reads: it could never win.
-var ErrZeroVersion = errors.New("cacheguard: consistency: version 0 is reserved for ordinary fills")
+// version of entries filled by ordinary reads: it could never win. It wraps
+// ErrInvalidArgument.
+var ErrZeroVersion = fmt.Errorf("%w: version 0 is reserved for ordinary fills", ErrInvalidArgument)
 
 // Versioned writes values through to a cache newest-wins, for writers that
 // update one key concurrently and may reach Redis out of order: each write
@@ -40,7 +39,7 @@ type Versioned[V any] struct {
 // for the deletes that follow a failed write.
 func NewVersioned[V any](c VersionedCache[V], fallback *Target) (*Versioned[V], error) {
 	if c == nil {
-		return nil, fmt.Errorf("%w: nil versioned cache", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil versioned cache", ErrInvalidArgument)
 	}
 	return &Versioned[V]{c: c, fallback: fallback}, nil
 }
@@ -114,7 +113,7 @@ func (w *Versioned[V]) invalidateAfter(ctx context.Context, key string, cause er
 	if w.fallback == nil || key == "" {
 		return
 	}
-	if errors.Is(cause, ErrZeroVersion) || errors.Is(cause, cache.ErrInvalidKey) {
+	if errors.Is(cause, ErrZeroVersion) || errors.Is(cause, ErrInvalidArgument) {
 		return
 	}
 	if err := w.fallback.Invalidate(ctx, key); err != nil {

@@ -64,6 +64,7 @@ type Detector struct {
 	fleetWin                      int64         // window of the last exchange, by the fleet's clock
 	fleetOffset                   time.Duration // the fleet's clock minus the detector's (fleetclock.go)
 	fleetSynced                   bool          // fleetOffset is known
+	fleetFailing                  bool          // the last exchange failed (logged once per outage)
 	fleetTry                      int64         // window of the detector's clock of the last try to learn it
 	fleetView                     []Entry       // keys hot across the fleet, largest first
 	nFleetExchanges, nFleetErrors atomic.Uint64

@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -49,8 +52,8 @@ import (
 // the WithErrorHandler callback, and detection is local until an exchange
 // succeeds.
 
-// ErrFleet wraps the errors of a fleet exchange.
-var ErrFleet = errors.New("cacheguard: hotkey: fleet exchange")
+// ErrRedis wraps the errors of a fleet exchange.
+var ErrRedis = kind.Redis("hotkey")
 
 // fleetConfig is set by WithFleet.
 type fleetConfig struct {
@@ -63,9 +66,8 @@ type fleetConfig struct {
 // keys hot locally included. rdb may be any go-redis client, Cluster
 // included. The group must not contain '{' or '}' (it is the keys' hash
 // tag). It names who shares counts, not where keys live: the keys are
-// "cacheguard:hotkey:{group}:<window>", a fixed prefix that docs/acl.md
-// grants, so there is no WithPrefix. Each detector sends one pipeline per
-// window; see the package documentation.
+// "<prefix>{group}:<window>" (WithPrefix). Each detector sends one pipeline
+// per window; see the package documentation.
 func WithFleet(rdb redis.UniversalClient, group string) Option {
 	return func(c *config) {
 		switch {
@@ -83,7 +85,27 @@ func WithFleet(rdb redis.UniversalClient, group string) Option {
 // nil means no handler. It is called from the goroutine that runs Tick and
 // must not call Tick or Close.
 func WithErrorHandler(fn func(error)) Option {
-	return func(c *config) { c.onError = fn }
+	return func(c *config) { c.report.Handler = fn }
+}
+
+// WithPrefix sets the prefix of the fleet exchange's Redis keys (default
+// "cacheguard:hotkey:"). It may not contain '{' or '}', which would change
+// the hash tag; every detector of a group must use the same.
+func WithPrefix(prefix string) Option {
+	return func(c *config) {
+		if strings.ContainsAny(prefix, "{}") {
+			c.errs.Invalid("prefix %q contains '{' or '}'", prefix)
+			return
+		}
+		c.prefix = prefix
+	}
+}
+
+// WithLogger sets where the fleet exchange's outages are logged: once when
+// exchanges start failing (the error), once when one succeeds again. The
+// default, and what nil stands for, is slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.report.Logger = option.Logger(l) }
 }
 
 // fleetWindows is how many windows a group's keys live after their last
@@ -136,6 +158,10 @@ func (d *Detector) fleetTick(now time.Time, entries []Entry, total uint64) {
 	d.nFleetExchanges.Add(1)
 	d.fleetView = view
 	d.nFleetHot.Store(int64(len(view)))
+	if d.fleetFailing {
+		d.fleetFailing = false
+		d.cfg.report.Logger.Info("cacheguard: hotkey: fleet exchanges back", "group", d.cfg.fleet.group)
+	}
 }
 
 // fleetFailed drops the fleet's keys after a failed exchange, counts the
@@ -149,8 +175,11 @@ func (d *Detector) fleetFailed(err error) {
 	d.nFleetErrors.Add(1)
 	d.fleetView = d.fleetView[:0]
 	d.nFleetHot.Store(0)
-	if d.cfg.onError != nil {
-		d.cfg.onError(err)
+	if !d.fleetFailing {
+		d.fleetFailing = true
+		d.cfg.report.Warn("cacheguard: hotkey: fleet exchanges failing; detection is local until one succeeds", err, "group", d.cfg.fleet.group)
+	} else if d.cfg.report.Handler != nil {
+		d.cfg.report.Handler(err)
 	}
 }
 
@@ -164,8 +193,8 @@ func (d *Detector) exchange(win int64, entries []Entry, total uint64) ([]Entry, 
 	slices.SortFunc(mine, func(a, b Entry) int { return cmp.Compare(b.Count, a.Count) })
 	mine = mine[:min(len(mine), d.cfg.k)]
 
-	set, tot := wire.FleetKeys(d.cfg.fleet.group, win)
-	prevSet, prevTot := wire.FleetKeys(d.cfg.fleet.group, win-1)
+	set, tot := wire.FleetKeys(d.cfg.prefix, d.cfg.fleet.group, win)
+	prevSet, prevTot := wire.FleetKeys(d.cfg.prefix, d.cfg.fleet.group, win-1)
 	ttl := fleetWindows * d.cfg.window
 	minScore := strconv.FormatUint(max(d.cfg.minCount, 1), 10)
 	read := func(p redis.Pipeliner, key string) *redis.ZSliceCmd {
@@ -196,12 +225,12 @@ func (d *Detector) exchange(win int64, entries []Entry, total uint64) ([]Entry, 
 	})
 	after := d.cfg.now()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("%w: group %q: %w", ErrFleet, d.cfg.fleet.group, err)
+		return nil, kind.Wrap(ErrRedis, fmt.Sprintf("fleet exchange of group %q", d.cfg.fleet.group), err)
 	}
 	if readTime != nil {
 		server, err := readTime()
 		if err != nil {
-			return nil, fmt.Errorf("%w: group %q: server time: %w", ErrFleet, d.cfg.fleet.group, err)
+			return nil, kind.Wrap(ErrRedis, fmt.Sprintf("server time of group %q", d.cfg.fleet.group), err)
 		}
 		d.learnOffset(server, before, after)
 	}

@@ -120,7 +120,7 @@ func TestFleetServerClockUnreachable(t *testing.T) {
 		d.Tick()
 	}
 	st := d.Stats()
-	if len(errs) == 0 || !errors.Is(errs[0], ErrFleet) || st.FleetErrors != uint64(len(errs)) {
+	if len(errs) == 0 || !errors.Is(errs[0], ErrRedis) || st.FleetErrors != uint64(len(errs)) {
 		t.Fatalf("errors %v, stats %+v", errs, st)
 	}
 	// Three ticks within seconds cross at most one boundary of an hour's

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/apicheck"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -207,8 +208,8 @@ func TestFleetDegradesToLocalWhenRedisFails(t *testing.T) {
 	if st.FleetErrors == 0 || int(st.FleetErrors) != len(errs) {
 		t.Fatalf("%d fleet errors counted, %d reported", st.FleetErrors, len(errs))
 	}
-	if !errors.Is(errs[0], ErrFleet) {
-		t.Fatalf("error %v does not match ErrFleet", errs[0])
+	for _, err := range errs {
+		apicheck.RedisFailure(t, "hotkey", "a fleet exchange (WithErrorHandler)", err)
 	}
 }
 
@@ -239,7 +240,7 @@ func TestFleetJoinerSeesTheFleetAtOnce(t *testing.T) {
 	if r.hotOn("warm") != 10 {
 		t.Fatalf("hot on %d of 10 instances", r.hotOn("warm"))
 	}
-	set, _ := wire.FleetKeys("svc", r.clk.Now().UnixNano()/int64(fleetWindow)-1)
+	set, _ := wire.FleetKeys(wire.HotKeyPrefix, "svc", r.clk.Now().UnixNano()/int64(fleetWindow)-1)
 	before, err := rdb.ZScore(context.Background(), set, "warm").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -257,5 +258,29 @@ func TestFleetJoinerSeesTheFleetAtOnce(t *testing.T) {
 	}
 	if after, _ := rdb.ZScore(context.Background(), set, "warm").Result(); after != before {
 		t.Fatalf("the joiner's first exchange added to a window it did not cover: %v -> %v", before, after)
+	}
+}
+
+// WithPrefix moves the fleet's keys: detectors of one prefix share counts
+// under it, and write nothing under the default.
+func TestFleetWithPrefix(t *testing.T) {
+	_, rdb := redistest.Single(t)
+	const prefix = "app:hot:"
+	r := newFleetRig(t, 10, func(int) redis.UniversalClient { return rdb }, WithPrefix(prefix))
+	for range 3 * int(fleetWindow/fleetTick) {
+		r.tick("warm")
+	}
+	if r.hotOn("warm") != 10 {
+		t.Fatalf("hot on %d of 10 instances", r.hotOn("warm"))
+	}
+	ctx := context.Background()
+	if n, _ := rdb.Keys(ctx, prefix+"{svc}:*").Result(); len(n) == 0 {
+		t.Error("no key under the prefix")
+	}
+	if n, _ := rdb.Keys(ctx, wire.HotKeyPrefix+"*").Result(); len(n) != 0 {
+		t.Errorf("keys under the default prefix: %v", n)
+	}
+	if _, err := New(WithPrefix("a{b")); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("WithPrefix with a brace: %v, want ErrInvalidOption", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -83,7 +84,7 @@ func (d *Detector) syncFleetClock() error {
 	}
 	ctx, cancel := context.WithTimeout(d.ctx, d.fleetTimeout())
 	defer cancel()
-	key, _ := wire.FleetKeys(d.cfg.fleet.group, 0) // any key of the group: its slot's node
+	key, _ := wire.FleetKeys(d.cfg.prefix, d.cfg.fleet.group, 0) // any key of the group: its slot's node
 	var read func() (time.Time, error)
 	before := d.cfg.now()
 	_, err := pipe.Run(ctx, d.cfg.fleet.rdb.Pipeline(), func(p redis.Pipeliner) error {
@@ -96,7 +97,7 @@ func (d *Detector) syncFleetClock() error {
 		server, err = read()
 	}
 	if err != nil {
-		return fmt.Errorf("%w: group %q: server time: %w", ErrFleet, d.cfg.fleet.group, err)
+		return kind.Wrap(ErrRedis, fmt.Sprintf("server time of group %q", d.cfg.fleet.group), err)
 	}
 	d.learnOffset(server, before, after)
 	return nil

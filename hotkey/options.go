@@ -4,12 +4,14 @@ import (
 	"math"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/option"
+	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
 // ErrInvalidOption is returned by New, wrapped with the reason, when an option
 // is out of range.
-var ErrInvalidOption = option.Sentinel("hotkey")
+var ErrInvalidOption = kind.InvalidOption("hotkey")
 
 // Option configures a Detector. A nil Option is ignored.
 type Option func(*config)
@@ -33,7 +35,8 @@ type config struct {
 	serverNow func() time.Time  // test hook: the fleet's server clock, in place of TIME
 	manualClk bool              // WithClock was given
 	fleet     *fleetConfig      // WithFleet (fleet.go)
-	onError   func(error)       // WithErrorHandler
+	report    option.Reporter   // WithLogger, WithErrorHandler
+	prefix    string            // WithPrefix (fleet.go)
 }
 
 const (
@@ -54,6 +57,8 @@ func defaultConfig() config {
 		sampling: 1,
 		now:      time.Now,
 		errs:     option.For(ErrInvalidOption),
+		report:   option.NewReporter(nil, nil),
+		prefix:   wire.HotKeyPrefix,
 	}
 }
 

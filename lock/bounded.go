@@ -11,7 +11,8 @@ import "time"
 // function, so that a lock it obtained is given back rather than left to
 // its lease, and Close waits for such calls, up to closeWait. The client's
 // config holds the call.Bound (cfg.calls): it counts in the engine's Flight,
-// reports a limit that ran out as ErrTimeout, and is Strict when
+// reports every Redis failure as ErrRedis (a limit that ran out matching
+// context.DeadlineExceeded as well), and is Strict when
 // WithTimeout was given.
 
 // closeWait bounds how long Close waits for abandoned calls to finish.

@@ -45,7 +45,7 @@ func TestBoundedOnFrozenServer(t *testing.T) {
 	})
 	check("Unlock", context.DeadlineExceeded, held.Unlock)
 	bounded := newClient(t, rdb, WithTimeout(budget))
-	check("TryLock without a deadline", ErrTimeout, func(context.Context) error {
+	check("TryLock without a deadline", ErrRedis, func(context.Context) error {
 		_, err := bounded.Mutex("frozen-timeout").TryLock(context.Background())
 		return err
 	})
@@ -89,27 +89,27 @@ func TestClosedClientHandle(t *testing.T) {
 	if err := h.Extend(ctx, time.Hour); !errors.Is(err, ErrClosed) {
 		t.Errorf("Extend after Close: %v, want ErrClosed", err)
 	}
-	if pttl := rdb.PTTL(ctx, "lock:{closed-handle}").Val(); pttl > time.Second {
+	if pttl := rdb.PTTL(ctx, "cacheguard:lock:{closed-handle}").Val(); pttl > time.Second {
 		t.Errorf("Extend after Close moved the lease to %v", pttl)
 	}
 	if err := h.Unlock(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("Unlock after Close: %v, want ErrClosed", err)
 	}
-	if heldIn(ctx, rdb, "lock:{closed-handle}") {
+	if heldIn(ctx, rdb, "cacheguard:lock:{closed-handle}") {
 		t.Errorf("Unlock after Close left the lock held")
 	}
 }
 
 // TestInvalidName: names that would break the key's hash tag are refused
-// with ErrInvalidName; a name carrying its own hash tag is used as is, so a
+// with ErrInvalidArgument; a name carrying its own hash tag is used as is, so a
 // lock can live in the slot of the data it guards.
 func TestInvalidName(t *testing.T) {
 	_, rdb := redistestSingle(t)
 	ctx := testCtx(t)
 	c := newClient(t, rdb)
 	for _, name := range []string{"", "a}b", "{}x", "x{", "a{}"} {
-		if _, err := c.Mutex(name).TryLock(ctx); !errors.Is(err, ErrInvalidName) {
-			t.Errorf("Mutex(%q): %v, want ErrInvalidName", name, err)
+		if _, err := c.Mutex(name).TryLock(ctx); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Mutex(%q): %v, want ErrInvalidArgument", name, err)
 		}
 	}
 	h, err := c.Mutex("orders:{42}:lock").TryLock(ctx)
@@ -117,7 +117,7 @@ func TestInvalidName(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Unlock(ctx)
-	if !heldIn(ctx, rdb, "lock:orders:{42}:lock") {
+	if !heldIn(ctx, rdb, "cacheguard:lock:orders:{42}:lock") {
 		t.Fatal("a name with its own hash tag is not used as the key")
 	}
 }

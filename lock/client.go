@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -25,18 +26,18 @@ type Client struct {
 // the client; see Option.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
 	}
 	cfg := defaultConfig()
-	cfg.apply(opts)
+	cfg.apply(partClient, opts)
 	if cfg.errs.Err() != nil {
 		return nil, cfg.errs.Err()
 	}
 	id := newOwner()
 	c := &Client{rdb: rdb, cfg: cfg}
-	ntf := newNotifier(rdb, id, cfg.logger)
+	ntf := newNotifier(rdb, id, cfg.report)
 	c.pub = publisher{cmd: ntf.publishCmd(), payload: id}
-	c.engine = newEngine(cfg.logger, ntf, c.renewBatch)
+	c.engine = newEngine(cfg.report, ntf, c.renewBatch)
 	c.cfg.calls = c.engine.bound(rdb)
 	if c.cfg.opTimeout > 0 {
 		c.cfg.calls = c.cfg.calls.Strict()
@@ -101,7 +102,7 @@ func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []ren
 	}, nil)
 	for j, i := range idx {
 		if err != nil {
-			out[i].err = fmt.Errorf("cacheguard: lock: renew %q: %w", batch[i].h.b.name(), err)
+			out[i].err = kind.Errorf("cacheguard: lock: renew %q: %w", batch[i].h.b.name(), err)
 			continue
 		}
 		out[i].validUntil, out[i].err = batch[i].h.b.(pipelined).renewResult(cmds[j], start, batch[i].lease)
@@ -114,7 +115,7 @@ func (c *Client) renewPipelined(ctx context.Context, batch []renewReq, out []ren
 // reported by Lock and TryLock.
 func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{e: c.engine, cfg: c.cfg}
-	m.cfg.apply(opts)
+	m.cfg.apply(partMutex, opts)
 	base, err := baseKey(m.cfg.prefix, name)
 	m.cfg.errs.Add(err)
 	newBackend := newMutexBackend

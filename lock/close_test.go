@@ -158,7 +158,7 @@ func testClose(t *testing.T, rdb redis.UniversalClient) {
 			if err := held.Unlock(ctx); !errors.Is(err, ErrClosed) {
 				t.Fatalf("Unlock after Close: %v", err)
 			}
-			if heldIn(ctx, rdb, "lock:{closing}") {
+			if heldIn(ctx, rdb, "cacheguard:lock:{closing}") {
 				t.Fatal("Unlock after Close left the lock held")
 			}
 			c.Close() // twice is fine

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,7 +19,7 @@ import (
 type engine struct {
 	wd     *watchdog
 	ntf    *notifier // nil when releases are not announced (Redlock)
-	logger *slog.Logger
+	report option.Reporter
 	done   chan struct{}
 
 	mu     sync.Mutex
@@ -41,11 +42,11 @@ type engine struct {
 	hookMultiPart func(i int)
 }
 
-func newEngine(logger *slog.Logger, ntf *notifier, renew func(context.Context, []renewReq) []renewal) *engine {
+func newEngine(report option.Reporter, ntf *notifier, renew func(context.Context, []renewReq) []renewal) *engine {
 	return &engine{
-		wd:     newWatchdog(logger, renew),
+		wd:     newWatchdog(report, renew),
 		ntf:    ntf,
-		logger: logger,
+		report: report,
 		done:   make(chan struct{}),
 	}
 }
@@ -65,14 +66,14 @@ func (e *engine) close() error {
 	}
 	e.bg.Wait()
 	if !e.inflight.Wait(closeWait) {
-		return fmt.Errorf("cacheguard: lock: close: Redis calls still running after %v: %w", closeWait, context.DeadlineExceeded)
+		return kind.Errorf("cacheguard: lock: close: Redis calls still running after %v: %w", closeWait, context.DeadlineExceeded)
 	}
 	return nil
 }
 
 // bound returns how calls on clients are bounded, counted in e.
 func (e *engine) bound(clients ...redis.UniversalClient) call.Bound {
-	return call.For(clients...).Counting(&e.inflight).TimeoutAs(ErrTimeout)
+	return call.For(clients...).Counting(&e.inflight).RedisAs(ErrRedis)
 }
 
 func (e *engine) isClosed() bool {
@@ -121,7 +122,7 @@ func (e *engine) obtain(ctx context.Context, b backend, cfg *config, wait bool) 
 		return e.wait(ctx, b, owner, cfg, reentrant, acquired{wait: -1})
 	}
 	a, err := e.try(ctx, b, owner, cfg, reentrant, wait)
-	if wait && errors.Is(err, ErrTimeout) && ctx.Err() == nil {
+	if wait && call.TimedOut(ctx, err) {
 		err, a, owner = nil, acquired{wait: -1}, e.retryOwner(owner, reentrant)
 	}
 	if err != nil || a.holds > 0 {
@@ -148,7 +149,7 @@ func (e *engine) starving(b backend) bool {
 
 func refused(b backend, a acquired) error {
 	if a.why != nil {
-		return fmt.Errorf("%w: %q: %w", ErrNotObtained, b.name(), a.why)
+		return kind.Errorf("%w: %q: %w", ErrNotObtained, b.name(), a.why)
 	}
 	return fmt.Errorf("%w: %q is held by another owner", ErrNotObtained, b.name())
 }
@@ -168,15 +169,15 @@ func (e *engine) try(ctx context.Context, b backend, owner string, cfg *config, 
 			cctx, cancel := context.WithTimeout(context.Background(), min(cfg.lease, time.Second))
 			defer cancel()
 			if err := b.release(cctx, owner, 0, true); err != nil && !errors.Is(err, ErrNotHeld) {
-				e.logger.Warn("cacheguard: lock: cleanup after a failed acquire", "lock", b.name(), "err", err)
+				e.report.Warn("cacheguard: lock: cleanup after a failed acquire", err, "lock", b.name())
 			}
 		})
 	}
 	if ctx.Err() != nil {
-		return a, fmt.Errorf("%w: %w", notObtained(b.name(), ctx.Err()), err)
+		return a, kind.Wrap(notObtained(b.name(), ctx.Err()), "", err)
 	}
-	if errors.Is(err, ErrTimeout) {
-		return a, fmt.Errorf("%w: %w", ErrNotObtained, err)
+	if call.TimedOut(ctx, err) {
+		return a, kind.Wrap(ErrNotObtained, "", err)
 	}
 	return a, err
 }
@@ -198,7 +199,7 @@ func (e *engine) handle(ctx context.Context, b backend, owner string, cfg *confi
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(cfg.lease, time.Second))
 		defer cancel()
 		if rerr := b.release(rctx, owner, a.token, false); rerr != nil {
-			e.logger.Warn("cacheguard: lock: release after close", "lock", b.name(), "err", rerr)
+			e.report.Warn("cacheguard: lock: release after close", rerr, "lock", b.name())
 		}
 		return nil, err
 	}
@@ -269,7 +270,7 @@ func (e *engine) wait(ctx context.Context, b backend, owner string, cfg *config,
 		}
 		var err error
 		a, err = e.try(ctx, b, owner, cfg, reentrant, true)
-		if errors.Is(err, ErrTimeout) && ctx.Err() == nil {
+		if call.TimedOut(ctx, err) {
 			// One slow call: keep waiting while the context allows.
 			a, owner = acquired{wait: -1}, e.retryOwner(owner, reentrant)
 			continue

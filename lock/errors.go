@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cacheguard/cacheguard/internal/option"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 var (
@@ -29,20 +29,24 @@ var (
 
 	// ErrClosed is returned by calls on a closed Client, Redlock or
 	// MultiLock.
-	ErrClosed = errors.New("cacheguard: lock: client closed")
+	ErrClosed = kind.Closed("lock")
 
-	// ErrInvalidName is returned for a lock name that cannot make a Redis
-	// key whose keys stay in one cluster slot (see Client.Mutex).
-	ErrInvalidName = errors.New("cacheguard: lock: invalid lock name")
+	// ErrInvalidArgument is wrapped by the error of an argument refused: a
+	// lock name that cannot make a Redis key whose keys stay in one cluster
+	// slot (see Client.Mutex), a nil client, a Redlock without nodes.
+	ErrInvalidArgument = kind.InvalidArgument("lock")
 
-	// ErrTimeout is returned when a Redis call took longer than the
-	// operation timeout (see WithTimeout).
-	ErrTimeout = errors.New("cacheguard: lock: redis call timed out")
+	// ErrRedis is wrapped by the error of a Redis call that failed: the
+	// server was unreachable, answered an error, or took longer than the
+	// call's bound (WithTimeout, or the lease), in which case the error also
+	// matches context.DeadlineExceeded. The end of the caller's own context
+	// is not one: it comes back as ctx.Err(), with ErrNotObtained.
+	ErrRedis = kind.Redis("lock")
 
-	// ErrInvalidOption is wrapped by the error of an option (or a
-	// constructor's argument) that makes no sense: New and NewRedlock
-	// return it, a lock made with one returns it from its first call.
-	ErrInvalidOption = option.Sentinel("lock")
+	// ErrInvalidOption is wrapped by the error of an option that makes no
+	// sense: New and NewRedlock return it, a lock made with one returns it
+	// from its first call.
+	ErrInvalidOption = kind.InvalidOption("lock")
 
 	// ErrUpgrade is returned when an owner holding a read lock asks for the
 	// write lock of the same RWMutex. Waiting would deadlock on itself.
@@ -57,5 +61,5 @@ func lostf(format string, args ...any) error {
 // notObtained wraps the context's error so that the result matches both
 // ErrNotObtained and ctx.Err() with errors.Is.
 func notObtained(name string, ctxErr error) error {
-	return fmt.Errorf("%w: %q: %w", ErrNotObtained, name, ctxErr)
+	return kind.Errorf("%w: %q: %w", ErrNotObtained, name, ctxErr)
 }

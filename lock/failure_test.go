@@ -66,7 +66,7 @@ func TestLostReplyReleases(t *testing.T) {
 		t.Fatalf("err = %v, want the connection error", err)
 	}
 	c.Close() // waits for the cleanup
-	if heldIn(ctx, s.Client(), "lock:{lost-reply}") {
+	if heldIn(ctx, s.Client(), "cacheguard:lock:{lost-reply}") {
 		t.Fatal("the lock taken by the lost call is still held")
 	}
 }
@@ -88,7 +88,7 @@ func TestCloseDuringAcquire(t *testing.T) {
 	if _, err := c.Mutex("closing-acquire").Lock(ctx); !errors.Is(err, ErrClosed) {
 		t.Fatalf("err = %v, want ErrClosed", err)
 	}
-	if heldIn(ctx, s.Client(), "lock:{closing-acquire}") {
+	if heldIn(ctx, s.Client(), "cacheguard:lock:{closing-acquire}") {
 		t.Fatal("the lock obtained during Close is still held")
 	}
 }
@@ -122,7 +122,7 @@ func testExtendLost(t *testing.T, rdb redis.UniversalClient) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb.Del(ctx, "lock:{extend-lost}")
+	rdb.Del(ctx, "cacheguard:lock:{extend-lost}")
 	err = h.Extend(ctx, time.Hour)
 	if !errors.Is(err, ErrNotHeld) || !errors.Is(err, ErrLost) {
 		t.Fatalf("extend of a deleted lock: %v", err)

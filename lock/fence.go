@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -43,7 +44,7 @@ func ExecFenced(ctx context.Context, db Execer, query string, args ...any) error
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("cacheguard: lock: fenced write: rows affected: %w", err)
+		return kind.Errorf("cacheguard: lock: fenced write: rows affected: %w", err)
 	}
 	if n == 0 {
 		return ErrFenced
@@ -72,7 +73,7 @@ return 1
 func SetFenced(ctx context.Context, rdb redis.Scripter, key string, token int64, value any, ttl time.Duration) error {
 	n, err := fencedSetScript.Run(ctx, rdb, []string{key}, token, value, ms(ttl)).Int64()
 	if err != nil {
-		return fmt.Errorf("cacheguard: lock: fenced set %q: %w", key, err)
+		return kind.RedisErr(ctx, ErrRedis, fmt.Sprintf("fenced set %q", key), err)
 	}
 	if n == 0 {
 		return ErrFenced

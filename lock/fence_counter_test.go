@@ -20,7 +20,7 @@ func TestFenceCounterOutlivesRelease(t *testing.T) {
 	takeToken(t, m.Lock)
 	// An hour ahead of the server's clock, in microseconds.
 	ahead := time.Now().Add(time.Hour).UnixMicro()
-	if err := setMutex(ctx, rdb, "lock:{fence-ahead}", wire.FencedLock{Token: ahead}); err != nil {
+	if err := setMutex(ctx, rdb, "cacheguard:lock:{fence-ahead}", wire.FencedLock{Token: ahead}); err != nil {
 		t.Fatal(err)
 	}
 	if tok := takeToken(t, m.Lock); tok <= ahead {

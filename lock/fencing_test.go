@@ -50,8 +50,8 @@ func testFencingSurvivesLoss(t *testing.T, rdb redis.UniversalClient) {
 	for _, lock := range []func(context.Context) (*Handle, error){m.Lock, rw.Lock} {
 		t1 := takeToken(t, lock)
 		// The counters are evicted: a free Mutex keeps its token in its hash.
-		rdb.Del(ctx, "lock:{fence-loss}")
-		rdb.Del(ctx, "lock:{fence-loss-rw}:fence")
+		rdb.Del(ctx, "cacheguard:lock:{fence-loss}")
+		rdb.Del(ctx, "cacheguard:lock:{fence-loss-rw}:fence")
 		t2 := takeToken(t, lock)
 		flushAll(t, rdb)
 		t3 := takeToken(t, lock)
@@ -73,7 +73,7 @@ func testIdleLockNoKeys(t *testing.T, rdb redis.UniversalClient) {
 	var keys []string
 	var mu sync.Mutex
 	scan := func(ctx context.Context, c redis.UniversalClient) error {
-		it := c.Scan(ctx, 0, "lock:{idle-keys*", 100).Iterator()
+		it := c.Scan(ctx, 0, "cacheguard:lock:{idle-keys*", 100).Iterator()
 		for it.Next(ctx) {
 			mu.Lock()
 			keys = append(keys, it.Val())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // Handle is one acquisition of a lock. It is safe for concurrent use.
@@ -204,7 +205,7 @@ func (hd *Handle) Extend(ctx context.Context, d time.Duration) error {
 	validUntil, err := hd.h.b.renew(ctx, hd.h.owner, d)
 	if errors.Is(err, ErrLost) {
 		hd.e.wd.lose(hd.h, err)
-		return fmt.Errorf("%w: %w", ErrNotHeld, err)
+		return kind.Wrap(ErrNotHeld, "", err)
 	}
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -95,7 +96,7 @@ func (b *holdBackend) acquire(ctx context.Context, owner string, lease time.Dura
 		}
 	})
 	if err != nil {
-		return acquired{}, fmt.Errorf("cacheguard: lock: acquire %q: %w", b.lname, err)
+		return acquired{}, kind.Errorf("cacheguard: lock: acquire %q: %w", b.lname, err)
 	}
 	return parseAcquired(v, start, b.cfg)
 }
@@ -106,7 +107,7 @@ func (b *holdBackend) giveBack(owner string, token int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.releaseTimeout())
 	defer cancel()
 	if err := b.releaseHold(ctx, owner, false, token, true); err != nil && !errors.Is(err, ErrNotHeld) {
-		b.cfg.logger.Warn("cacheguard: lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
+		b.cfg.report.Warn("cacheguard: lock: giving back an abandoned acquisition", err, "lock", b.lname)
 	}
 }
 
@@ -152,7 +153,7 @@ func (b *holdBackend) renewCall(owner string, lease time.Duration) script.Call {
 func (b *holdBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Duration) (time.Time, error) {
 	n, err := cmd.Int64()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("cacheguard: lock: renew %q: %w", b.lname, err)
+		return time.Time{}, kind.Errorf("cacheguard: lock: renew %q: %w", b.lname, err)
 	}
 	return b.renewed(n, start)
 }
@@ -174,7 +175,7 @@ func (b *holdBackend) renew(ctx context.Context, owner string, lease time.Durati
 		return b.renewS.Run(ctx, b.rdb, b.keys[:1], owner, b.args.leaseArg(lease)).Int64()
 	}, nil)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("cacheguard: lock: renew %q: %w", b.lname, err)
+		return time.Time{}, kind.Errorf("cacheguard: lock: renew %q: %w", b.lname, err)
 	}
 	return b.renewed(n, start)
 }
@@ -203,7 +204,7 @@ func (b *holdBackend) releaseHold(ctx context.Context, owner string, all bool, t
 		return script.Run(ctx, b.rdb, b.relKeys, args...).Int64()
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("cacheguard: lock: release %q: %w", b.lname, err)
+		return kind.Errorf("cacheguard: lock: release %q: %w", b.lname, err)
 	}
 	if n < 0 {
 		return fmt.Errorf("%w: %q", ErrNotHeld, b.lname)
@@ -216,7 +217,7 @@ func (b *holdBackend) ttl(ctx context.Context, owner string) (time.Duration, err
 		return b.ttlS.Run(ctx, b.rdb, b.keys[:1], owner).Int64()
 	}, nil)
 	if err != nil {
-		return 0, fmt.Errorf("cacheguard: lock: ttl %q: %w", b.lname, err)
+		return 0, kind.Errorf("cacheguard: lock: ttl %q: %w", b.lname, err)
 	}
 	if n == -3 {
 		return 0, fmt.Errorf("%w: %q", ErrNotHeld, b.lname)
@@ -234,6 +235,6 @@ func (b *holdBackend) giveUp(ctx context.Context, owner string) {
 		return writerGivesUpScript.Run(ctx, b.rdb, b.keys[4:5], owner, b.args.pubCmd, b.args.channel, b.args.payload).Err()
 	})
 	if err != nil {
-		b.cfg.logger.Warn("cacheguard: lock: removing a waiting writer's mark", "lock", b.lname, "err", err)
+		b.cfg.report.Warn("cacheguard: lock: removing a waiting writer's mark", err, "lock", b.lname)
 	}
 }

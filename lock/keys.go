@@ -17,10 +17,10 @@ import (
 // A name that carries its own hash tag ("orders:{42}:lock") is used as it
 // is, so that the lock lives in the cluster slot of the data it guards and a
 // script can touch both. A name whose braces would leave the keys without
-// one common tag is refused with ErrInvalidName.
+// one common tag is refused with ErrInvalidArgument.
 func baseKey(prefix, name string) (string, error) {
 	if name == "" {
-		return "", fmt.Errorf("%w: empty name", ErrInvalidName)
+		return "", fmt.Errorf("%w: empty name", ErrInvalidArgument)
 	}
 	if !strings.ContainsAny(name, "{}") {
 		return prefix + "{" + name + "}", nil
@@ -29,16 +29,16 @@ func baseKey(prefix, name string) (string, error) {
 	// it, if that part is not empty.
 	open := strings.IndexByte(name, '{')
 	if open < 0 {
-		return "", fmt.Errorf("%w: %q has a '}' without a '{' before it", ErrInvalidName, name)
+		return "", fmt.Errorf("%w: %q has a '}' without a '{' before it", ErrInvalidArgument, name)
 	}
 	closing := strings.IndexByte(name[open+1:], '}')
 	switch {
 	case closing < 0:
-		return "", fmt.Errorf("%w: %q opens a hash tag with '{' but does not close it", ErrInvalidName, name)
+		return "", fmt.Errorf("%w: %q opens a hash tag with '{' but does not close it", ErrInvalidArgument, name)
 	case closing == 0:
-		return "", fmt.Errorf("%w: %q has an empty hash tag \"{}\"", ErrInvalidName, name)
+		return "", fmt.Errorf("%w: %q has an empty hash tag \"{}\"", ErrInvalidArgument, name)
 	case strings.IndexByte(name[:open], '}') >= 0:
-		return "", fmt.Errorf("%w: %q has a '}' before its hash tag", ErrInvalidName, name)
+		return "", fmt.Errorf("%w: %q has a '}' before its hash tag", ErrInvalidArgument, name)
 	}
 	return prefix + name, nil
 }

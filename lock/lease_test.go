@@ -176,7 +176,7 @@ func testDeletedKey(t *testing.T, rdb redis.UniversalClient) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb.Del(ctx, "lock:{deleted}")
+	rdb.Del(ctx, "cacheguard:lock:{deleted}")
 	waitDone(t, h.Context(), 10*time.Second, "lost signal")
 	if err := context.Cause(h.Context()); !errors.Is(err, ErrLost) {
 		t.Fatalf("cause %v", err)
@@ -193,7 +193,7 @@ func testTakenKey(t *testing.T, rdb redis.UniversalClient) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setMutex(ctx, rdb, "lock:{taken}", wire.FencedLock{Token: h.Token(), Holds: 1, Owner: "intruder"})
+	setMutex(ctx, rdb, "cacheguard:lock:{taken}", wire.FencedLock{Token: h.Token(), Holds: 1, Owner: "intruder"})
 	waitDone(t, h.Context(), 10*time.Second, "lost signal")
 	if err := context.Cause(h.Context()); !errors.Is(err, ErrLost) {
 		t.Fatalf("cause %v", err)
@@ -201,7 +201,7 @@ func testTakenKey(t *testing.T, rdb redis.UniversalClient) {
 	if err := h.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("unlock: %v", err)
 	}
-	if l, _ := mutexIn(ctx, rdb, "lock:{taken}"); l.Owner != "intruder" || l.Holds != 1 {
+	if l, _ := mutexIn(ctx, rdb, "cacheguard:lock:{taken}"); l.Owner != "intruder" || l.Holds != 1 {
 		t.Fatalf("lock %+v: unlock released someone else's lock", l)
 	}
 }
@@ -253,7 +253,7 @@ func testKilledHolder(t *testing.T, rdb redis.UniversalClient) {
 		mustNotObtain(t, hx, err)
 		cmd.Process.Kill()
 		killed := time.Now()
-		pttl, err := rdb.PTTL(ctx, "lock:{killed}").Result()
+		pttl, err := rdb.PTTL(ctx, "cacheguard:lock:{killed}").Result()
 		if err != nil || pttl <= 0 || pttl > killLease {
 			t.Fatalf("after the kill the lock expires in %v (%v), want within %v", pttl, err, killLease)
 		}

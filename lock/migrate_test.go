@@ -33,7 +33,7 @@ func TestWaiterFollowsSlotMigration(t *testing.T) {
 	}()
 	<-blocked // subscribed, registered, refused
 
-	slot, err := rdb.ClusterKeySlot(ctx, "lock:{mig}").Result()
+	slot, err := rdb.ClusterKeySlot(ctx, "cacheguard:lock:{mig}").Result()
 	if err != nil {
 		t.Fatal(err)
 	}

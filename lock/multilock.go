@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -50,12 +51,12 @@ type MultiLock struct {
 // invalid name or option, is reported by Lock and TryLock.
 func (c *Client) MultiLock(names []string, opts ...Option) *MultiLock {
 	ml := &MultiLock{e: c.engine, cfg: c.cfg}
-	ml.cfg.apply(opts)
+	ml.cfg.apply(partMutex, opts)
 	names = slices.Clone(names)
 	slices.Sort(names)
 	names = slices.Compact(names)
 	if len(names) == 0 {
-		ml.cfg.errs.Invalid("a multilock needs at least one name")
+		ml.cfg.errs.Add(fmt.Errorf("%w: a multilock needs at least one name", ErrInvalidArgument))
 	}
 	newBackend := newMutexBackend
 	if ml.cfg.unfenced {
@@ -79,10 +80,10 @@ func (c *Client) MultiLock(names []string, opts ...Option) *MultiLock {
 // parts' Clients does not affect it, and Close does not close them.
 func NewMultiLock(parts []*Mutex, opts ...Option) (*MultiLock, error) {
 	if len(parts) == 0 {
-		return nil, fmt.Errorf("%w: a multilock needs at least one lock", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: a multilock needs at least one lock", ErrInvalidArgument)
 	}
 	ml := &MultiLock{cfg: defaultConfig(), own: true}
-	ml.cfg.apply(opts)
+	ml.cfg.apply(partMultiLock, opts)
 	if ml.cfg.errs.Err() != nil {
 		return nil, ml.cfg.errs.Err()
 	}
@@ -91,14 +92,14 @@ func NewMultiLock(parts []*Mutex, opts ...Option) (*MultiLock, error) {
 	seen := map[string]bool{}
 	for i, m := range parts {
 		if m == nil {
-			return nil, fmt.Errorf("%w: multilock part %d is nil", ErrInvalidOption, i)
+			return nil, fmt.Errorf("%w: multilock part %d is nil", ErrInvalidArgument, i)
 		}
 		if m.cfg.errs.Err() != nil {
 			return nil, m.cfg.errs.Err()
 		}
 		hb, ok := m.b.(*holdBackend)
 		if !ok {
-			return nil, fmt.Errorf("%w: multilock part %d (%q) is a Redlock's; use Mutexes of Clients", ErrInvalidOption, i, m.Name())
+			return nil, fmt.Errorf("%w: multilock part %d (%q) is a Redlock's; use Mutexes of Clients", ErrInvalidArgument, i, m.Name())
 		}
 		if id := partID(hb); !seen[id] {
 			seen[id] = true
@@ -109,7 +110,7 @@ func NewMultiLock(parts []*Mutex, opts ...Option) (*MultiLock, error) {
 		}
 	}
 	slices.SortFunc(hbs, func(x, y *holdBackend) int { return strings.Compare(partID(x), partID(y)) })
-	ml.e = newEngine(ml.cfg.logger, nil, renewEach)
+	ml.e = newEngine(ml.cfg.report, nil, renewEach)
 	ml.cfg.calls = ml.e.bound(rdbs...)
 	if ml.cfg.opTimeout > 0 {
 		ml.cfg.calls = ml.cfg.calls.Strict()
@@ -245,7 +246,7 @@ func (b *multiBackend) renew(ctx context.Context, owner string, lease time.Durat
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return time.Time{}, fmt.Errorf("cacheguard: lock: renew %q: %w", b.lname, err)
+		return time.Time{}, kind.Errorf("cacheguard: lock: renew %q: %w", b.lname, err)
 	}
 	return slices.MinFunc(vu, time.Time.Compare), nil
 }

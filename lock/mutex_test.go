@@ -47,14 +47,14 @@ func testExclusive(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("lock not free after unlock: %v", err)
 	}
 	h4.Unlock(ctx)
-	if heldIn(ctx, rdb, "lock:{excl}") {
+	if heldIn(ctx, rdb, "cacheguard:lock:{excl}") {
 		t.Fatal("lock still held in Redis after the last unlock")
 	}
 	// What is left is the fencing counter, for at most the last lease.
-	if l, ok := mutexIn(ctx, rdb, "lock:{excl}"); !ok || l.Token != h4.Token() || l.Owner != "" || l.Holds != 0 {
+	if l, ok := mutexIn(ctx, rdb, "cacheguard:lock:{excl}"); !ok || l.Token != h4.Token() || l.Owner != "" || l.Holds != 0 {
 		t.Fatalf("released lock keeps %+v, want only the token %d", l, h4.Token())
 	}
-	if pttl, _ := rdb.PTTL(ctx, "lock:{excl}").Result(); pttl == -1 || pttl > DefaultLease {
+	if pttl, _ := rdb.PTTL(ctx, "cacheguard:lock:{excl}").Result(); pttl == -1 || pttl > DefaultLease {
 		t.Fatalf("released lock's token kept for %v", pttl)
 	}
 }
@@ -105,7 +105,7 @@ func testReentrant(t *testing.T, rdb redis.UniversalClient) {
 	// A different owner does not get in.
 	hx, err := other.Mutex("reent").TryLock(ContextWithOwner(ctx, "job-2"))
 	mustNotObtain(t, hx, err)
-	if l, _ := mutexIn(ctx, rdb, "lock:{reent}"); l.Holds != 3 {
+	if l, _ := mutexIn(ctx, rdb, "cacheguard:lock:{reent}"); l.Holds != 3 {
 		t.Fatalf("hold count %d, want 3", l.Holds)
 	}
 	for i, h := range []*Handle{h3, h2} {
@@ -149,7 +149,7 @@ func testDoubleUnlock(t *testing.T, rdb redis.UniversalClient) {
 	// The repeated unlocks of inner did not eat outer's hold.
 	hx, err := newClient(t, rdb).Mutex("double").TryLock(ctx)
 	mustNotObtain(t, hx, err)
-	if l, _ := mutexIn(ctx, rdb, "lock:{double}"); l.Holds != 1 {
+	if l, _ := mutexIn(ctx, rdb, "cacheguard:lock:{double}"); l.Holds != 1 {
 		t.Fatalf("hold count %d, want 1", l.Holds)
 	}
 	outer.Unlock(ctx)
@@ -263,8 +263,8 @@ func testWaitBoundedByLease(t *testing.T, rdb redis.UniversalClient) {
 func TestBadInput(t *testing.T) {
 	_, rdb := redistestSingle(t)
 	ctx := testCtx(t)
-	if _, err := New(nil); !errors.Is(err, ErrInvalidOption) {
-		t.Fatalf("New(nil): %v, want ErrInvalidOption", err)
+	if _, err := New(nil); !errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("New(nil): %v, want ErrInvalidArgument", err)
 	}
 	for _, opt := range []Option{
 		WithPrefix("a{b"), WithLease(0), WithLease(time.Millisecond),
@@ -280,7 +280,7 @@ func TestBadInput(t *testing.T) {
 	}
 	c := newClient(t, rdb)
 	for _, name := range []string{"", "}x", "a}b"} {
-		if _, err := c.Mutex(name).TryLock(ctx); err == nil || errors.Is(err, ErrNotObtained) {
+		if _, err := c.Mutex(name).TryLock(ctx); !errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrNotObtained) {
 			t.Fatalf("name %q: err %v", name, err)
 		}
 		if _, err := c.RWMutex(name).RLock(ctx); err == nil {
@@ -290,13 +290,13 @@ func TestBadInput(t *testing.T) {
 	if _, err := c.Mutex("x", WithLease(-1), WithoutWatchdog()).Lock(ctx); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("bad per-lock option: %v, want ErrInvalidOption", err)
 	}
-	if _, err := c.Semaphore("s", 0).TryAcquire(ctx, 1); !errors.Is(err, ErrInvalidOption) {
-		t.Fatalf("semaphore of size 0: %v, want ErrInvalidOption", err)
+	if _, err := c.Semaphore("s", 0).TryAcquire(ctx, 1); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("semaphore of size 0: %v, want ErrInvalidArgument", err)
 	}
-	if _, err := NewRedlock(nil); !errors.Is(err, ErrInvalidOption) {
-		t.Fatalf("NewRedlock(nil): %v, want ErrInvalidOption", err)
+	if _, err := NewRedlock(nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("NewRedlock(nil): %v, want ErrInvalidArgument", err)
 	}
-	if _, err := NewRedlock([]redis.UniversalClient{nil}); !errors.Is(err, ErrInvalidOption) {
-		t.Fatalf("NewRedlock with a nil node: %v, want ErrInvalidOption", err)
+	if _, err := NewRedlock([]redis.UniversalClient{nil}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("NewRedlock with a nil node: %v, want ErrInvalidArgument", err)
 	}
 }

@@ -2,11 +2,11 @@ package lock
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/redis/go-redis/v9"
 )
@@ -41,7 +41,7 @@ type notifier struct {
 	hub     *pubsub.Hub
 	sharded bool   // shard channels: SSUBSCRIBE / SPUBLISH
 	self    string // this client's id, in release messages and on wait lists
-	logger  *slog.Logger
+	report  option.Reporter
 	linger  time.Duration // topicLinger; tests shorten it
 	sweepIn time.Duration // sweepEvery; tests shorten it
 
@@ -92,7 +92,7 @@ const (
 	waitListTTL = 3 * sweepEvery
 )
 
-func newNotifier(rdb redis.UniversalClient, self string, logger *slog.Logger) *notifier {
+func newNotifier(rdb redis.UniversalClient, self string, report option.Reporter) *notifier {
 	bg, cancel := context.WithCancel(context.Background())
 	n := &notifier{
 		bg:      bg,
@@ -100,7 +100,7 @@ func newNotifier(rdb redis.UniversalClient, self string, logger *slog.Logger) *n
 		rdb:     rdb,
 		hub:     pubsub.Acquire(rdb),
 		self:    self,
-		logger:  logger,
+		report:  report,
 		topics:  make(map[string]*topic),
 		linger:  topicLinger,
 		sweepIn: sweepEvery,
@@ -222,7 +222,7 @@ func (n *notifier) syncWaitList(ctx context.Context, t *topic, refresh bool) {
 	}
 	err := waitListScript.Run(ctx, n.rdb, []string{t.waitList}, n.self, ms(waitListTTL), flag(want)).Err()
 	if err != nil {
-		n.logger.Warn("cacheguard: lock: updating a wait list", "key", t.waitList, "err", err)
+		n.report.Warn("cacheguard: lock: updating a wait list", err, "key", t.waitList)
 		return
 	}
 	t.registered = want
@@ -279,7 +279,7 @@ func (n *notifier) released(ch, payload string) {
 				err = n.rdb.Publish(ctx, ch, n.self+"|").Err()
 			}
 			if err != nil {
-				n.logger.Warn("cacheguard: lock: passing on a release", "channel", ch, "err", err)
+				n.report.Warn("cacheguard: lock: passing on a release", err, "channel", ch)
 			}
 		})
 	}

@@ -78,7 +78,7 @@ func wokenByRelease(t *testing.T, ctx context.Context, holder, c *Client, hook *
 // hear of it.
 func testReleaseNamesOneClient(t *testing.T, rdb redis.UniversalClient) {
 	ctx := testCtx(t)
-	const ch, list = "lock:{fwd}:released", "lock:{fwd}:waiters"
+	const ch, list = "cacheguard:lock:{fwd}:released", "cacheguard:lock:{fwd}:waiters"
 	holder := newClient(t, rdb, WithLease(time.Hour), WithoutWatchdog())
 	a := newClient(t, rdb, WithBackoff(time.Hour, time.Hour))
 	b := newClient(t, rdb)

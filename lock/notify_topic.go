@@ -107,13 +107,13 @@ func (t *topic) Down(ch string, err error) {
 	if first {
 		// Waiters poll (on their backoff, capped by the holder's lease)
 		// until the channel is granted; logged once per channel.
-		n.logger.Warn("cacheguard: lock: release notifications refused by the Redis ACL; waiters poll until the user is granted the lock channels (see docs/acl.md)",
-			"channel", ch, "err", err)
+		n.report.Warn("cacheguard: lock: release notifications refused by the Redis ACL; waiters poll until the user is granted the lock channels (see docs/acl.md)", err,
+			"channel", ch)
 	}
 }
 
 func (t *topic) Healthy(string, time.Time) {}
 
 func (t *topic) Report(err error) {
-	t.n.logger.Warn("cacheguard: lock: release notifications", "err", err)
+	t.n.report.Warn("cacheguard: lock: release notifications", err)
 }

@@ -55,7 +55,7 @@ func (w *watcher) call(what string, f func()) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.e.observerPanics.Add(1)
-			w.e.logger.Warn("cacheguard: lock: observer panicked", "lock", w.name, "in", what, "panic", fmt.Sprint(p))
+			w.e.report.Logger.Warn("cacheguard: lock: observer panicked", "lock", w.name, "in", what, "panic", fmt.Sprint(p))
 		}
 	}()
 	f()

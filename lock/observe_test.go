@@ -85,7 +85,7 @@ func TestObserverSeesWaitHoldAndLoss(t *testing.T) {
 				t.FailNow()
 			}
 			// b's lock vanishes: its Unlock finds it gone.
-			rdb.Del(ctx, "lock:{"+name+"}")
+			rdb.Del(ctx, "cacheguard:lock:{"+name+"}")
 			if err := hb.Unlock(ctx); !errors.Is(err, ErrNotHeld) {
 				t.Fatalf("unlock of a deleted lock: %v, want ErrNotHeld", err)
 			}

@@ -16,7 +16,7 @@ const (
 	// DefaultLease is the lease the watchdog renews (see WithLease).
 	DefaultLease = 30 * time.Second
 	// DefaultPrefix starts every key and channel (see WithPrefix).
-	DefaultPrefix = "lock:"
+	DefaultPrefix = "cacheguard:lock:"
 	// DefaultMinBackoff and DefaultMaxBackoff bound the fallback retries
 	// of a waiting Lock (see WithBackoff).
 	DefaultMinBackoff = 4 * time.Millisecond
@@ -36,10 +36,11 @@ const (
 )
 
 // Option configures a Client, a Redlock, or one Mutex, RWMutex, Semaphore
-// or MultiLock. Options given to a lock override those of its client; options
-// that do not apply to a kind of lock are ignored by it. A nil Option is
-// ignored. An invalid option makes New (or the lock's first call) return an
-// error wrapping ErrInvalidOption.
+// or MultiLock. Options given to a lock override those of its client. An
+// option given to a constructor it does not configure (WithNodeTimeout to
+// New, WithoutFencing to a Semaphore) is invalid. A nil Option is ignored.
+// An invalid option makes New (or the lock's first call) return an error
+// wrapping ErrInvalidOption.
 type Option func(*config)
 
 type config struct {
@@ -52,10 +53,38 @@ type config struct {
 	nodeTimeout time.Duration
 	opTimeout   time.Duration // 0: each call bounded by its lease
 	calls       call.Bound    // how Redis calls are bounded (see bounded.go)
-	logger      *slog.Logger
+	report      option.Reporter
 	observer    Observer      // WithObserver (observe.go)
 	unfenced    bool          // WithoutFencing (unfenced.go)
 	errs        option.Errors // the first invalid option
+	built       option.Part   // what the options being applied configure
+}
+
+// What a constructor builds, for the options that configure some only.
+const (
+	partClient       option.Part = 1 << iota // New
+	partRedlock                              // NewRedlock
+	partMultiLock                            // NewMultiLock
+	partMutex                                // Client.Mutex, Client.MultiLock
+	partRedlockMutex                         // Redlock.Mutex
+	partRWMutex                              // Client.RWMutex
+	partSemaphore                            // Client.Semaphore
+)
+
+// partNames names a set of parts: "a Client or a Redlock".
+func partNames(p option.Part) string {
+	var names []string
+	for _, n := range []struct {
+		p    option.Part
+		name string
+	}{{partClient, "a Client"}, {partRedlock, "a Redlock"}, {partMultiLock, "a MultiLock of NewMultiLock"},
+		{partMutex, "a Client's Mutex"}, {partRedlockMutex, "a Redlock's Mutex"}, {partRWMutex, "an RWMutex"},
+		{partSemaphore, "a Semaphore"}} {
+		if p&n.p != 0 {
+			names = append(names, n.name)
+		}
+	}
+	return strings.Join(names, " or ")
 }
 
 func defaultConfig() config {
@@ -66,12 +95,16 @@ func defaultConfig() config {
 		maxBackoff:  DefaultMaxBackoff,
 		drift:       DefaultDriftFactor,
 		nodeTimeout: DefaultNodeTimeout,
-		logger:      slog.Default(),
+		report:      option.NewReporter(nil, nil),
 		errs:        option.For(ErrInvalidOption),
 	}
 }
 
-func (c *config) apply(opts []Option) { option.Apply(c, opts) }
+// apply applies opts to c for a constructor of what built names.
+func (c *config) apply(built option.Part, opts []Option) {
+	c.built = built
+	option.Apply(c, opts)
+}
 
 // driftFor is the allowance subtracted from a lease when computing how long
 // the holder may trust it: clocks of the holder and of Redis advance at
@@ -96,7 +129,8 @@ func (c *config) markTTL() time.Duration {
 
 const maxMarkTTL = 2 * time.Second
 
-// WithPrefix sets the prefix of every key and channel (default "lock:").
+// WithPrefix sets the prefix of every key and channel (default
+// "cacheguard:lock:").
 // It may not contain '{' or '}', which would change the hash tag.
 func WithPrefix(prefix string) Option {
 	return func(c *config) {
@@ -158,6 +192,9 @@ func WithDriftFactor(f float64) Option {
 // that a dead node costs a bounded part of the lease.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) {
+		if !c.errs.Only("WithNodeTimeout", partRedlock|partRedlockMutex, c.built, partNames) {
+			return
+		}
 		if d <= 0 {
 			c.errs.Invalid("node timeout %v is not positive", d)
 			return
@@ -170,13 +207,30 @@ func WithNodeTimeout(d time.Duration) Option {
 // renewals, notification connection trouble, best-effort cleanups). The
 // default, and what a nil logger stands for, is slog.Default().
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) { c.logger = option.Logger(l) }
+	return func(c *config) {
+		if c.errs.Only("WithLogger", partClient|partRedlock|partMultiLock, c.built, partNames) {
+			c.report.Logger = option.Logger(l)
+		}
+	}
+}
+
+// WithErrorHandler hands fn every error the package handles itself (those
+// WithLogger logs), after it is logged: for metrics or alerts. fn runs on
+// the goroutine that met the error (the watchdog's, for a failed renewal)
+// and must return quickly.
+func WithErrorHandler(fn func(error)) Option {
+	return func(c *config) {
+		if c.errs.Only("WithErrorHandler", partClient|partRedlock|partMultiLock, c.built, partNames) {
+			c.report.Handler = fn
+		}
+	}
 }
 
 // WithTimeout bounds every Redis call of a lock (each attempt of Lock, each
 // renewal, each release), whatever the caller's context allows. The default
 // bounds each call by the lock's lease: a reply that takes longer is of no
-// use. A call cut short fails with an error matching ErrTimeout.
+// use. A call cut short fails with an error matching ErrRedis and
+// context.DeadlineExceeded.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {

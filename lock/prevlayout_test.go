@@ -136,7 +136,7 @@ func isWrongType(err error) bool {
 func TestRollingDeployHashHolder(t *testing.T) {
 	_, rdb := redistestSingle(t)
 	ctx := testCtx(t)
-	const key = "lock:{deploy-hash}"
+	const key = "cacheguard:lock:{deploy-hash}"
 	old := prevHold(t, rdb, key, "prev-owner")
 
 	c := newClient(t, rdb, WithBackoff(time.Minute, time.Minute))
@@ -182,7 +182,7 @@ func TestRollingDeployHashHolder(t *testing.T) {
 func TestRollingDeployHashFloor(t *testing.T) {
 	_, rdb := redistestSingle(t)
 	ctx := testCtx(t)
-	const key = "lock:{deploy-floor}"
+	const key = "cacheguard:lock:{deploy-floor}"
 	prevHold(t, rdb, key, "prev-owner")
 	ahead := time.Now().Add(time.Hour).UnixMicro()
 	if err := rdb.HSet(ctx, key, "token", strconv.FormatInt(ahead, 10)).Err(); err != nil {
@@ -203,7 +203,7 @@ func TestRollingDeployHashFloor(t *testing.T) {
 func TestRollingDeployStringRefusesHashScripts(t *testing.T) {
 	_, rdb := redistestSingle(t)
 	ctx := testCtx(t)
-	const key = "lock:{deploy-string}"
+	const key = "cacheguard:lock:{deploy-string}"
 	m := newClient(t, rdb).Mutex("deploy-string")
 	h, err := m.Lock(ctx)
 	if err != nil {

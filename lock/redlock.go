@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -35,20 +36,20 @@ type Redlock struct {
 // algorithm. Close does not close the node clients.
 func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Redlock, error) {
 	if len(nodes) == 0 {
-		return nil, fmt.Errorf("%w: redlock needs at least one node", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: redlock needs at least one node", ErrInvalidArgument)
 	}
 	for i, n := range nodes {
 		if n == nil {
-			return nil, fmt.Errorf("%w: redlock node %d is nil", ErrInvalidOption, i)
+			return nil, fmt.Errorf("%w: redlock node %d is nil", ErrInvalidArgument, i)
 		}
 	}
 	cfg := defaultConfig()
-	cfg.apply(opts)
+	cfg.apply(partRedlock, opts)
 	if cfg.errs.Err() != nil {
 		return nil, cfg.errs.Err()
 	}
 	r := &Redlock{nodes: slices.Clone(nodes), quorum: len(nodes)/2 + 1, cfg: cfg}
-	r.engine = newEngine(cfg.logger, nil, renewEach)
+	r.engine = newEngine(cfg.report, nil, renewEach)
 	r.cfg.calls = r.engine.bound(nodes...)
 	if r.cfg.opTimeout > 0 {
 		r.cfg.calls = r.cfg.calls.Strict()
@@ -69,7 +70,7 @@ func (r *Redlock) Quorum() int { return r.quorum }
 // Mutex returns the exclusive lock called name, held on a quorum of nodes.
 func (r *Redlock) Mutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{e: r.engine, cfg: r.cfg}
-	m.cfg.apply(opts)
+	m.cfg.apply(partRedlockMutex, opts)
 	base, err := baseKey(m.cfg.prefix, name)
 	m.cfg.errs.Add(err)
 	b := &redlockBackend{lname: name, quorum: r.quorum, cfg: &m.cfg}
@@ -174,7 +175,7 @@ func (b *redlockBackend) acquire(ctx context.Context, owner string, lease time.D
 	// granted where the reply was lost.
 	b.undo(ctx, owner, res, errs)
 	if err := errors.Join(errs...); err != nil {
-		why = fmt.Errorf("%w: %w", why, err)
+		why = kind.Errorf("%w: %w", why, err)
 	}
 	return acquired{wait: wait, start: start, why: why}, nil
 }
@@ -237,7 +238,7 @@ func giveBackParts(ctx context.Context, owner string, parts []*holdBackend, time
 	eachPart(context.WithoutCancel(ctx), parts, timeout, func(ctx context.Context, i int, n *holdBackend) {
 		if res[i].holds > 0 || (errs[i] != nil && ambiguous(errs[i]) && !errors.Is(errs[i], call.ErrAbandoned)) {
 			if err := n.release(ctx, owner, res[i].token, false); err != nil && !errors.Is(err, ErrNotHeld) {
-				n.cfg.logger.Warn("cacheguard: lock: giving back a partial acquisition", "lock", n.lname, "err", err)
+				n.cfg.report.Warn("cacheguard: lock: giving back a partial acquisition", err, "lock", n.lname)
 			}
 		}
 	})
@@ -269,7 +270,7 @@ func (b *redlockBackend) renew(ctx context.Context, owner string, lease time.Dur
 	if lost > len(b.nodes)-b.quorum {
 		return time.Time{}, lostf("%q: only %d of %d nodes still hold the lock (quorum %d)", b.lname, len(b.nodes)-lost, len(b.nodes), b.quorum)
 	}
-	return time.Time{}, fmt.Errorf("cacheguard: lock: renew %q: %d of %d nodes renewed (quorum %d): %w", b.lname, ok, len(b.nodes), b.quorum, errors.Join(errs...))
+	return time.Time{}, kind.Errorf("cacheguard: lock: renew %q: %d of %d nodes renewed (quorum %d): %w", b.lname, ok, len(b.nodes), b.quorum, errors.Join(errs...))
 }
 
 func (b *redlockBackend) release(ctx context.Context, owner string, token int64, all bool) error {
@@ -290,7 +291,7 @@ func (b *redlockBackend) release(ctx context.Context, owner string, token int64,
 		}
 	}
 	if released+notHeld < b.quorum {
-		return fmt.Errorf("cacheguard: lock: release %q: %d of %d nodes answered (quorum %d): %w", b.lname, released+notHeld, len(b.nodes), b.quorum, errors.Join(failed...))
+		return kind.Errorf("cacheguard: lock: release %q: %d of %d nodes answered (quorum %d): %w", b.lname, released+notHeld, len(b.nodes), b.quorum, errors.Join(failed...))
 	}
 	if released == 0 {
 		return fmt.Errorf("%w: %q", ErrNotHeld, b.lname)

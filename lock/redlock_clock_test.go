@@ -25,7 +25,7 @@ func TestRedlockFenceWithSkewedClock(t *testing.T) {
 	r := newRedlock(t, nodes, WithNodeTimeout(time.Second))
 	m := r.Mutex("skew")
 	direct := nodeClients(t, nodes)
-	const key = "lock:{skew}"
+	const key = "cacheguard:lock:{skew}"
 
 	t1 := takeToken(t, m.Lock)
 	ahead := time.Now().Add(time.Hour).UnixMicro()

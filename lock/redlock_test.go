@@ -51,7 +51,7 @@ func TestRedlock(t *testing.T) {
 	direct := nodeClients(t, nodes)
 	keyCount := func() (n int) {
 		for _, c := range direct {
-			if heldIn(ctx, c, "lock:{red}") {
+			if heldIn(ctx, c, "cacheguard:lock:{red}") {
 				n++
 			}
 		}

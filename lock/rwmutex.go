@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -35,7 +36,7 @@ type RWMutex struct {
 // those of the Mutex of the same name: the two are different locks.
 func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
 	rw := &RWMutex{e: c.engine, cfg: c.cfg}
-	rw.cfg.apply(opts)
+	rw.cfg.apply(partRWMutex, opts)
 	base, err := baseKey(rw.cfg.prefix, name)
 	rw.cfg.errs.Add(err)
 	keys := []string{base + wire.LockRWSuffix, base + wire.LockReadersSuffix, base + wire.LockHoldsSuffix, base + wire.LockFenceSuffix, base + wire.LockWritersSuffix}
@@ -99,7 +100,7 @@ func (b *readBackend) acquire(ctx context.Context, owner string, lease time.Dura
 		}
 	})
 	if err != nil {
-		return acquired{}, fmt.Errorf("cacheguard: lock: read-acquire %q: %w", b.lname, err)
+		return acquired{}, kind.Errorf("cacheguard: lock: read-acquire %q: %w", b.lname, err)
 	}
 	return parseAcquired(v, start, b.cfg)
 }
@@ -109,7 +110,7 @@ func (b *readBackend) giveBack(owner string) {
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.releaseTimeout())
 	defer cancel()
 	if err := b.release(ctx, owner, 0, false); err != nil {
-		b.cfg.logger.Warn("cacheguard: lock: giving back an abandoned acquisition", "lock", b.lname, "err", err)
+		b.cfg.report.Warn("cacheguard: lock: giving back an abandoned acquisition", err, "lock", b.lname)
 	}
 }
 
@@ -120,7 +121,7 @@ func (b *readBackend) renewCall(owner string, lease time.Duration) script.Call {
 func (b *readBackend) renewResult(cmd *redis.Cmd, start time.Time, lease time.Duration) (time.Time, error) {
 	n, err := cmd.Int64()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("cacheguard: lock: renew read lock %q: %w", b.lname, err)
+		return time.Time{}, kind.Errorf("cacheguard: lock: renew read lock %q: %w", b.lname, err)
 	}
 	return b.renewed(n, start)
 }
@@ -138,7 +139,7 @@ func (b *readBackend) renew(ctx context.Context, owner string, lease time.Durati
 		return readRenewScript.Run(ctx, b.rdb, b.keys, owner, b.args.leaseArg(lease)).Int64()
 	}, nil)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("cacheguard: lock: renew read lock %q: %w", b.lname, err)
+		return time.Time{}, kind.Errorf("cacheguard: lock: renew read lock %q: %w", b.lname, err)
 	}
 	return b.renewed(n, start)
 }
@@ -149,7 +150,7 @@ func (b *readBackend) release(ctx context.Context, owner string, _ int64, all bo
 			owner, flag(all), b.args.pubCmd, b.args.channel, b.args.payload).Int64()
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("cacheguard: lock: release read lock %q: %w", b.lname, err)
+		return kind.Errorf("cacheguard: lock: release read lock %q: %w", b.lname, err)
 	}
 	if n == -1 {
 		return fmt.Errorf("%w: %q (read)", ErrNotHeld, b.lname)
@@ -162,7 +163,7 @@ func (b *readBackend) ttl(ctx context.Context, owner string) (time.Duration, err
 		return readTTLScript.Run(ctx, b.rdb, b.keys, owner).Int64()
 	}, nil)
 	if err != nil {
-		return 0, fmt.Errorf("cacheguard: lock: ttl of read lock %q: %w", b.lname, err)
+		return 0, kind.Errorf("cacheguard: lock: ttl of read lock %q: %w", b.lname, err)
 	}
 	if n == -3 {
 		return 0, fmt.Errorf("%w: %q (read)", ErrNotHeld, b.lname)

@@ -72,7 +72,7 @@ func testRWShare(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("writer token %d after %d", w3.Token(), w.Token())
 	}
 	w3.Unlock(ctx)
-	for _, k := range []string{"lock:{rw}:rw", "lock:{rw}:readers", "lock:{rw}:holds"} {
+	for _, k := range []string{"cacheguard:lock:{rw}:rw", "cacheguard:lock:{rw}:readers", "cacheguard:lock:{rw}:holds"} {
 		if n, _ := rdb.Exists(ctx, k).Result(); n != 0 {
 			t.Fatalf("%s left behind", k)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -32,11 +33,11 @@ type Semaphore struct {
 // reported by Acquire and TryAcquire.
 func (c *Client) Semaphore(name string, size int, opts ...Option) *Semaphore {
 	s := &Semaphore{e: c.engine, cfg: c.cfg, rdb: c.rdb, name: name, size: int64(size), pub: c.pub}
-	s.cfg.apply(opts)
+	s.cfg.apply(partSemaphore, opts)
 	base, err := baseKey(s.cfg.prefix, name)
 	s.cfg.errs.Add(err)
 	if size <= 0 {
-		s.cfg.errs.Invalid("semaphore %q: size %d is not positive", name, size)
+		s.cfg.errs.Add(fmt.Errorf("%w: semaphore %q: size %d is not positive", ErrInvalidArgument, name, size))
 	}
 	s.key = base + wire.LockSemaphoreSuffix
 	s.channel = s.key + wire.LockReleasedSuffix
@@ -94,7 +95,7 @@ func (b *permitBackend) acquire(ctx context.Context, owner string, lease time.Du
 		}
 	})
 	if err != nil {
-		return acquired{}, fmt.Errorf("cacheguard: lock: acquire semaphore %q: %w", b.s.name, err)
+		return acquired{}, kind.Errorf("cacheguard: lock: acquire semaphore %q: %w", b.s.name, err)
 	}
 	if len(v) != 2 {
 		return acquired{}, fmt.Errorf("cacheguard: lock: unexpected semaphore reply %v", v)
@@ -112,7 +113,7 @@ func (b *permitBackend) renew(ctx context.Context, owner string, lease time.Dura
 		return permitRenewScript.Run(ctx, b.s.rdb, []string{b.s.key}, owner, b.n, ms(lease)).Int64()
 	}, nil)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("cacheguard: lock: renew semaphore %q: %w", b.s.name, err)
+		return time.Time{}, kind.Errorf("cacheguard: lock: renew semaphore %q: %w", b.s.name, err)
 	}
 	if n <= 0 {
 		return time.Time{}, lostf("%q: the permits' lease ran out", b.s.name)
@@ -127,7 +128,7 @@ func (b *permitBackend) release(ctx context.Context, owner string, _ int64, _ bo
 			b.args.pubCmd, b.args.channel, b.args.payload).Int64()
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("cacheguard: lock: release semaphore %q: %w", b.s.name, err)
+		return kind.Errorf("cacheguard: lock: release semaphore %q: %w", b.s.name, err)
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: %q (permits)", ErrNotHeld, b.s.name)
@@ -141,7 +142,7 @@ func (b *permitBackend) ttl(ctx context.Context, owner string) (time.Duration, e
 		return permitTTLScript.Run(ctx, b.s.rdb, []string{b.s.key}, owner).Int64()
 	}, nil)
 	if err != nil {
-		return 0, fmt.Errorf("cacheguard: lock: ttl of semaphore %q: %w", b.s.name, err)
+		return 0, kind.Errorf("cacheguard: lock: ttl of semaphore %q: %w", b.s.name, err)
 	}
 	if n < 0 {
 		return 0, fmt.Errorf("%w: %q (permits)", ErrNotHeld, b.s.name)

@@ -2,10 +2,10 @@ package lock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -25,10 +25,14 @@ import (
 // Every client of one lock name must agree on this option: the two layouts
 // exclude each other (neither takes a key the other holds), but a client of
 // one layout finds the lock taken, and waits, while a client of the other
-// holds it or keeps its fencing token. RWMutex, Redlock and Semaphore
-// ignore the option.
+// holds it or keeps its fencing token. It configures a Client and its
+// Mutexes; given to an RWMutex, a Redlock or a Semaphore it is invalid.
 func WithoutFencing() Option {
-	return func(c *config) { c.unfenced = true }
+	return func(c *config) {
+		if c.errs.Only("WithoutFencing", partClient|partMutex, c.built, partNames) {
+			c.unfenced = true
+		}
+	}
 }
 
 // newUnfencedBackend is the holdBackend of a Mutex made WithoutFencing: the
@@ -56,7 +60,7 @@ func (b *holdBackend) acquireUnfenced(ctx context.Context, owner string, lease t
 		}
 	})
 	if err != nil {
-		return acquired{}, fmt.Errorf("cacheguard: lock: acquire %q: %w", b.lname, err)
+		return acquired{}, kind.Errorf("cacheguard: lock: acquire %q: %w", b.lname, err)
 	}
 	if ok {
 		return acquired{holds: 1, start: start, validUntil: b.cfg.validUntil(start, ms(lease))}, nil
@@ -70,7 +74,7 @@ func (b *holdBackend) acquireUnfenced(ctx context.Context, owner string, lease t
 		}
 	})
 	if err != nil {
-		return acquired{}, fmt.Errorf("cacheguard: lock: acquire %q: %w", b.lname, err)
+		return acquired{}, kind.Errorf("cacheguard: lock: acquire %q: %w", b.lname, err)
 	}
 	return parseAcquired(v, start, b.cfg)
 }

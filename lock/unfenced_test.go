@@ -56,7 +56,7 @@ func testUnfencedExclusive(t *testing.T, rdb redis.UniversalClient) {
 	if err := h3.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := rdb.Exists(ctx, "lock:{uf-excl}").Result(); n != 0 {
+	if n, _ := rdb.Exists(ctx, "cacheguard:lock:{uf-excl}").Result(); n != 0 {
 		t.Fatal("an unfenced lock leaves its key after the last unlock")
 	}
 	// The fencing helpers never accept the token of an unfenced lock.
@@ -82,7 +82,7 @@ func testUnfencedReentrant(t *testing.T, rdb redis.UniversalClient) {
 	if err != nil {
 		t.Fatalf("same owner through another client: %v", err)
 	}
-	if v, _ := rdb.Get(ctx, "lock:{uf-reent}").Result(); v != "3:job-1" {
+	if v, _ := rdb.Get(ctx, "cacheguard:lock:{uf-reent}").Result(); v != "3:job-1" {
 		t.Fatalf("lock value %q, want 3:job-1", v)
 	}
 	hx, err := other.Mutex("uf-reent", WithoutFencing()).TryLock(ContextWithOwner(ctx, "job-2"))
@@ -186,7 +186,7 @@ func testUnfencedRenewLost(t *testing.T, rdb redis.UniversalClient) {
 	c := newClient(t, rdb, WithoutFencing())
 	renewed := make(chan error, 16)
 	c.engine.wd.hookRenewed = func(id string, err error) {
-		if id == "lock:{uf-renew}" {
+		if id == "cacheguard:lock:{uf-renew}" {
 			select {
 			case renewed <- err:
 			default:
@@ -202,11 +202,11 @@ func testUnfencedRenewLost(t *testing.T, rdb redis.UniversalClient) {
 			t.Fatalf("renewal %d: %v", i, err)
 		}
 	}
-	if pttl, _ := rdb.PTTL(ctx, "lock:{uf-renew}").Result(); pttl <= 0 || pttl > 300*time.Millisecond {
+	if pttl, _ := rdb.PTTL(ctx, "cacheguard:lock:{uf-renew}").Result(); pttl <= 0 || pttl > 300*time.Millisecond {
 		t.Fatalf("lease after renewals %v", pttl)
 	}
 	// Someone else's value: the next renewal finds the lock lost.
-	rdb.Set(ctx, "lock:{uf-renew}", "1:intruder", time.Minute)
+	rdb.Set(ctx, "cacheguard:lock:{uf-renew}", "1:intruder", time.Minute)
 	waitDone(t, h.Context(), 10*time.Second, "lost lock")
 	if !errors.Is(h.Err(), ErrLost) {
 		t.Fatalf("Err %v, want ErrLost", h.Err())
@@ -214,10 +214,10 @@ func testUnfencedRenewLost(t *testing.T, rdb redis.UniversalClient) {
 	if err := h.Extend(ctx, time.Second); !errors.Is(err, ErrLost) && !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("Extend of a lost lock: %v", err)
 	}
-	if v, _ := rdb.Get(ctx, "lock:{uf-renew}").Result(); v != "1:intruder" {
+	if v, _ := rdb.Get(ctx, "cacheguard:lock:{uf-renew}").Result(); v != "1:intruder" {
 		t.Fatalf("the lost holder touched the new value: %q", v)
 	}
-	rdb.Del(ctx, "lock:{uf-renew}")
+	rdb.Del(ctx, "cacheguard:lock:{uf-renew}")
 }
 
 // testUnfencedMixed: a client of either layout never takes a lock held in
@@ -234,7 +234,7 @@ func testUnfencedMixed(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatal("an unfenced client took a lock held by a fenced one")
 	}
 	h.Unlock(ctx)
-	rdb.Del(ctx, "lock:{uf-mixed}") // the fenced layout keeps its counter
+	rdb.Del(ctx, "cacheguard:lock:{uf-mixed}") // the fenced layout keeps its counter
 	h, err = unfenced.Mutex("uf-mixed").TryLock(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func TestValidityFollowsRedisLease(t *testing.T) {
 	if err := <-renewed; err != nil {
 		t.Fatal(err)
 	}
-	if d, bound := h2.Deadline(), leaseBound(t, rdb, "lock:{validity}"); d.After(bound) {
+	if d, bound := h2.Deadline(), leaseBound(t, rdb, "cacheguard:lock:{validity}"); d.After(bound) {
 		t.Fatalf("holder trusts the lock until %v after Redis lets it expire", d.Sub(bound))
 	}
 }
@@ -112,7 +112,7 @@ func TestLateRenewalReply(t *testing.T) {
 	if err := <-renewed; err != nil {
 		t.Fatal(err)
 	}
-	if d, bound := h.Deadline(), leaseBound(t, rdb, "lock:{late-reply}"); d.After(bound) {
+	if d, bound := h.Deadline(), leaseBound(t, rdb, "cacheguard:lock:{late-reply}"); d.After(bound) {
 		t.Fatalf("holder trusts the lock until %v after Redis lets it expire", d.Sub(bound))
 	}
 }

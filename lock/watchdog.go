@@ -4,11 +4,12 @@ import (
 	"container/heap"
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/kind"
+	"github.com/cacheguard/cacheguard/internal/option"
 )
 
 // watchdog keeps the leases of every lock one Client (or Redlock) holds. It
@@ -27,7 +28,7 @@ import (
 // reentrant owner share one hold, one lease and one renewal.
 type watchdog struct {
 	renew  func(ctx context.Context, batch []renewReq) []renewal
-	logger *slog.Logger
+	report option.Reporter
 
 	// hookRenewed, when set by tests, sees every renewal outcome.
 	hookRenewed func(lockID string, err error)
@@ -58,11 +59,11 @@ type renewal struct {
 	err        error
 }
 
-func newWatchdog(logger *slog.Logger, renew func(context.Context, []renewReq) []renewal) *watchdog {
+func newWatchdog(report option.Reporter, renew func(context.Context, []renewReq) []renewal) *watchdog {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &watchdog{
 		renew:   renew,
-		logger:  logger,
+		report:  report,
 		holds:   make(map[holdKey]*hold),
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -285,7 +286,7 @@ func (wd *watchdog) renewBatch(batch []renewReq) {
 			// Transient: try again soon, until the deadline ends the hold.
 			h.lastErr = res.err
 			h.next = now.Add(retryAfter(h.lease))
-			wd.logger.Warn("cacheguard: lock: renewal failed", "lock", h.b.name(), "err", res.err)
+			wd.report.Warn("cacheguard: lock: renewal failed", res.err, "lock", h.b.name())
 		}
 		heap.Fix(&wd.queue, h.idx)
 	}
@@ -332,7 +333,7 @@ func (wd *watchdog) close() {
 	wd.wg.Wait()
 }
 
-var closedCause = fmt.Errorf("%w: renewals stopped (%w)", ErrLost, ErrClosed)
+var closedCause = kind.Errorf("%w: renewals stopped (%w)", ErrLost, ErrClosed)
 
 // holdQueue orders holds by the time the watchdog must next look at them.
 type holdQueue []*hold

@@ -21,7 +21,7 @@ func TestTraceOfFailedCalls(t *testing.T) {
 	if _, err := c.Get(ctx, "k", func(context.Context, string) (string, error) { return "v", nil }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Get with a cancelled context = %v", err)
 	}
-	if _, err := c.GetMany(context.Background(), []string{""}, func(context.Context, []string) (map[string]string, error) { return nil, nil }); !errors.Is(err, cache.ErrInvalidKey) {
+	if _, err := c.GetMany(context.Background(), []string{""}, func(context.Context, []string) (map[string]string, error) { return nil, nil }); !errors.Is(err, cache.ErrInvalidArgument) {
 		t.Fatalf("GetMany with an empty key = %v", err)
 	}
 	boom := errors.New("database down")

@@ -185,7 +185,7 @@ func TestMetricsOfAScriptedWorkload(t *testing.T) {
 	if hb == nil {
 		t.FailNow()
 	}
-	if err := newClient(t, srv).Del(ctx, "lock:{m}").Err(); err != nil {
+	if err := newClient(t, srv).Del(ctx, lock.DefaultPrefix+"{m}").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := hb.Unlock(ctx); !errors.Is(err, lock.ErrNotHeld) {

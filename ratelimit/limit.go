@@ -1,22 +1,21 @@
 package ratelimit
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
-	"github.com/cacheguard/cacheguard/internal/option"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/go-redis/redis_rate/v10"
 )
 
 // ErrInvalidOption is returned by New, wrapped with the reason, for an option
 // out of range.
-var ErrInvalidOption = option.Sentinel("ratelimit")
+var ErrInvalidOption = kind.InvalidOption("ratelimit")
 
-// ErrStore wraps the error of a Redis call that failed; the decision that
-// came with it was taken by the local fallback.
-var ErrStore = errors.New("cacheguard: ratelimit: shared limit unavailable, local share applied")
+// ErrRedis wraps the error of a Redis call that failed; the decision that
+// came with it was taken by the local fallback (the instance's share).
+var ErrRedis = kind.Redis("ratelimit")
 
 // Limit is a budget of Rate operations per Per, with bursts of up to Burst
 // (Rate when 0). The zero Limit means no limit.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/members"
 	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/wire"
@@ -72,7 +73,7 @@ func (l *Limiter) Stats() Stats {
 		StoreErrors: l.storeErrors.Load(), LocalDecisions: l.localDecisions.Load()}
 }
 
-// Allow admits one op on key or refuses it. The error, if any, wraps ErrStore
+// Allow admits one op on key or refuses it. The error, if any, wraps ErrRedis
 // and the Redis error: the decision was the local share's.
 func (l *Limiter) Allow(ctx context.Context, op cache.LimitOp, key string) (bool, error) {
 	lim := l.cfg.loads
@@ -99,7 +100,7 @@ func (l *Limiter) Allow(ctx context.Context, op cache.LimitOp, key string) (bool
 			l.outage.Add(1) // Redis answered before this failure: a new outage
 		}
 		l.downTo.Store(l.cfg.now().Add(l.cfg.retryAfter).UnixNano())
-		storeErr = fmt.Errorf("%w: %s of %q: %w", ErrStore, op, key, err)
+		storeErr = kind.Wrap(ErrRedis, fmt.Sprintf("%s of %q (local share applied)", op, key), err)
 	}
 	if l.gcra != nil {
 		l.localDecisions.Add(1)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/apicheck"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -82,7 +83,9 @@ func newProcess(t *testing.T, rdb redis.UniversalClient, opts ...cache.Option) *
 	p.cache, err = cache.New(rdb, cache.Values[string]{}, append([]cache.Option{cache.WithPrefix(t.Name() + ":"),
 		cache.WithLogger(quiet), cache.WithMaxValueSize(64), cache.WithKeyRateLimit(p.lim),
 		cache.WithErrorHandler(func(err error) {
-			if errors.Is(err, ErrStore) {
+			// The limiter's, not the cache's own (every package's
+			// ErrRedis matches every other's).
+			if errors.Is(err, ErrRedis) && strings.Contains(err.Error(), "ratelimit: redis") {
 				p.errs.Add(1)
 			}
 		})}, opts...)...)
@@ -177,6 +180,8 @@ func TestLocalShareWhileRedisIsDown(t *testing.T) {
 		ps = append(ps, newProcess(t, rdb, cache.WithFallbackLoads(4)))
 	}
 	srv.Kill()
+	_, err := ps[0].lim.Allow(context.Background(), cache.LimitLoad, "direct")
+	apicheck.RedisFailure(t, "ratelimit", "Limiter.Allow", err)
 	hammer(t, ps, 1500*time.Millisecond)
 	share, burst := float64(loadRate)/processes, float64(loadBurst)/processes
 	for i, p := range ps {

@@ -59,7 +59,7 @@ func WithInstances(n int) Option {
 }
 
 // WithPrefix sets the prefix of the limiter's Redis keys (default
-// "cacheguard:rl:"); the key is prefix + "read:" or "load:" + the cache key.
+// "cacheguard:ratelimit:"); the key is prefix + "read:" or "load:" + the cache key.
 func WithPrefix(p string) Option {
 	return func(c *config) {
 		if p == "" {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/cacheguard/cacheguard/internal/members"
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -78,7 +78,7 @@ type Admission struct {
 	sku, user Rate
 	instances int
 	inv       *Inventory
-	log       *slog.Logger
+	report    option.Reporter
 
 	mu        sync.Mutex
 	localSKU  map[string]*rate.Limiter
@@ -94,7 +94,7 @@ type Admission struct {
 // Without a rate it admits every request.
 func NewAdmission(rdb redis.UniversalClient, opts ...Option) (*Admission, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
 	}
 	o, err := apply(admissionPart, opts)
 	if err != nil {
@@ -102,12 +102,12 @@ func NewAdmission(rdb redis.UniversalClient, opts ...Option) (*Admission, error)
 	}
 	cfg := o.adm
 	a := &Admission{
-		lim: redis_rate.NewLimiter(rdb), calls: call.For(rdb), ns: cfg.ns, sku: cfg.perSKU, user: cfg.perUser,
-		instances: cfg.instances, inv: cfg.inv, log: o.logger,
+		lim: redis_rate.NewLimiter(rdb), calls: call.For(rdb).RedisAs(ErrRedis), ns: cfg.ns, sku: cfg.perSKU, user: cfg.perUser,
+		instances: cfg.instances, inv: cfg.inv, report: o.report,
 		localSKU: map[string]*rate.Limiter{}, localUser: map[string]*rate.Limiter{},
 	}
 	if cfg.instances > 1 {
-		a.fleet = members.New(rdb, wire.MembersKey(cfg.ns+":rate:"), cfg.instances)
+		a.fleet = members.New(rdb, wire.MembersKey(cfg.ns+"rate:"), cfg.instances)
 	}
 	return a, nil
 }
@@ -130,7 +130,7 @@ func (a *Admission) Allow(ctx context.Context, sku, user string) error {
 	if err := checkSKU(sku); err != nil {
 		return err
 	}
-	if err := checkID(user, ErrInvalidUser, "user"); err != nil {
+	if err := checkID(user, ErrInvalidArgument, "user"); err != nil {
 		return err
 	}
 	if a.inv != nil && a.inv.SoldOutLocally(sku) {
@@ -166,7 +166,7 @@ func (a *Admission) allow(ctx context.Context, key string, r Rate, local map[str
 	})
 	if err == nil {
 		if a.outage.Swap(false) {
-			a.log.Info("cacheguard: stock: admission: Redis answers again; shared limits back")
+			a.report.Logger.Info("cacheguard: stock: admission: Redis answers again; shared limits back")
 			a.mu.Lock()
 			clear(a.localSKU) // refilled meanwhile: the next outage starts them afresh
 			clear(a.localUser)
@@ -183,7 +183,7 @@ func (a *Admission) allow(ctx context.Context, key string, r Rate, local map[str
 	}
 	a.fallbacks.Add(1)
 	if !a.outage.Swap(true) {
-		a.log.Warn("cacheguard: stock: admission: Redis failed; local limits in force", "err", err)
+		a.report.Warn("cacheguard: stock: admission: Redis failed; local limits in force", err)
 	}
 	a.mu.Lock()
 	l := local[lkey]

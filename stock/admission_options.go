@@ -9,7 +9,7 @@ type admissionConfig struct {
 }
 
 func defaultAdmissionConfig() admissionConfig {
-	return admissionConfig{instances: 1, ns: "stock"}
+	return admissionConfig{instances: 1, ns: DefaultPrefix}
 }
 
 // WithSKURate sets an Admission's budget of one SKU across all processes

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,10 +22,10 @@ import (
 // another after ClaimIdle. Delivery is at least once; the Sink makes it
 // exactly once in effect (SQLStore keys every write by request id).
 type Consumer struct {
-	inv  *Inventory
-	sink Sink
-	cfg  consumerConfig
-	log  *slog.Logger
+	inv    *Inventory
+	sink   Sink
+	cfg    consumerConfig
+	report option.Reporter
 
 	groups    sync.Map // outbox key -> struct{}: group known to exist
 	resumed   sync.Map // outbox key -> last id handed back by resume, or resumeDone
@@ -51,13 +52,13 @@ type Consumer struct {
 // count) applying to sink. Start it with Run.
 func NewConsumer(inv *Inventory, sink Sink, opts ...Option) (*Consumer, error) {
 	if inv == nil || sink == nil {
-		return nil, fmt.Errorf("%w: nil inventory or sink", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil inventory or sink", ErrInvalidArgument)
 	}
 	o, err := apply(consumerPart, opts)
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{inv: inv, sink: sink, cfg: o.con, log: o.logger, token: newID()}
+	c := &Consumer{inv: inv, sink: sink, cfg: o.con, report: o.report, token: newID()}
 	name := o.con.name
 	c.current.Store(&name)
 	c.calls = inv.calls.Counting(&c.flight)
@@ -79,7 +80,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return nil
 		}
 		if err != nil && ctx.Err() == nil {
-			c.log.Warn("cacheguard: stock: consumer pass", "err", err)
+			c.report.Warn("cacheguard: stock: consumer pass", err)
 		}
 		if n > 0 && err == nil {
 			continue
@@ -115,7 +116,7 @@ func (c *Consumer) Pass(ctx context.Context) (int, error) {
 	})
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("cacheguard: stock: consumer: sales: %w", err)
+		return 0, kind.Errorf("cacheguard: stock: consumer: sales: %w", err)
 	}
 	work := 0
 	var first error
@@ -231,7 +232,7 @@ func (c *Consumer) ensureGroup(ctx context.Context, stream string) error {
 		return c.inv.rdb.XGroupCreateMkStream(ctx, stream, c.cfg.group, "0").Err()
 	})
 	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
-		return fmt.Errorf("cacheguard: stock: consumer: group on %s: %w", stream, err)
+		return kind.Errorf("cacheguard: stock: consumer: group on %s: %w", stream, err)
 	}
 	c.groups.Store(stream, struct{}{})
 	return nil
@@ -243,9 +244,9 @@ func (c *Consumer) streamErr(stream, what string, err error) error {
 	c.recheckOwn(stream)
 	if redis.HasErrorPrefix(err, "NOGROUP") {
 		c.groups.Delete(stream)
-		return fmt.Errorf("cacheguard: stock: consumer: %s %s: %w: %w", what, stream, errNoGroup, err)
+		return kind.Errorf("cacheguard: stock: consumer: %s %s: %w: %w", what, stream, errNoGroup, err)
 	}
-	return fmt.Errorf("cacheguard: stock: consumer: %s %s: %w", what, stream, err)
+	return kind.Errorf("cacheguard: stock: consumer: %s %s: %w", what, stream, err)
 }
 
 // handle applies msgs in order and acknowledges those done. read is when
@@ -316,7 +317,7 @@ func (c *Consumer) handle(ctx context.Context, sku string, b int, k bucketKeys, 
 		if err != nil {
 			// Not acknowledged: applied again later, harmlessly.
 			c.recheckOwn(k.outbox)
-			return len(acks), fmt.Errorf("cacheguard: stock: consumer: ack %s: %w", k.outbox, err)
+			return len(acks), kind.Errorf("cacheguard: stock: consumer: ack %s: %w", k.outbox, err)
 		}
 	}
 	return len(acks), first
@@ -338,7 +339,7 @@ func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessag
 			return creditScript.Run(ctx, c.inv.rdb, []string{k.meta, k.xin}, ev.RequestID, ev.Qty).Int()
 		})
 		if err != nil {
-			return fmt.Errorf("cacheguard: stock: consumer: credit %s/%d: %w", sku, ev.to, err)
+			return kind.Errorf("cacheguard: stock: consumer: credit %s/%d: %w", sku, ev.to, err)
 		}
 		if r < 0 {
 			return fmt.Errorf("%w: transfer %s to bucket %d of %s, which holds no sale", ErrPoison, ev.RequestID, ev.to, sku)
@@ -349,7 +350,7 @@ func (c *Consumer) apply(ctx context.Context, sku string, b int, m redis.XMessag
 		return nil
 	}
 	if err := c.sink.Apply(actx, ev); err != nil {
-		return fmt.Errorf("cacheguard: stock: consumer: apply %s %s/%s: %w: %w", ev.Op, sku, ev.RequestID, errSink, err)
+		return kind.Errorf("cacheguard: stock: consumer: apply %s %s/%s: %w: %w", ev.Op, sku, ev.RequestID, errSink, err)
 	}
 	c.applied.Add(1)
 	c.strikes.ok(c.inv.keys(sku, b).outbox, m.ID)
@@ -373,9 +374,9 @@ func (c *Consumer) deadLetter(ctx context.Context, stream string, m redis.XMessa
 	if err := doErr(c.calls, rctx, func(ctx context.Context) error {
 		return c.inv.rdb.XAdd(ctx, &redis.XAddArgs{Stream: deadKey(c.inv.cfg.ns), Values: vals}).Err()
 	}); err != nil {
-		return fmt.Errorf("cacheguard: stock: consumer: dead letter %s %s: %w", stream, m.ID, err)
+		return kind.Errorf("cacheguard: stock: consumer: dead letter %s %s: %w", stream, m.ID, err)
 	}
 	c.dead.Add(1)
-	c.log.Error("cacheguard: stock: entry moved to the dead-letter stream", "stream", stream, "id", m.ID, "reason", why)
+	c.report.Logger.Error("cacheguard: stock: entry moved to the dead-letter stream", "stream", stream, "id", m.ID, "reason", why)
 	return nil
 }

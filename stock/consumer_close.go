@@ -2,9 +2,10 @@ package stock
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // lifecycle lets Close stop a consumer between two batches: passes enter
@@ -81,7 +82,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nameGiveBack)
 		c.releaseName(gctx)
 		cancel()
-		return fmt.Errorf("cacheguard: stock: consumer close: batch in flight handed back: %w", context.Cause(ctx))
+		return kind.Errorf("cacheguard: stock: consumer close: batch in flight handed back: %w", context.Cause(ctx))
 	}
 	c.releaseName(ctx)
 	// Calls a pass gave up on (its context ended while the client waited
@@ -91,7 +92,7 @@ func (c *Consumer) Close(ctx context.Context) error {
 		wait = time.Until(d)
 	}
 	if !c.flight.Wait(max(wait, 0)) {
-		return fmt.Errorf("cacheguard: stock: consumer close: Redis calls still running: %w", context.DeadlineExceeded)
+		return kind.Errorf("cacheguard: stock: consumer close: Redis calls still running: %w", context.DeadlineExceeded)
 	}
 	return nil
 }

@@ -21,12 +21,12 @@ func (c *Consumer) checkParked(ctx context.Context) {
 	defer cancel()
 	n, err := p.Parked(rctx, time.Now().Add(-c.cfg.parkAlert))
 	if err != nil {
-		c.log.Warn("cacheguard: stock: consumer: parked check", "err", err)
+		c.report.Warn("cacheguard: stock: consumer: parked check", err)
 		return
 	}
 	c.parked.Store(n)
 	if n > 0 {
 		c.parkAlert.Add(1)
-		c.log.Warn("cacheguard: stock: releases or confirms parked waiting for their reservation", "count", n, "older_than", c.cfg.parkAlert)
+		c.report.Logger.Warn("cacheguard: stock: releases or confirms parked waiting for their reservation", "count", n, "older_than", c.cfg.parkAlert)
 	}
 }

@@ -44,7 +44,7 @@
 //
 // New, NewConsumer and NewAdmission take one Option type; a constructor
 // given an option of another returns an error wrapping ErrInvalidOption.
-// The zero configuration works: New(rdb) sells under the prefix "stock"
+// The zero configuration works: New(rdb) sells under DefaultPrefix
 // with one bucket and one unit per user.
 //
 // Further reading, in the repository: docs/stock.md for each piece in

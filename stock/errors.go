@@ -3,35 +3,25 @@ package stock
 import (
 	"errors"
 
-	"github.com/cacheguard/cacheguard/internal/option"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // Errors returned by the package; match them with errors.Is. Errors from
-// Redis or the database are wrapped and returned as they are.
+// Redis wrap ErrRedis; the database's are wrapped and returned as they are.
 var (
 	// ErrInvalidOption is returned by New and NewConsumer for an option that
 	// makes no sense (a negative limit, zero buckets...).
-	ErrInvalidOption = option.Sentinel("stock")
-	// ErrInvalidArgument: an argument other than an id, a quantity or a
-	// window that makes no sense (a bucket out of range, a limit <= 0, a nil
-	// ledger, a group name that is empty where one is needed, too long or
-	// not UTF-8).
-	ErrInvalidArgument = errors.New("cacheguard: stock: invalid argument")
-	// ErrInvalidSKU: an empty SKU, one longer than MaxIDLen bytes, one that
-	// is not UTF-8, or one containing a brace (braces delimit the Redis
-	// Cluster hash tag).
-	ErrInvalidSKU = errors.New("cacheguard: stock: invalid sku")
-	// ErrInvalidUser: an empty user id, one longer than MaxIDLen bytes or one
-	// that is not UTF-8.
-	ErrInvalidUser = errors.New("cacheguard: stock: invalid user")
-	// ErrInvalidRequestID: an empty request id, one longer than MaxIDLen
-	// bytes or one that is not UTF-8.
-	ErrInvalidRequestID = errors.New("cacheguard: stock: invalid request id")
-	// ErrInvalidQty: a quantity <= 0, above the sale's whole stock or above
-	// MaxQty, or a stock that does not fit the sale.
-	ErrInvalidQty = errors.New("cacheguard: stock: invalid quantity")
-	// ErrInvalidWindow: a sale window that ends before it starts.
-	ErrInvalidWindow = errors.New("cacheguard: stock: invalid sale window")
+	ErrInvalidOption = kind.InvalidOption("stock")
+	// ErrInvalidArgument: an argument that makes no sense, the error says
+	// which: an id (SKU, user, request id) that is empty, longer than
+	// MaxIDLen bytes or not UTF-8, a SKU containing a brace (braces delimit
+	// the Redis Cluster hash tag), a quantity <= 0, above the sale's whole
+	// stock or above MaxQty, a sale window that ends before it starts, a
+	// bucket out of range, a limit <= 0, a nil client or ledger.
+	ErrInvalidArgument = kind.InvalidArgument("stock")
+	// ErrRedis wraps the error of a Redis call that failed (the end of the
+	// caller's own context comes back as it is).
+	ErrRedis = kind.Redis("stock")
 	// ErrSaleExists: Load found a different sale already loaded for the SKU.
 	ErrSaleExists = errors.New("cacheguard: stock: a different sale is already loaded")
 	// ErrNoSale: the SKU has no sale loaded in Redis.
@@ -55,7 +45,7 @@ var (
 	// the database has not applied; repairing then would lose them.
 	ErrNotDrained = errors.New("cacheguard: stock: outbox not drained")
 	// ErrClosed: the consumer was closed.
-	ErrClosed = errors.New("cacheguard: stock: closed")
+	ErrClosed = kind.Closed("stock")
 )
 
 // MaxQty is the largest stock, quantity or per-user limit the package takes

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
+	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
@@ -17,10 +18,10 @@ import (
 // Inventory sells the stock of SKUs loaded into Redis. It is safe for
 // concurrent use and holds no goroutine: create as many as convenient.
 type Inventory struct {
-	rdb   redis.UniversalClient
-	calls call.Bound // how calls on rdb are bounded by their context
-	cfg   config
-	log   *slog.Logger
+	rdb    redis.UniversalClient
+	calls  call.Bound // how calls on rdb are bounded by their context
+	cfg    config
+	report option.Reporter
 
 	soldOut sync.Map // sku -> time.Time until which the SKU is known sold out or ended
 
@@ -43,10 +44,10 @@ type Window struct {
 }
 
 // millis is the window in Unix milliseconds as the scripts keep it (0: no
-// bound), or ErrInvalidWindow.
+// bound), or ErrInvalidArgument.
 func (w Window) millis() (start, end int64, err error) {
 	if !w.End.IsZero() && !w.End.After(w.Start) {
-		return 0, 0, fmt.Errorf("%w: ends %v, before it starts %v", ErrInvalidWindow, w.End, w.Start)
+		return 0, 0, fmt.Errorf("%w: sale window ends %v, before it starts %v", ErrInvalidArgument, w.End, w.Start)
 	}
 	if !w.Start.IsZero() {
 		start = w.Start.UnixMilli()
@@ -60,13 +61,13 @@ func (w Window) millis() (start, end int64, err error) {
 // New returns an Inventory working on rdb (any redis.UniversalClient).
 func New(rdb redis.UniversalClient, opts ...Option) (*Inventory, error) {
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
 	}
 	o, err := apply(inventoryPart, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Inventory{rdb: rdb, calls: call.For(rdb), cfg: o.inv, log: o.logger}, nil
+	return &Inventory{rdb: rdb, calls: call.For(rdb).RedisAs(ErrRedis), cfg: o.inv, report: o.report}, nil
 }
 
 func (inv *Inventory) keys(sku string, b int) bucketKeys { return keysFor(inv.cfg.ns, sku, b) }
@@ -100,7 +101,7 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 	}
 	n := int64(inv.cfg.buckets)
 	if qty < 0 || qty > MaxQty {
-		return fmt.Errorf("%w: stock %d (0 to %d)", ErrInvalidQty, qty, MaxQty)
+		return fmt.Errorf("%w: stock %d (0 to %d)", ErrInvalidArgument, qty, MaxQty)
 	}
 	start, end, err := w.millis()
 	if err != nil {
@@ -123,7 +124,7 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 				share, start, end, n, qty, inv.cfg.perUser, inv.cfg.holdFor.Milliseconds()).Int()
 		})
 		if err != nil {
-			return fmt.Errorf("cacheguard: stock: load %s: %w", sku, err)
+			return kind.Errorf("cacheguard: stock: load %s: %w", sku, err)
 		}
 		if ok == 0 {
 			err := fmt.Errorf("%w: %s", ErrSaleExists, sku)
@@ -133,7 +134,7 @@ func (inv *Inventory) Load(ctx context.Context, sku string, qty int64, w Window)
 				if derr := doErr(inv.calls, context.WithoutCancel(ctx), func(ctx context.Context) error {
 					return inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err()
 				}); derr != nil {
-					err = errors.Join(err, fmt.Errorf("cacheguard: stock: load %s: unregister: %w", sku, derr))
+					err = errors.Join(err, kind.Errorf("cacheguard: stock: load %s: unregister: %w", sku, derr))
 				}
 			}
 			return err
@@ -177,7 +178,7 @@ func (inv *Inventory) Status(ctx context.Context, sku string) (Status, error) {
 		return cmds, err
 	})
 	if err != nil {
-		return Status{}, fmt.Errorf("cacheguard: stock: status %s: %w", sku, err)
+		return Status{}, kind.Errorf("cacheguard: stock: status %s: %w", sku, err)
 	}
 	st := Status{Buckets: n}
 	var xin, xout int64

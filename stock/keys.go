@@ -57,11 +57,11 @@ func checkID(s string, sentinel error, what string) error {
 }
 
 func checkSKU(sku string) error {
-	if err := checkID(sku, ErrInvalidSKU, "sku"); err != nil {
+	if err := checkID(sku, ErrInvalidArgument, "sku"); err != nil {
 		return err
 	}
 	if hasBrace(sku) {
-		return fmt.Errorf("%w: %q contains a brace", ErrInvalidSKU, sku)
+		return fmt.Errorf("%w: sku %q contains a brace", ErrInvalidArgument, sku)
 	}
 	return nil
 }

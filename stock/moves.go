@@ -2,10 +2,10 @@ package stock
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
@@ -41,7 +41,7 @@ func (inv *Inventory) awaitMoves(ctx context.Context, sku string, home int, user
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return Result{}, false, nil, fmt.Errorf("cacheguard: stock: reserve %s: %w", sku, ctx.Err())
+			return Result{}, false, nil, kind.Errorf("cacheguard: stock: reserve %s: %w", sku, ctx.Err())
 		case <-t.C:
 		}
 		pause = min(2*pause, 10*time.Millisecond)
@@ -71,7 +71,7 @@ func (inv *Inventory) inFlight(ctx context.Context, sku string) (int64, error) {
 		return cmds, err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("cacheguard: stock: reserve %s: moves: %w", sku, err)
+		return 0, kind.Errorf("cacheguard: stock: reserve %s: moves: %w", sku, err)
 	}
 	var moving int64
 	for _, c := range cmds {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -59,14 +60,14 @@ func (c *Consumer) holdName(ctx context.Context) error {
 		})
 		cancel()
 		if err != nil {
-			return fmt.Errorf("cacheguard: stock: consumer: hold the name %q: %w", name, err)
+			return kind.Errorf("cacheguard: stock: consumer: hold the name %q: %w", name, err)
 		}
 		if held == 1 {
 			return nil
 		}
 		own := c.cfg.name + "-" + newID()[:6]
 		c.nameConflicts.Add(1)
-		c.log.Warn("cacheguard: stock: consumer: another live consumer goes by this name; this one takes a name of its own",
+		c.report.Logger.Warn("cacheguard: stock: consumer: another live consumer goes by this name; this one takes a name of its own",
 			"name", name, "own", own, "group", c.cfg.group)
 		c.current.Store(&own)
 		c.resumed.Clear() // the new name has no pending entries to resume
@@ -87,6 +88,6 @@ func (c *Consumer) releaseName(ctx context.Context) {
 		return releaseNameScript.Run(ctx, c.inv.rdb, []string{wire.StockConsumerKey(c.inv.cfg.ns, c.cfg.group, name)}, c.token).Err()
 	})
 	if err != nil {
-		c.log.Warn("cacheguard: stock: consumer: give the name back (held until its lease runs out)", "name", name, "err", err)
+		c.report.Warn("cacheguard: stock: consumer: give the name back (held until its lease runs out)", err, "name", name)
 	}
 }

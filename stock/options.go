@@ -12,6 +12,10 @@ import (
 // fields and database keys small enough to index (VARCHAR(128)).
 const MaxIDLen = 128
 
+// DefaultPrefix starts every Redis key of an Inventory and an Admission
+// (see WithPrefix).
+const DefaultPrefix = "cacheguard:stock:"
+
 // Option configures an Inventory (New), a Consumer (NewConsumer) or an
 // Admission (NewAdmission). Each option's comment says what it configures;
 // WithLogger configures all three, WithPrefix an Inventory and an
@@ -24,7 +28,7 @@ type Option func(*options)
 // part of what is being built.
 type options struct {
 	of     part // what is being built
-	logger *slog.Logger
+	report option.Reporter
 	inv    config
 	con    consumerConfig
 	adm    admissionConfig
@@ -32,7 +36,7 @@ type options struct {
 }
 
 // part names what an option configures, as a set.
-type part uint8
+type part = option.Part
 
 const (
 	inventoryPart part = 1 << iota
@@ -40,7 +44,8 @@ const (
 	admissionPart
 )
 
-func (p part) String() string {
+// partNames names a set of parts: "an Inventory or a Consumer".
+func partNames(p part) string {
 	var names []string
 	for _, n := range []struct {
 		p    part
@@ -55,7 +60,7 @@ func (p part) String() string {
 
 // apply returns the options opts set for what of is, or the first error.
 func apply(of part, opts []Option) (options, error) {
-	o := options{of: of, logger: slog.Default(), errs: option.For(ErrInvalidOption)}
+	o := options{of: of, report: option.NewReporter(nil, nil), errs: option.For(ErrInvalidOption)}
 	switch of {
 	case inventoryPart:
 		o.inv = defaultConfig()
@@ -72,11 +77,9 @@ func apply(of part, opts []Option) (options, error) {
 // given to the constructor of another part, it records an error instead.
 func configures(name string, parts part, set func(o *options)) Option {
 	return func(o *options) {
-		if o.of&parts == 0 {
-			o.errs.Invalid("%s configures %s, not %s", name, parts, o.of)
-			return
+		if o.errs.Only(name, parts, o.of, partNames) {
+			set(o)
 		}
-		set(o)
 	}
 }
 
@@ -92,7 +95,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		ns:      "stock",
+		ns:      DefaultPrefix,
 		buckets: 1,
 		perUser: 1,
 		holdFor: 15 * time.Minute,
@@ -103,11 +106,20 @@ func defaultConfig() config {
 // Consumer and an Admission). The default, and what a nil logger stands
 // for, is slog.Default().
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.logger = option.Logger(l) }
+	return func(o *options) { o.report.Logger = option.Logger(l) }
 }
 
-// WithPrefix sets the prefix of every Redis key of an Inventory or an
-// Admission ("stock" by default).
+// WithErrorHandler hands fn every error WithLogger logs (a consumer pass, a
+// lost Redis under admission limits, a name not given back), after it is
+// logged: for metrics or alerts. fn must return quickly.
+func WithErrorHandler(fn func(error)) Option {
+	return func(o *options) { o.report.Handler = fn }
+}
+
+// WithPrefix sets the prefix every Redis key of an Inventory or an
+// Admission starts with, its separator included (DefaultPrefix,
+// "cacheguard:stock:", by default). Every instance of one sale must use the
+// same.
 func WithPrefix(prefix string) Option {
 	return configures("WithPrefix", inventoryPart|admissionPart, func(o *options) {
 		if prefix == "" || len(prefix) > MaxIDLen || hasBrace(prefix) {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/redis/go-redis/v9"
 )
@@ -94,7 +95,7 @@ func (inv *Inventory) Reconcile(ctx context.Context, sku string, ledger Ledger, 
 		return rep, err
 	}
 	if stock < 0 || stock > MaxQty {
-		return rep, fmt.Errorf("%w: the ledger's stock of %s is %d", ErrInvalidQty, sku, stock)
+		return rep, fmt.Errorf("%w: the ledger's stock of %s is %d", ErrInvalidArgument, sku, stock)
 	}
 	rep.DBStock = stock
 	orders, err := ledger.Orders(ctx, sku)
@@ -187,7 +188,7 @@ func (inv *Inventory) records(ctx context.Context, sku string, n int) (map[strin
 			return recs, iter.Err()
 		})
 		if err != nil {
-			return nil, fmt.Errorf("cacheguard: stock: records of %s: %w", sku, err)
+			return nil, kind.Errorf("cacheguard: stock: records of %s: %w", sku, err)
 		}
 		for id, r := range recs {
 			out[id] = r
@@ -203,7 +204,7 @@ func (inv *Inventory) pending(ctx context.Context, sku string, n int, group stri
 		k := inv.keys(sku, b).outbox
 		p, err := do(inv.calls, ctx, func(ctx context.Context) (int64, error) { return inv.outboxPending(ctx, k, group) })
 		if err != nil {
-			return 0, fmt.Errorf("cacheguard: stock: outbox of %s: %w", sku, err)
+			return 0, kind.Errorf("cacheguard: stock: outbox of %s: %w", sku, err)
 		}
 		total += p
 	}
@@ -290,7 +291,7 @@ func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w W
 	if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
 		return inv.rdb.HSet(ctx, salesKey(inv.cfg.ns), sku, n).Err()
 	}); err != nil {
-		return rep, fmt.Errorf("cacheguard: stock: repair %s: %w", sku, err)
+		return rep, kind.Errorf("cacheguard: stock: repair %s: %w", sku, err)
 	}
 	for i, b := range bs {
 		share := left / int64(n)
@@ -318,7 +319,7 @@ func (inv *Inventory) Repair(ctx context.Context, sku string, ledger Ledger, w W
 			return err
 		})
 		if err != nil {
-			return rep, fmt.Errorf("cacheguard: stock: repair %s bucket %d: %w", sku, i, err)
+			return rep, kind.Errorf("cacheguard: stock: repair %s bucket %d: %w", sku, i, err)
 		}
 	}
 	inv.soldOut.Delete(sku)
@@ -351,14 +352,14 @@ func (inv *Inventory) Unload(ctx context.Context, sku, group string) error {
 	if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
 		return inv.rdb.HDel(ctx, salesKey(inv.cfg.ns), sku).Err()
 	}); err != nil {
-		return fmt.Errorf("cacheguard: stock: unload %s: %w", sku, err)
+		return kind.Errorf("cacheguard: stock: unload %s: %w", sku, err)
 	}
 	for b := 0; b < n; b++ {
 		k := inv.keys(sku, b)
 		if err := doErr(inv.calls, ctx, func(ctx context.Context) error {
 			return inv.rdb.Del(ctx, k.list()...).Err()
 		}); err != nil {
-			return fmt.Errorf("cacheguard: stock: unload %s bucket %d: %w", sku, b, err)
+			return kind.Errorf("cacheguard: stock: unload %s bucket %d: %w", sku, b, err)
 		}
 	}
 	inv.soldOut.Delete(sku)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,7 +29,7 @@ func (inv *Inventory) register(ctx context.Context, sku string, n int64) (fresh 
 		return registerScript.Run(ctx, inv.rdb, []string{salesKey(inv.cfg.ns)}, sku, n).Text()
 	})
 	if err != nil {
-		return false, fmt.Errorf("cacheguard: stock: load %s: %w", sku, err)
+		return false, kind.Errorf("cacheguard: stock: load %s: %w", sku, err)
 	}
 	if cur == "" {
 		return true, nil
@@ -48,7 +49,7 @@ func (inv *Inventory) loadedBuckets(ctx context.Context, sku string) (int, error
 		return 0, fmt.Errorf("%w: %s", ErrNoSale, sku)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("cacheguard: stock: %s: %w", sku, err)
+		return 0, kind.Errorf("cacheguard: stock: %s: %w", sku, err)
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {

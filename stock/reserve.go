@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/script"
 	"github.com/redis/go-redis/v9"
 )
@@ -115,14 +116,14 @@ func (inv *Inventory) Reserve(ctx context.Context, sku, user, requestID string, 
 	if err := checkSKU(sku); err != nil {
 		return Result{}, err
 	}
-	if err := checkID(user, ErrInvalidUser, "user"); err != nil {
+	if err := checkID(user, ErrInvalidArgument, "user"); err != nil {
 		return Result{}, err
 	}
-	if err := checkID(requestID, ErrInvalidRequestID, "request id"); err != nil {
+	if err := checkID(requestID, ErrInvalidArgument, "request id"); err != nil {
 		return Result{}, err
 	}
 	if qty <= 0 || qty > MaxQty {
-		return Result{}, fmt.Errorf("%w: %d (1 to %d)", ErrInvalidQty, qty, MaxQty)
+		return Result{}, fmt.Errorf("%w: quantity %d (1 to %d)", ErrInvalidArgument, qty, MaxQty)
 	}
 	if inv.SoldOutLocally(sku) {
 		return Result{Outcome: SoldOut, Local: true, User: user, Qty: qty}, nil
@@ -169,7 +170,7 @@ func (inv *Inventory) reserveAt(ctx context.Context, sku string, b int, user, ri
 		return reserveScript.Run(ctx, inv.rdb, k.list(), args...).StringSlice()
 	})
 	if err != nil {
-		return Result{}, false, fmt.Errorf("cacheguard: stock: reserve %s: %w", sku, err)
+		return Result{}, false, kind.Errorf("cacheguard: stock: reserve %s: %w", sku, err)
 	}
 	if len(v) == 0 {
 		return Result{}, false, fmt.Errorf("cacheguard: stock: reserve %s: empty reply", sku)
@@ -185,7 +186,7 @@ func (inv *Inventory) reserveAt(ctx context.Context, sku string, b int, user, ri
 		// The bucket may be missing because the sale has fewer buckets
 		// than this client, not because nothing is on sale.
 		if err := inv.checkBuckets(ctx, sku); err != nil {
-			return Result{}, false, fmt.Errorf("cacheguard: stock: reserve %s: %w", sku, err)
+			return Result{}, false, kind.Errorf("cacheguard: stock: reserve %s: %w", sku, err)
 		}
 		return Result{Outcome: NotOnSale, User: user, Qty: qty, Bucket: b}, false, nil
 	case "buckets":
@@ -197,7 +198,7 @@ func (inv *Inventory) reserveAt(ctx context.Context, sku string, b int, user, ri
 		inv.rememberSoldOut(sku)
 		return Result{Outcome: NotOnSale, User: user, Qty: qty, Bucket: b}, false, nil
 	case "toomany":
-		return Result{}, false, fmt.Errorf("%w: %d above the sale's stock of %s", ErrInvalidQty, qty, arg)
+		return Result{}, false, fmt.Errorf("%w: quantity %d above the sale's stock of %s", ErrInvalidArgument, qty, arg)
 	case "dup", "limit", "soldout", "reserved":
 		rec, err := decodeRecord(arg)
 		if err != nil {
@@ -244,7 +245,7 @@ func (inv *Inventory) borrow(ctx context.Context, sku string, to int, qty int64)
 		}
 	}
 	if err != nil && len(credits) == 0 {
-		return nil, fmt.Errorf("cacheguard: stock: reserve %s: borrow: %w", sku, err)
+		return nil, kind.Errorf("cacheguard: stock: reserve %s: borrow: %w", sku, err)
 	}
 	return credits, nil
 }

@@ -203,19 +203,19 @@ func TestBadInput(t *testing.T) {
 		err  error
 		call func() error
 	}{
-		{"empty sku", ErrInvalidSKU, func() error { _, err := inv.Reserve(ctx, "", "u", "r", 1); return err }},
-		{"brace sku", ErrInvalidSKU, func() error { _, err := inv.Reserve(ctx, "a{b}", "u", "r", 1); return err }},
-		{"huge sku", ErrInvalidSKU, func() error { return inv.Load(ctx, huge, 1, Window{}) }},
-		{"empty user", ErrInvalidUser, func() error { _, err := inv.Reserve(ctx, "sku", "", "r", 1); return err }},
-		{"huge user", ErrInvalidUser, func() error { _, err := inv.Reserve(ctx, "sku", huge, "r", 1); return err }},
-		{"empty id", ErrInvalidRequestID, func() error { _, err := inv.Reserve(ctx, "sku", "u", "", 1); return err }},
-		{"huge id", ErrInvalidRequestID, func() error { _, err := inv.Reserve(ctx, "sku", "u", huge, 1); return err }},
-		{"huge id release", ErrInvalidRequestID, func() error { _, err := inv.Release(ctx, "sku", huge); return err }},
-		{"zero qty", ErrInvalidQty, func() error { _, err := inv.Reserve(ctx, "sku", "u", "r", 0); return err }},
-		{"negative qty", ErrInvalidQty, func() error { _, err := inv.Reserve(ctx, "sku", "u", "r", -3); return err }},
-		{"qty above stock", ErrInvalidQty, func() error { _, err := inv.Reserve(ctx, "sku", "u", "r", 11); return err }},
-		{"negative stock", ErrInvalidQty, func() error { return inv.Load(ctx, "neg", -1, Window{}) }},
-		{"backwards window", ErrInvalidWindow, func() error {
+		{"empty sku", ErrInvalidArgument, func() error { _, err := inv.Reserve(ctx, "", "u", "r", 1); return err }},
+		{"brace sku", ErrInvalidArgument, func() error { _, err := inv.Reserve(ctx, "a{b}", "u", "r", 1); return err }},
+		{"huge sku", ErrInvalidArgument, func() error { return inv.Load(ctx, huge, 1, Window{}) }},
+		{"empty user", ErrInvalidArgument, func() error { _, err := inv.Reserve(ctx, "sku", "", "r", 1); return err }},
+		{"huge user", ErrInvalidArgument, func() error { _, err := inv.Reserve(ctx, "sku", huge, "r", 1); return err }},
+		{"empty id", ErrInvalidArgument, func() error { _, err := inv.Reserve(ctx, "sku", "u", "", 1); return err }},
+		{"huge id", ErrInvalidArgument, func() error { _, err := inv.Reserve(ctx, "sku", "u", huge, 1); return err }},
+		{"huge id release", ErrInvalidArgument, func() error { _, err := inv.Release(ctx, "sku", huge); return err }},
+		{"zero qty", ErrInvalidArgument, func() error { _, err := inv.Reserve(ctx, "sku", "u", "r", 0); return err }},
+		{"negative qty", ErrInvalidArgument, func() error { _, err := inv.Reserve(ctx, "sku", "u", "r", -3); return err }},
+		{"qty above stock", ErrInvalidArgument, func() error { _, err := inv.Reserve(ctx, "sku", "u", "r", 11); return err }},
+		{"negative stock", ErrInvalidArgument, func() error { return inv.Load(ctx, "neg", -1, Window{}) }},
+		{"backwards window", ErrInvalidArgument, func() error {
 			return inv.Load(ctx, "w", 1, Window{Start: time.Now(), End: time.Now().Add(-time.Hour)})
 		}},
 		{"unknown release", ErrUnknownRequest, func() error { _, err := inv.Release(ctx, "sku", "nope"); return err }},
@@ -249,14 +249,14 @@ func TestQuantitiesBeyondMaxQtyAreRefused(t *testing.T) {
 	ctx := context.Background()
 	inv := newInv(t, rdb)
 	const huge = int64(123456789012345)
-	if err := inv.Load(ctx, "huge-stock", huge, Window{}); !errors.Is(err, ErrInvalidQty) {
-		t.Fatalf("Load of %d units: %v, want ErrInvalidQty", huge, err)
+	if err := inv.Load(ctx, "huge-stock", huge, Window{}); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Load of %d units: %v, want ErrInvalidArgument", huge, err)
 	}
 	// The per-user limit is written into the sale by Load.
 	big := newInv(t, rdb, WithPerUserLimit(MaxQty))
 	load(t, big, "sku-max", MaxQty)
-	if _, err := big.Reserve(ctx, "sku-max", "u", "r", huge); !errors.Is(err, ErrInvalidQty) {
-		t.Fatalf("Reserve of %d units: %v, want ErrInvalidQty", huge, err)
+	if _, err := big.Reserve(ctx, "sku-max", "u", "r", huge); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Reserve of %d units: %v, want ErrInvalidArgument", huge, err)
 	}
 	if _, err := New(rdb, WithPerUserLimit(huge)); !errors.Is(err, ErrInvalidOption) {
 		t.Fatalf("WithPerUserLimit(%d): %v, want ErrInvalidOption", huge, err)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // Outcome is the answer to a reservation request.
@@ -100,7 +102,7 @@ type record struct {
 func decodeRecord(s string) (record, error) {
 	var r record
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
-		return r, fmt.Errorf("cacheguard: stock: foreign request record %q: %w", s, err)
+		return r, kind.Errorf("cacheguard: stock: foreign request record %q: %w", s, err)
 	}
 	return r, nil
 }

@@ -97,18 +97,18 @@ func TestOddIDsAndQuantities(t *testing.T) {
 		qty            int64
 		want           error
 	}{
-		{"sku", "u", "r", 0, ErrInvalidQty},
-		{"sku", "u", "r", -1, ErrInvalidQty},
-		{"sku", "u", "r", -1 << 63, ErrInvalidQty},
-		{"sku", "u", "r", 1<<63 - 1, ErrInvalidQty},
-		{"sku", "u", "r", 4, ErrInvalidQty},
-		{"", "u", "r", 1, ErrInvalidSKU},
-		{long, "u", "r", 1, ErrInvalidSKU},
-		{"s{k}u", "u", "r", 1, ErrInvalidSKU},
-		{"sku", "", "r", 1, ErrInvalidUser},
-		{"sku", long, "r", 1, ErrInvalidUser},
-		{"sku", "u", "", 1, ErrInvalidRequestID},
-		{"sku", "u", long, 1, ErrInvalidRequestID},
+		{"sku", "u", "r", 0, ErrInvalidArgument},
+		{"sku", "u", "r", -1, ErrInvalidArgument},
+		{"sku", "u", "r", -1 << 63, ErrInvalidArgument},
+		{"sku", "u", "r", 1<<63 - 1, ErrInvalidArgument},
+		{"sku", "u", "r", 4, ErrInvalidArgument},
+		{"", "u", "r", 1, ErrInvalidArgument},
+		{long, "u", "r", 1, ErrInvalidArgument},
+		{"s{k}u", "u", "r", 1, ErrInvalidArgument},
+		{"sku", "", "r", 1, ErrInvalidArgument},
+		{"sku", long, "r", 1, ErrInvalidArgument},
+		{"sku", "u", "", 1, ErrInvalidArgument},
+		{"sku", "u", long, 1, ErrInvalidArgument},
 	}
 	for _, c := range cases {
 		if _, err := inv.Reserve(ctx, c.sku, c.user, c.req, c.qty); !errors.Is(err, c.want) {
@@ -116,22 +116,22 @@ func TestOddIDsAndQuantities(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"", long} {
-		if _, err := inv.Release(ctx, "sku", id); !errors.Is(err, ErrInvalidRequestID) {
+		if _, err := inv.Release(ctx, "sku", id); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("Release(%.10q) = %v", id, err)
 		}
-		if _, err := inv.Confirm(ctx, "sku", id); !errors.Is(err, ErrInvalidRequestID) {
+		if _, err := inv.Confirm(ctx, "sku", id); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("Confirm(%.10q) = %v", id, err)
 		}
-		if _, err := inv.Lookup(ctx, "sku", id); !errors.Is(err, ErrInvalidRequestID) {
+		if _, err := inv.Lookup(ctx, "sku", id); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("Lookup(%.10q) = %v", id, err)
 		}
 	}
 	for _, q := range []int64{-1, MaxQty + 1} {
-		if err := inv.Load(ctx, "other", q, Window{}); !errors.Is(err, ErrInvalidQty) {
+		if err := inv.Load(ctx, "other", q, Window{}); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("Load(%d) = %v", q, err)
 		}
 	}
-	if _, err := inv.Status(ctx, ""); !errors.Is(err, ErrInvalidSKU) {
+	if _, err := inv.Status(ctx, ""); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("Status(\"\") = %v", err)
 	}
 	// Odd but legal ids: bytes JSON and the stream must carry unchanged.
@@ -179,16 +179,16 @@ func TestIDsMustBeUTF8(t *testing.T) {
 	inv := newInv(t, rdb)
 	load(t, inv, "sku", 3)
 	bad := "\xff\xfe"
-	if _, err := inv.Reserve(ctx, "sku", bad, "r1", 1); !errors.Is(err, ErrInvalidUser) {
+	if _, err := inv.Reserve(ctx, "sku", bad, "r1", 1); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("user: %v", err)
 	}
-	if _, err := inv.Reserve(ctx, "sku", "u", bad, 1); !errors.Is(err, ErrInvalidRequestID) {
+	if _, err := inv.Reserve(ctx, "sku", "u", bad, 1); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("request id: %v", err)
 	}
-	if _, err := inv.Release(ctx, "sku", bad); !errors.Is(err, ErrInvalidRequestID) {
+	if _, err := inv.Release(ctx, "sku", bad); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("release: %v", err)
 	}
-	if err := inv.Load(ctx, "s"+bad, 1, Window{}); !errors.Is(err, ErrInvalidSKU) {
+	if err := inv.Load(ctx, "s"+bad, 1, Window{}); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("sku: %v", err)
 	}
 	if st := mustStatus(t, inv, "sku"); st.Remaining != 3 {

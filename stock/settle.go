@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -94,7 +95,7 @@ func (inv *Inventory) settle(ctx context.Context, sku, rid, op string) (Result, 
 	if err := checkSKU(sku); err != nil {
 		return Result{}, err
 	}
-	if err := checkID(rid, ErrInvalidRequestID, "request id"); err != nil {
+	if err := checkID(rid, ErrInvalidArgument, "request id"); err != nil {
 		return Result{}, err
 	}
 	// The request lives in its user's home bucket, which the caller need not
@@ -105,7 +106,7 @@ func (inv *Inventory) settle(ctx context.Context, sku, rid, op string) (Result, 
 			return settleScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, rid, op, inv.cfg.maxOutbox).StringSlice()
 		})
 		if err != nil {
-			return Result{}, fmt.Errorf("cacheguard: stock: %s %s/%s: %w", op, sku, rid, err)
+			return Result{}, kind.Errorf("cacheguard: stock: %s %s/%s: %w", op, sku, rid, err)
 		}
 		if v[0] == "unknown" {
 			continue
@@ -127,7 +128,7 @@ func (inv *Inventory) settle(ctx context.Context, sku, rid, op string) (Result, 
 		return res, nil
 	}
 	if err := inv.checkBuckets(ctx, sku); err != nil {
-		return Result{}, fmt.Errorf("cacheguard: stock: %s %s/%s: %w", op, sku, rid, err)
+		return Result{}, kind.Errorf("cacheguard: stock: %s %s/%s: %w", op, sku, rid, err)
 	}
 	return Result{}, fmt.Errorf("%w: %s/%s", ErrUnknownRequest, sku, rid)
 }
@@ -157,7 +158,7 @@ func (inv *Inventory) expireDue(ctx context.Context, calls call.Bound, sku strin
 		return expireScript.Run(ctx, inv.rdb, []string{k.meta, k.reqs, k.users, k.outbox, k.due}, limit, inv.cfg.maxOutbox).Int()
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("cacheguard: stock: expire %s/%d: %w", sku, bucket, err)
+		return 0, kind.Errorf("cacheguard: stock: expire %s/%d: %w", sku, bucket, err)
 	}
 	return n, nil
 }
@@ -169,7 +170,7 @@ func (inv *Inventory) Lookup(ctx context.Context, sku, requestID string) (Result
 	if err := checkSKU(sku); err != nil {
 		return Result{}, err
 	}
-	if err := checkID(requestID, ErrInvalidRequestID, "request id"); err != nil {
+	if err := checkID(requestID, ErrInvalidArgument, "request id"); err != nil {
 		return Result{}, err
 	}
 	for b := 0; b < inv.cfg.buckets; b++ {
@@ -180,7 +181,7 @@ func (inv *Inventory) Lookup(ctx context.Context, sku, requestID string) (Result
 			continue
 		}
 		if err != nil {
-			return Result{}, fmt.Errorf("cacheguard: stock: lookup %s/%s: %w", sku, requestID, err)
+			return Result{}, kind.Errorf("cacheguard: stock: lookup %s/%s: %w", sku, requestID, err)
 		}
 		rec, err := decodeRecord(s)
 		if err != nil {
@@ -189,7 +190,7 @@ func (inv *Inventory) Lookup(ctx context.Context, sku, requestID string) (Result
 		return rec.result(b, true), nil
 	}
 	if err := inv.checkBuckets(ctx, sku); err != nil {
-		return Result{}, fmt.Errorf("cacheguard: stock: lookup %s/%s: %w", sku, requestID, err)
+		return Result{}, kind.Errorf("cacheguard: stock: lookup %s/%s: %w", sku, requestID, err)
 	}
 	return Result{}, fmt.Errorf("%w: %s/%s", ErrUnknownRequest, sku, requestID)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // SQLStore keeps a sale's stock and its orders in a database/sql database
@@ -56,9 +58,9 @@ func NewSQLStore(db *sql.DB, prefix string) *SQLStore {
 	s := &SQLStore{db: db, sku: prefix + "sku", order: prefix + "order"}
 	switch {
 	case db == nil:
-		s.err = fmt.Errorf("%w: nil database", ErrInvalidOption)
+		s.err = fmt.Errorf("%w: nil database", ErrInvalidArgument)
 	case len(prefix) > 64 || strings.TrimFunc(prefix, plainNameRune) != "":
-		s.err = fmt.Errorf("%w: table prefix %q (letters, digits, underscores)", ErrInvalidOption, prefix)
+		s.err = fmt.Errorf("%w: table prefix %q (letters, digits, underscores)", ErrInvalidArgument, prefix)
 	}
 	return s
 }
@@ -70,7 +72,7 @@ func plainNameRune(r rune) bool {
 // usable is the store's configuration error, if any.
 func (s *SQLStore) usable() error {
 	if s == nil {
-		return fmt.Errorf("%w: nil store", ErrInvalidOption)
+		return fmt.Errorf("%w: nil store", ErrInvalidArgument)
 	}
 	return s.err
 }
@@ -96,7 +98,7 @@ func (s *SQLStore) CreateTables(ctx context.Context) error {
 			PRIMARY KEY (sku, request_id))`,
 	} {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("cacheguard: stock: create tables: %w", err)
+			return kind.Errorf("cacheguard: stock: create tables: %w", err)
 		}
 	}
 	return nil
@@ -111,7 +113,7 @@ func (s *SQLStore) SetStock(ctx context.Context, sku string, qty int64) error {
 		return err
 	}
 	if qty < 0 || qty > MaxQty {
-		return fmt.Errorf("%w: stock %d (0 to %d)", ErrInvalidQty, qty, MaxQty)
+		return fmt.Errorf("%w: stock %d (0 to %d)", ErrInvalidArgument, qty, MaxQty)
 	}
 	r, err := s.db.ExecContext(ctx, `UPDATE `+s.sku+` SET stock = ? WHERE sku = ?`, qty, sku)
 	if err == nil {
@@ -124,7 +126,7 @@ func (s *SQLStore) SetStock(ctx context.Context, sku string, qty int64) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("cacheguard: stock: set stock %s: %w", sku, err)
+		return kind.Errorf("cacheguard: stock: set stock %s: %w", sku, err)
 	}
 	return nil
 }
@@ -143,7 +145,7 @@ func (s *SQLStore) Stock(ctx context.Context, sku string) (int64, error) {
 		return 0, fmt.Errorf("%w: %s has no stock row", ErrNoSale, sku)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("cacheguard: stock: stock of %s: %w", sku, err)
+		return 0, kind.Errorf("cacheguard: stock: stock of %s: %w", sku, err)
 	}
 	return n, nil
 }
@@ -157,7 +159,7 @@ func (s *SQLStore) Apply(ctx context.Context, ev Event) error {
 	}
 	state, err := rowState(ev)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrPoison, err)
+		return kind.Errorf("%w: %w", ErrPoison, err)
 	}
 	now := time.Now().UnixMilli()
 	var version, applied int
@@ -192,7 +194,7 @@ func (s *SQLStore) Apply(ctx context.Context, ev Event) error {
 			state, ev.Version, now, ev.SKU, ev.RequestID, ev.Version)
 	}
 	if err != nil {
-		return fmt.Errorf("cacheguard: stock: apply %s %s/%s: %w", ev.Op, ev.SKU, ev.RequestID, err)
+		return kind.Errorf("cacheguard: stock: apply %s %s/%s: %w", ev.Op, ev.SKU, ev.RequestID, err)
 	}
 	return nil
 }
@@ -205,7 +207,7 @@ func (s *SQLStore) Parked(ctx context.Context, since time.Time) (int64, error) {
 	var n int64
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+s.order+` WHERE applied = 0 AND updated_ms <= ?`, since.UnixMilli()).Scan(&n)
 	if err != nil {
-		return 0, fmt.Errorf("cacheguard: stock: parked: %w", err)
+		return 0, kind.Errorf("cacheguard: stock: parked: %w", err)
 	}
 	return n, nil
 }
@@ -225,14 +227,14 @@ func rowState(ev Event) (string, error) {
 	if err := checkSKU(ev.SKU); err != nil {
 		return "", err
 	}
-	if err := checkID(ev.RequestID, ErrInvalidRequestID, "request id"); err != nil {
+	if err := checkID(ev.RequestID, ErrInvalidArgument, "request id"); err != nil {
 		return "", err
 	}
-	if err := checkID(ev.User, ErrInvalidUser, "user"); err != nil {
+	if err := checkID(ev.User, ErrInvalidArgument, "user"); err != nil {
 		return "", err
 	}
 	if ev.Qty <= 0 || ev.Qty > MaxQty {
-		return "", fmt.Errorf("%w: %d", ErrInvalidQty, ev.Qty)
+		return "", fmt.Errorf("%w: quantity %d", ErrInvalidArgument, ev.Qty)
 	}
 	var state State
 	switch ev.Op {
@@ -261,7 +263,7 @@ func (s *SQLStore) Orders(ctx context.Context, sku string) ([]Order, error) {
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT request_id, user_id, qty, state, version, applied, updated_ms FROM `+s.order+` WHERE sku = ?`, sku)
 	if err != nil {
-		return nil, fmt.Errorf("cacheguard: stock: orders of %s: %w", sku, err)
+		return nil, kind.Errorf("cacheguard: stock: orders of %s: %w", sku, err)
 	}
 	defer rows.Close()
 	var out []Order
@@ -271,13 +273,13 @@ func (s *SQLStore) Orders(ctx context.Context, sku string) ([]Order, error) {
 		var applied int
 		var ms int64
 		if err := rows.Scan(&o.RequestID, &o.User, &o.Qty, &st, &o.Version, &applied, &ms); err != nil {
-			return nil, fmt.Errorf("cacheguard: stock: orders of %s: %w", sku, err)
+			return nil, kind.Errorf("cacheguard: stock: orders of %s: %w", sku, err)
 		}
 		o.State, o.Applied, o.Updated = stateOf(st), applied == 1, time.UnixMilli(ms)
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("cacheguard: stock: orders of %s: %w", sku, err)
+		return nil, kind.Errorf("cacheguard: stock: orders of %s: %w", sku, err)
 	}
 	return out, nil
 }

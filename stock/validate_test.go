@@ -12,7 +12,7 @@ import (
 )
 
 // A stock of 0 is a sale like any other: it loads, and buyers are answered
-// SoldOut (it was refused with ErrInvalidQty, and buyers got NotOnSale).
+// SoldOut (it was refused with ErrInvalidArgument, and buyers got NotOnSale).
 func TestZeroStockLoadsAndIsSoldOut(t *testing.T) {
 	onTopologies(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := context.Background()
@@ -58,25 +58,25 @@ func TestEveryEntryPointRefusesBadArguments(t *testing.T) {
 		want error
 		call func() error
 	}{
-		{"load negative", ErrInvalidQty, func() error { return inv.Load(ctx, "n", -1, Window{}) }},
-		{"load window", ErrInvalidWindow, func() error { return inv.Load(ctx, "w", 1, back) }},
-		{"expire sku", ErrInvalidSKU, func() error { _, err := inv.ExpireDue(ctx, "", 0, 1); return err }},
+		{"load negative", ErrInvalidArgument, func() error { return inv.Load(ctx, "n", -1, Window{}) }},
+		{"load window", ErrInvalidArgument, func() error { return inv.Load(ctx, "w", 1, back) }},
+		{"expire sku", ErrInvalidArgument, func() error { _, err := inv.ExpireDue(ctx, "", 0, 1); return err }},
 		{"expire bucket -1", ErrInvalidArgument, func() error { _, err := inv.ExpireDue(ctx, "sku", -1, 1); return err }},
 		{"expire bucket 2 of 2", ErrInvalidArgument, func() error { _, err := inv.ExpireDue(ctx, "sku", 2, 1); return err }},
 		{"expire limit 0", ErrInvalidArgument, func() error { _, err := inv.ExpireDue(ctx, "sku", 0, 0); return err }},
 		{"expire limit -5", ErrInvalidArgument, func() error { _, err := inv.ExpireDue(ctx, "sku", 0, -5); return err }},
-		{"reconcile sku", ErrInvalidSKU, func() error { _, err := inv.Reconcile(ctx, "a{b", store, ""); return err }},
+		{"reconcile sku", ErrInvalidArgument, func() error { _, err := inv.Reconcile(ctx, "a{b", store, ""); return err }},
 		{"reconcile nil ledger", ErrInvalidArgument, func() error { _, err := inv.Reconcile(ctx, "sku", nil, ""); return err }},
 		{"reconcile group", ErrInvalidArgument, func() error { _, err := inv.Reconcile(ctx, "sku", store, long); return err }},
-		{"repair sku", ErrInvalidSKU, func() error { _, err := inv.Repair(ctx, "", store, Window{}, ""); return err }},
+		{"repair sku", ErrInvalidArgument, func() error { _, err := inv.Repair(ctx, "", store, Window{}, ""); return err }},
 		{"repair nil ledger", ErrInvalidArgument, func() error { _, err := inv.Repair(ctx, "sku", nil, Window{}, ""); return err }},
-		{"repair window", ErrInvalidWindow, func() error { _, err := inv.Repair(ctx, "sku", store, back, ""); return err }},
-		{"unload sku", ErrInvalidSKU, func() error { return inv.Unload(ctx, long, "") }},
+		{"repair window", ErrInvalidArgument, func() error { _, err := inv.Repair(ctx, "sku", store, back, ""); return err }},
+		{"unload sku", ErrInvalidArgument, func() error { return inv.Unload(ctx, long, "") }},
 		{"unload group", ErrInvalidArgument, func() error { return inv.Unload(ctx, "sku", "\xff") }},
-		{"lookup sku", ErrInvalidSKU, func() error { _, err := inv.Lookup(ctx, "", "r"); return err }},
-		{"confirm sku", ErrInvalidSKU, func() error { _, err := inv.Confirm(ctx, "", "r"); return err }},
-		{"store stock sku", ErrInvalidSKU, func() error { _, err := store.Stock(ctx, ""); return err }},
-		{"store orders sku", ErrInvalidSKU, func() error { _, err := store.Orders(ctx, long); return err }},
+		{"lookup sku", ErrInvalidArgument, func() error { _, err := inv.Lookup(ctx, "", "r"); return err }},
+		{"confirm sku", ErrInvalidArgument, func() error { _, err := inv.Confirm(ctx, "", "r"); return err }},
+		{"store stock sku", ErrInvalidArgument, func() error { _, err := store.Stock(ctx, ""); return err }},
+		{"store orders sku", ErrInvalidArgument, func() error { _, err := store.Orders(ctx, long); return err }},
 		{"store apply sku", ErrPoison, func() error { return store.Apply(ctx, bad(func(e *Event) { e.SKU = "" })) }},
 		{"store apply id", ErrPoison, func() error { return store.Apply(ctx, bad(func(e *Event) { e.RequestID = long })) }},
 		{"store apply user", ErrPoison, func() error { return store.Apply(ctx, bad(func(e *Event) { e.User = "" })) }},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -50,17 +51,17 @@ func (s *Source) checkServer(ctx context.Context) (Position, error) {
 	deadline, _ := ctx.Deadline()
 	conn, err := client.ConnectWithContext(ctx, s.cfg.Addr, s.cfg.User, s.cfg.Password, "", time.Until(deadline))
 	if err != nil {
-		return pos, fmt.Errorf("cacheguard: binlog: connect: %w", err)
+		return pos, kind.Errorf("cacheguard: binlog: connect: %w", err)
 	}
 	defer conn.Close()
 	if err := conn.SetDeadline(deadline); err != nil {
-		return pos, fmt.Errorf("cacheguard: binlog: connect: %w", err)
+		return pos, kind.Errorf("cacheguard: binlog: connect: %w", err)
 	}
 	for _, r := range required {
 		res, err := conn.Execute("SELECT @@GLOBAL." + r.name)
 		var refused *mysql.MyError
 		if err != nil && !errors.As(err, &refused) { // the network, not the setting
-			return pos, fmt.Errorf("cacheguard: binlog: reading %s: %w", r.name, err)
+			return pos, kind.Errorf("cacheguard: binlog: reading %s: %w", r.name, err)
 		}
 		if err != nil {
 			return pos, fmt.Errorf("%w: reading %s (needed: %s=%s): %v", ErrServerSetting, r.name, r.name, r.want, err)

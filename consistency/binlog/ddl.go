@@ -6,6 +6,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+
 	// The parser needs a value driver for literals in DDL (DEFAULT 0).
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver"

@@ -5,10 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // errLeaseLost ends a tailing whose lease another instance took, or that
@@ -102,7 +102,7 @@ func (s *Source) tailHeld(ctx context.Context, el elector, token string, ttl tim
 			default:
 				s.report(err)
 				if time.Since(confirmed) >= ttl*2/3 {
-					cancel(fmt.Errorf("%w (no renewal confirmed for %v): %w", errLeaseLost, time.Since(confirmed).Round(time.Millisecond), err))
+					cancel(kind.Errorf("%w (no renewal confirmed for %v): %w", errLeaseLost, time.Since(confirmed).Round(time.Millisecond), err))
 					return
 				}
 			}

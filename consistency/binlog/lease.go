@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -95,10 +96,10 @@ return 0
 func (r redisPositions) acquire(ctx context.Context, token string, ttlMS int64) (bool, string, error) {
 	v, err := acquireScript.Run(ctx, r.rdb, []string{r.key}, token, ttlMS).Slice()
 	if err != nil && strings.Contains(err.Error(), "corrupt position") {
-		return false, "", fmt.Errorf("%w under %s: %w", ErrCorruptPosition, r.key, err)
+		return false, "", kind.Errorf("%w under %s: %w", ErrCorruptPosition, r.key, err)
 	}
 	if err != nil {
-		return false, "", fmt.Errorf("cacheguard: binlog: tailer lease under %s: %w", r.key, err)
+		return false, "", kind.RedisErr(ctx, ErrRedis, "tailer lease under "+r.key, err)
 	}
 	if len(v) != 2 {
 		return false, "", fmt.Errorf("cacheguard: binlog: tailer lease under %s: unexpected reply %v", r.key, v)
@@ -111,7 +112,7 @@ func (r redisPositions) acquire(ctx context.Context, token string, ttlMS int64) 
 func (r redisPositions) saveHeld(ctx context.Context, token string, p Position) error {
 	ok, err := saveScript.Run(ctx, r.rdb, []string{r.key}, token, p.File, p.Offset).Int()
 	if err != nil {
-		return fmt.Errorf("cacheguard: binlog: save position %v: %w", p, err)
+		return kind.RedisErr(ctx, ErrRedis, fmt.Sprintf("save position %v", p), err)
 	}
 	if ok != 1 {
 		return fmt.Errorf("save position %v under %s: %w", p, r.key, ErrNotTailer)
@@ -121,7 +122,7 @@ func (r redisPositions) saveHeld(ctx context.Context, token string, p Position) 
 
 func (r redisPositions) release(ctx context.Context, token string) error {
 	if err := releaseScript.Run(ctx, r.rdb, []string{r.key}, token).Err(); err != nil {
-		return fmt.Errorf("cacheguard: binlog: give the tailer lease under %s back: %w", r.key, err)
+		return kind.RedisErr(ctx, ErrRedis, "give the tailer lease under "+r.key+" back", err)
 	}
 	return nil
 }

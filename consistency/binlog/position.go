@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -48,7 +49,7 @@ func (r redisPositions) Load(ctx context.Context) (Position, bool, error) {
 		return p, false, nil
 	}
 	if err != nil {
-		return p, false, fmt.Errorf("cacheguard: binlog: load position: %w", err)
+		return p, false, kind.RedisErr(ctx, ErrRedis, "load position", err)
 	}
 	// The value may hold the tailer's lease alone (lease.go): no position
 	// saved yet.
@@ -68,7 +69,7 @@ func (r redisPositions) Load(ctx context.Context) (Position, bool, error) {
 func (r redisPositions) Save(ctx context.Context, p Position) error {
 	b, _ := json.Marshal(p)
 	if err := r.rdb.Set(ctx, r.key, b, 0).Err(); err != nil {
-		return fmt.Errorf("cacheguard: binlog: save position %v: %w", p, err)
+		return kind.RedisErr(ctx, ErrRedis, fmt.Sprintf("save position %v", p), err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/option"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -30,9 +31,17 @@ type Config struct {
 	ServerID uint32
 }
 
-// ErrInvalidOption is wrapped by New's error for a configuration, a rule or
-// an option that makes no sense.
-var ErrInvalidOption = option.Sentinel("binlog")
+// ErrInvalidOption is wrapped by New's error for an option that makes no
+// sense.
+var ErrInvalidOption = kind.InvalidOption("binlog")
+
+// ErrInvalidArgument is wrapped by New's error for a configuration or a rule
+// that makes no sense.
+var ErrInvalidArgument = kind.InvalidArgument("binlog")
+
+// ErrRedis is wrapped by the error of a RedisPositions call that failed
+// (the end of the caller's own context comes back as it is).
+var ErrRedis = kind.Redis("binlog")
 
 // Option configures a Source. New rejects values that make no sense with an
 // error wrapping ErrInvalidOption. A nil Option is ignored.
@@ -163,31 +172,31 @@ type Source struct {
 func New(cfg Config, positions PositionStore, rules []Rule, opts ...Option) (*Source, error) {
 	switch {
 	case cfg.Addr == "":
-		return nil, fmt.Errorf("%w: empty address", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: empty address", ErrInvalidArgument)
 	case cfg.ServerID == 0:
-		return nil, fmt.Errorf("%w: server id must be non-zero", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: server id must be non-zero", ErrInvalidArgument)
 	case positions == nil:
-		return nil, fmt.Errorf("%w: nil position store", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: nil position store", ErrInvalidArgument)
 	case len(rules) == 0:
-		return nil, fmt.Errorf("%w: no rules", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: no rules", ErrInvalidArgument)
 	}
 	if cfg.Flavor == "" {
 		cfg.Flavor = mysql.MySQLFlavor
 	}
 	if cfg.Flavor != mysql.MySQLFlavor && cfg.Flavor != mysql.MariaDBFlavor {
-		return nil, fmt.Errorf("%w: flavor %q", ErrInvalidOption, cfg.Flavor)
+		return nil, fmt.Errorf("%w: flavor %q", ErrInvalidArgument, cfg.Flavor)
 	}
 	if _, _, err := splitAddr(cfg.Addr); err != nil {
-		return nil, fmt.Errorf("%w: address %q: %v", ErrInvalidOption, cfg.Addr, err)
+		return nil, fmt.Errorf("%w: address %q: %v", ErrInvalidArgument, cfg.Addr, err)
 	}
 	s := &Source{cfg: cfg, positions: positions, rules: make(map[string]Rule), opt: defaultOptions()}
 	for _, r := range rules {
 		if r.Schema == "" || r.Table == "" || r.Target == nil || r.Keys == nil || r.SecondDelete < 0 {
-			return nil, fmt.Errorf("%w: rule for %s.%s incomplete", ErrInvalidOption, r.Schema, r.Table)
+			return nil, fmt.Errorf("%w: rule for %s.%s incomplete", ErrInvalidArgument, r.Schema, r.Table)
 		}
 		name := r.Schema + "." + r.Table
 		if _, dup := s.rules[name]; dup {
-			return nil, fmt.Errorf("%w: two rules for %s", ErrInvalidOption, name)
+			return nil, fmt.Errorf("%w: two rules for %s", ErrInvalidArgument, name)
 		}
 		s.rules[name] = r
 	}
@@ -271,7 +280,7 @@ func (s *Source) tail(ctx context.Context, save func(context.Context, Position) 
 	defer syncer.Close()
 	streamer, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Offset})
 	if err != nil {
-		return fmt.Errorf("cacheguard: binlog: start replication at %v: %w", start, err)
+		return kind.Errorf("cacheguard: binlog: start replication at %v: %w", start, err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()

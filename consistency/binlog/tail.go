@@ -9,6 +9,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/consistency"
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/go-mysql-org/go-mysql/replication"
 )
 
@@ -78,7 +79,7 @@ func (t *tailer) run(events <-chan eventOrErr) error {
 			if t.ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("cacheguard: binlog: reading events after %v: %w", t.committed, item.err)
+			return kind.Errorf("cacheguard: binlog: reading events after %v: %w", t.committed, item.err)
 		}
 		if err := t.apply(item.ev); err != nil {
 			return err
@@ -242,7 +243,7 @@ func (t *tailer) query(h *replication.EventHeader, e *replication.QueryEvent) er
 	changes, err := parseDDL(q, string(e.Schema))
 	if err != nil {
 		t.s.stats.ddl.Add(1)
-		t.report(fmt.Errorf("cacheguard: binlog: statement not understood, passed (if it truncated, dropped or renamed a watched table, clear its keys by hand): %q: %w", q, err))
+		t.report(kind.Errorf("cacheguard: binlog: statement not understood, passed (if it truncated, dropped or renamed a watched table, clear its keys by hand): %q: %w", q, err))
 	}
 	for _, c := range changes {
 		r, ok := t.s.rules[c.table]
@@ -298,7 +299,7 @@ func (t *tailer) flush() error {
 	for pk, keys := range t.pending {
 		err := pk.t.Invalidate(t.ctx, keys...)
 		if err != nil && !errors.Is(err, consistency.ErrClosed) {
-			t.report(fmt.Errorf("cacheguard: binlog: invalidating %d keys of %s: %w", len(keys), pk.t.Name(), err))
+			t.report(kind.Errorf("cacheguard: binlog: invalidating %d keys of %s: %w", len(keys), pk.t.Name(), err))
 			err = t.retry(fmt.Sprintf("invalidating %d keys of %s", len(keys), pk.t.Name()), func(ctx context.Context) error {
 				return pk.t.Delete(ctx, keys...)
 			})
@@ -332,7 +333,7 @@ func (t *tailer) retry(what string, fn func(ctx context.Context) error) error {
 			return err
 		}
 		pause := bo.Next()
-		t.report(fmt.Errorf("cacheguard: binlog: %s, retrying in %v: %w", what, pause, err))
+		t.report(kind.Errorf("cacheguard: binlog: %s, retrying in %v: %w", what, pause, err))
 		tm := time.NewTimer(pause)
 		select {
 		case <-t.ctx.Done():

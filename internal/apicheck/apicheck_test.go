@@ -44,3 +44,14 @@ func TestVocabularyDocumented(t *testing.T) {
 		}
 	}
 }
+
+// The shared errors of every module, read together (docs/vocabulary.md,
+// "Errors").
+func TestContract(t *testing.T) {
+	pkgs := Contract(t, "../..")
+	for _, want := range []string{"cache", "lock", "bloom", "hotkey", "consistency", "ratelimit", "stock"} {
+		if !slices.Contains(pkgs, want) {
+			t.Errorf("%s exports no ErrRedis (found in %v)", want, pkgs)
+		}
+	}
+}

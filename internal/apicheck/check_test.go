@@ -78,3 +78,61 @@ func f(err error) error {
 		}
 	}
 }
+
+// Contract reports a shared error made by hand, a synonym, an ErrInvalid of
+// its own, a Redis package without ErrRedis, and a logger without an error
+// handler; an alias of an internal package's error and a properly made one
+// pass.
+func TestContractReports(t *testing.T) {
+	dir := tree(t, map[string]string{
+		"a/a.go": `package a
+
+import ("errors"; "github.com/redis/go-redis/v9"; "example/internal/kind")
+
+var _ redis.Cmdable
+var ErrRedis = errors.New("cacheguard: a: redis")
+var ErrClosed = kind.Closed("b")
+var ErrTimeout = errors.New("cacheguard: a: timeout")
+var ErrInvalidKey = errors.New("cacheguard: a: invalid key")
+
+type Option func()
+
+func WithLogger() Option { return nil }
+`,
+		"b/b.go": `package b
+
+import ("github.com/redis/go-redis/v9"; "example/b/internal/errs"; "example/internal/kind")
+
+var _ redis.Cmdable
+var ErrRedis = errs.ErrRedis
+var ErrInvalidArgument = kind.InvalidArgument("b")
+`,
+		"b/internal/errs/errs.go": "package errs\n\nimport \"example/internal/kind\"\n\nvar ErrRedis = kind.Redis(\"b\")\n",
+		"c/c.go":                  "package c\n\nimport \"github.com/redis/go-redis/v9\"\n\nvar _ redis.Cmdable\n",
+	})
+	r := &recorder{TB: t}
+	got := Contract(r, dir)
+	want := []string{
+		`a/a.go:6: ErrRedis must be kind.Redis("a")`,
+		`a/a.go:7: ErrClosed must be kind.Closed("a")`,
+		`a/a.go:8: ErrTimeout: the repository calls this error ErrRedis`,
+		`a/a.go:9: ErrInvalidKey: a bad argument is ErrInvalidArgument`,
+		`c: the package calls Redis but exports no ErrRedis`,
+		`a: a package that reports what no caller sees has both`,
+	}
+	if len(r.errs) != len(want) {
+		t.Fatalf("reported %d:\n%s\nwant %d", len(r.errs), strings.Join(r.errs, "\n"), len(want))
+	}
+	for _, w := range want {
+		found := false
+		for _, e := range r.errs {
+			found = found || strings.HasPrefix(e, w)
+		}
+		if !found {
+			t.Errorf("no report starts with %s; got:\n%s", w, strings.Join(r.errs, "\n"))
+		}
+	}
+	if strings.Join(got, ",") != "a,b" {
+		t.Errorf("packages with ErrRedis: %v, want [a b]", got)
+	}
+}

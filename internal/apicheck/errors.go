@@ -65,27 +65,19 @@ func ErrorPrefixes(t testing.TB, dir string) {
 // Err variables to the variables' names.
 func exportedErrors(f *ast.File) map[*ast.CallExpr]string {
 	out := map[*ast.CallExpr]string{}
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.VAR {
+	for name, v := range packageVars(f) {
+		if !ast.IsExported(name) || !strings.HasPrefix(name, "Err") {
 			continue
 		}
-		for _, s := range g.Specs {
-			v := s.(*ast.ValueSpec)
-			for i, name := range v.Names {
-				if i >= len(v.Values) || !name.IsExported() || !strings.HasPrefix(name.Name, "Err") {
-					continue
-				}
-				if c, ok := v.Values[i].(*ast.CallExpr); ok && isErrorCall(c) {
-					out[c] = name.Name
-				}
-			}
+		if c, ok := v.(*ast.CallExpr); ok && isErrorCall(c) {
+			out[c] = name
 		}
 	}
 	return out
 }
 
-// isErrorCall tells whether c calls errors.New or fmt.Errorf.
+// isErrorCall tells whether c calls errors.New, fmt.Errorf or kind.Errorf
+// (internal/kind).
 func isErrorCall(c *ast.CallExpr) bool {
 	sel, ok := c.Fun.(*ast.SelectorExpr)
 	if !ok {
@@ -95,7 +87,7 @@ func isErrorCall(c *ast.CallExpr) bool {
 	if !ok {
 		return false
 	}
-	return pkg.Name == "errors" && sel.Sel.Name == "New" || pkg.Name == "fmt" && sel.Sel.Name == "Errorf"
+	return pkg.Name == "errors" && sel.Sel.Name == "New" || (pkg.Name == "fmt" || pkg.Name == "kind") && sel.Sel.Name == "Errorf"
 }
 
 // leadingString returns the string literal that e starts with: e itself, or

@@ -3,18 +3,19 @@ package call
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"sync"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
 // ErrAbandoned is matched by the error of a call given up on before its
 // reply came: whether it ran in Redis is unknown, and its outcome goes to
-// the abandon function given to Do.
-var ErrAbandoned = errors.New("cacheguard: Redis call abandoned")
+// the abandon function given to Do. Its text has no prefix: it is always
+// wrapped, in the package's ErrRedis or beside the caller's context error.
+var ErrAbandoned = errors.New("Redis call abandoned")
 
 // Bound says how calls on a go-redis client are bounded. Get one from For;
 // the zero value hands every call that can end early to a goroutine and
@@ -30,7 +31,7 @@ type Bound struct {
 	selfBounded bool    // the client's own timeouts end every call
 	strict      bool    // limits must hold even on a selfBounded client
 	flight      *Flight // calls on goroutines of their own (nil: not counted)
-	timeoutErr  error   // matched by calls cut short by a limit (TimeoutAs)
+	redisErr    error   // the package's ErrRedis (RedisAs)
 	limitCause  error   // cause of a call context whose limit ran out
 }
 
@@ -62,19 +63,28 @@ func (b Bound) Counting(f *Flight) Bound { b.flight = f; return b }
 // would end a call anyway (a limit the user asked for).
 func (b Bound) Strict() Bound { b.strict = true; return b }
 
-// TimeoutAs returns b whose calls cut short by their limit fail with an
-// error matching err as well as context.DeadlineExceeded; so do calls that
-// ran out of the client's own read or write timeout.
-func (b Bound) TimeoutAs(err error) Bound {
-	b.timeoutErr = err
-	b.limitCause = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
+// RedisAs returns b whose calls fail with errors of sentinel's kind (a
+// package's ErrRedis, internal/kind), redis.Nil and the end of the caller's
+// context excepted. A call cut short by its limit, or that ran out of the
+// client's own read or write timeout, also matches
+// context.DeadlineExceeded: TimedOut tells it apart.
+func (b Bound) RedisAs(sentinel error) Bound {
+	b.redisErr = sentinel
+	b.limitCause = kind.Errorf("%w: call timed out: %w", sentinel, context.DeadlineExceeded)
 	return b
+}
+
+// TimedOut reports whether err is the error of a call, made under the
+// caller's ctx, cut short by its own limit or by the client's timeouts
+// while ctx had not ended: the call may be tried again.
+func TimedOut(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)
 }
 
 // Do runs call with a context that ends with ctx or after limit (0: no
 // limit). If that context ends before the reply comes, Do returns an error
 // matching ErrAbandoned and ctx.Err() (or context.DeadlineExceeded and the
-// TimeoutAs error when the limit ran out), and abandon (when not nil)
+// RedisAs error when the limit ran out), and abandon (when not nil)
 // receives the call's outcome once it comes; otherwise abandon is not
 // called. Exactly one of the caller and abandon takes the outcome.
 //
@@ -117,19 +127,19 @@ func Do[T any](b Bound, ctx context.Context, limit time.Duration, call func(cont
 	if inline || (waitCtx.Done() == nil && runCtx.Done() == nil) {
 		defer cancel()
 		v, err := call(runCtx)
-		return v, b.limitErr(runCtx, err)
+		return v, b.fail(ctx, runCtx, err)
 	}
 	if err := waitCtx.Err(); err != nil && !detached {
 		cancel()
 		var zero T
-		return zero, b.abandoned(waitCtx)
+		return zero, b.abandoned(ctx, waitCtx)
 	}
-	return handOff(b, runCtx, waitCtx, cancel, call, abandon)
+	return handOff(b, ctx, runCtx, waitCtx, cancel, call, abandon)
 }
 
 // handOff runs call on a goroutine of its own and waits for its outcome
 // until runCtx or waitCtx ends.
-func handOff[T any](b Bound, runCtx, waitCtx context.Context, cancel context.CancelFunc, call func(context.Context) (T, error), abandon func(T, error)) (T, error) {
+func handOff[T any](b Bound, ctx, runCtx, waitCtx context.Context, cancel context.CancelFunc, call func(context.Context) (T, error), abandon func(T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
@@ -157,7 +167,7 @@ func handOff[T any](b Bound, runCtx, waitCtx context.Context, cancel context.Can
 	}()
 	select {
 	case r := <-done:
-		return r.v, b.limitErr(runCtx, r.err)
+		return r.v, b.fail(ctx, runCtx, r.err)
 	case <-waitCtx.Done():
 	case <-runCtx.Done():
 	}
@@ -165,15 +175,15 @@ func handOff[T any](b Bound, runCtx, waitCtx context.Context, cancel context.Can
 	defer mu.Unlock()
 	select {
 	case r := <-done: // it came back after all
-		return r.v, b.limitErr(runCtx, r.err)
+		return r.v, b.fail(ctx, runCtx, r.err)
 	default:
 	}
 	gaveUp = true
 	var zero T
 	if waitCtx.Err() != nil {
-		return zero, b.abandoned(waitCtx)
+		return zero, b.abandoned(ctx, waitCtx)
 	}
-	return zero, b.abandoned(runCtx)
+	return zero, b.abandoned(ctx, runCtx)
 }
 
 // Err is Do for calls that only return an error, with no abandon function.
@@ -184,27 +194,33 @@ func Err(b Bound, ctx context.Context, limit time.Duration, call func(context.Co
 	return err
 }
 
-// limitErr makes the error of a call that failed because its limit ran out
-// (go-redis gives up waiting for a connection, for one), or because a read
-// or write ran out of the client's own timeout, match the TimeoutAs error.
-func (b Bound) limitErr(ctx context.Context, err error) error {
-	if err == nil || b.timeoutErr == nil || errors.Is(err, b.timeoutErr) {
+// fail makes err, the error of a call made under the caller's ctx with
+// runCtx, an error of the RedisAs kind: a call that failed because its limit
+// ran out (go-redis gives up waiting for a connection, for one), or because
+// a read or write ran out of the client's own timeout, says it timed out;
+// redis.Nil and the end of ctx come back as they are.
+func (b Bound) fail(ctx, runCtx context.Context, err error) error {
+	if err == nil || b.redisErr == nil || errors.Is(err, redis.Nil) || errors.Is(err, b.redisErr) {
+		return err
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return err
 	}
 	var ne net.Error
-	if errors.Is(context.Cause(ctx), b.timeoutErr) || (errors.As(err, &ne) && ne.Timeout()) {
-		return fmt.Errorf("%w: %w", b.limitCause, err)
+	if errors.Is(context.Cause(runCtx), b.redisErr) || (errors.As(err, &ne) && ne.Timeout()) {
+		return kind.Errorf("%w: %w", b.limitCause, err)
 	}
-	return err
+	return kind.Wrap(b.redisErr, "", err)
 }
 
-// abandoned is the error of a call given up on when ctx ended: it matches
-// ctx.Err(), and the TimeoutAs error when the call's limit ran out.
-func (b Bound) abandoned(ctx context.Context) error {
-	if cause := context.Cause(ctx); b.timeoutErr != nil && errors.Is(cause, b.timeoutErr) {
-		return fmt.Errorf("%w: %w", ErrAbandoned, cause)
+// abandoned is the error of a call given up on when waitCtx ended: it
+// matches ctx.Err() when the caller's ctx ended, and else the RedisAs error
+// and context.DeadlineExceeded (the call's limit ran out).
+func (b Bound) abandoned(ctx, waitCtx context.Context) error {
+	if err := ctx.Err(); err != nil || b.redisErr == nil {
+		return kind.Errorf("%w: %w", ErrAbandoned, waitCtx.Err())
 	}
-	return fmt.Errorf("%w: %w", ErrAbandoned, ctx.Err())
+	return kind.Errorf("%w: %w", b.limitCause, ErrAbandoned)
 }
 
 type detachedKey struct{}

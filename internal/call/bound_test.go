@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
-var errTimeout = errors.New("test timeout")
+var errTimeout = kind.Redis("calltest")
 
 // frozen starts a server, connects a client with go-redis defaults
 // (ContextTimeoutEnabled off: go-redis ignores deadlines while it reads a
@@ -35,13 +36,13 @@ func frozen(t *testing.T, opt redis.Options) *redis.Client {
 
 // TestDoReturnsByTheDeadline: on a default client against a frozen server,
 // a call returns soon after its context's deadline (or its Strict limit) with an
-// error matching ErrAbandoned and context.DeadlineExceeded (and the TimeoutAs
+// error matching ErrAbandoned and context.DeadlineExceeded (and the RedisAs
 // error for a limit); its late outcome goes to abandon, counted in the
 // Flight until it comes.
 func TestDoReturnsByTheDeadline(t *testing.T) {
 	rdb := frozen(t, redis.Options{ReadTimeout: time.Second, MaxRetries: -1})
 	var f call.Flight
-	b := call.For(rdb).Counting(&f).TimeoutAs(errTimeout)
+	b := call.For(rdb).Counting(&f).RedisAs(errTimeout)
 	const budget, margin = 200 * time.Millisecond, 300 * time.Millisecond
 	var abandoned atomic.Int32
 	ping := func(b call.Bound, ctx context.Context, limit time.Duration) error {
@@ -149,5 +150,34 @@ func TestErrEndedContext(t *testing.T) {
 	err := call.Err(call.For(rdb), ctx, 0, func(context.Context) error { ran = true; return nil })
 	if ran || !errors.Is(err, context.Canceled) || !errors.Is(err, call.ErrAbandoned) {
 		t.Fatalf("ran = %v, err = %v", ran, err)
+	}
+}
+
+// TestRedisAsWrapsFailuresOnly: with RedisAs, a call that Redis fails
+// matches the sentinel; redis.Nil and the caller's own context error come
+// back as they are.
+func TestRedisAsWrapsFailuresOnly(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer rdb.Close()
+	b := call.For(rdb).RedisAs(errTimeout)
+	get := func(ctx context.Context, cmd func(context.Context) error) error {
+		return call.Err(b, ctx, 0, cmd)
+	}
+	ctx := context.Background()
+	if err := get(ctx, func(ctx context.Context) error { return rdb.Get(ctx, "missing").Err() }); err != redis.Nil {
+		t.Errorf("GET of a missing key: %v, want redis.Nil as it is", err)
+	}
+	if err := get(ctx, func(ctx context.Context) error { return rdb.Do(ctx, "NOSUCHCOMMAND").Err() }); !errors.Is(err, errTimeout) || call.TimedOut(ctx, err) {
+		t.Errorf("an error reply: %v, want the sentinel", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := get(cctx, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }); errors.Is(err, errTimeout) || !errors.Is(err, context.Canceled) {
+		t.Errorf("the caller's cancelled context: %v, want context.Canceled alone", err)
+	}
+	s.Kill()
+	if err := get(ctx, func(ctx context.Context) error { return rdb.Ping(ctx).Err() }); !errors.Is(err, errTimeout) {
+		t.Errorf("a stopped server: %v, want the sentinel", err)
 	}
 }

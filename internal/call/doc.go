@@ -25,7 +25,7 @@
 // The API:
 //
 //   - For(clients...) says how calls on those clients are bounded; Counting,
-//     Strict and TimeoutAs refine it.
+//     Strict and RedisAs refine it.
 //   - Do runs one call under a Bound; Err is Do for calls that only fail.
 //   - Detached marks a context so that the call runs detached from it while
 //     the caller still returns when it ends (a release that must happen even

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -71,7 +72,7 @@ func dial(addr string) (*Redis, error) {
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("cacheguard: devredis: %s: %w", addr, err)
+		return nil, kind.Errorf("cacheguard: devredis: %s: %w", addr, err)
 	}
 	return &Redis{Client: c, Kind: "url", Addr: opts.Addrs[0]}, nil
 }

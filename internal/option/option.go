@@ -1,23 +1,15 @@
 // Package option holds what the functional options of every package share:
-// the text of each package's ErrInvalidOption, the record of the first
-// invalid option a constructor was given, the rule that a nil Option is
-// ignored, the default logger and the check of a backoff's bounds.
+// the record of the first invalid option a constructor was given (each
+// package's ErrInvalidOption comes from internal/kind), the rule that a nil
+// Option is ignored, the default logger and the check of a backoff's bounds.
 // docs/vocabulary.md lists the options' names; internal/apicheck keeps them.
 package option
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 )
-
-// Sentinel returns the ErrInvalidOption of package pkg, whose text is
-// "cacheguard: <pkg>: invalid option". Each package exports its own, and
-// every error its options report wraps it.
-func Sentinel(pkg string) error {
-	return errors.New("cacheguard: " + pkg + ": invalid option")
-}
 
 // Errors keeps the first invalid option a constructor's options reported.
 // Its zero value is not usable: make one with For.
@@ -76,4 +68,42 @@ func Logger(l *slog.Logger) *slog.Logger {
 		return slog.Default()
 	}
 	return l
+}
+
+// Reporter hands an error no caller sees (a background renewal, a cleanup,
+// a lost subscription) to a package's logger (WithLogger) and its error
+// handler (WithErrorHandler): every package that has one has both.
+type Reporter struct {
+	Logger  *slog.Logger // never nil once made by NewReporter
+	Handler func(error)  // nil: the logger only
+}
+
+// NewReporter returns a Reporter on l (slog.Default() when nil) and h.
+func NewReporter(l *slog.Logger, h func(error)) Reporter {
+	return Reporter{Logger: Logger(l), Handler: h}
+}
+
+// Warn logs msg at warning level with attrs and err, then hands err to the
+// handler. A handler that panics is not recovered: it is the caller's code.
+func (r Reporter) Warn(msg string, err error, attrs ...any) {
+	r.Logger.Warn(msg, append(attrs, "err", err)...)
+	if r.Handler != nil {
+		r.Handler(err)
+	}
+}
+
+// Part is what a constructor builds, one bit each; a package whose Option
+// type configures several constructors names its own parts.
+type Part uint16
+
+// Only records that option name, which configures what the parts set
+// names, was given to the constructor of built, unless built is among them;
+// it reports whether the option applies. describe names a set of parts
+// ("a Client or a Redlock").
+func (e *Errors) Only(name string, parts, built Part, describe func(Part) string) bool {
+	if built&parts != 0 {
+		return true
+	}
+	e.Invalid("%s configures %s, not %s", name, describe(parts), describe(built))
+	return false
 }

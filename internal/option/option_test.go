@@ -1,13 +1,16 @@
 package option
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
-var errPkg = Sentinel("pkg")
+var errPkg = kind.InvalidOption("pkg")
 
 // The first invalid option is kept, formatted under the package's prefix,
 // and matches the package's sentinel; an error added is kept as it is.
@@ -67,5 +70,48 @@ func TestLoggerDefault(t *testing.T) {
 	l := slog.New(slog.DiscardHandler)
 	if Logger(l) != l {
 		t.Error("Logger(l) is not l")
+	}
+}
+
+// Warn reaches the logger and the handler; a nil handler is skipped.
+func TestReporterWarns(t *testing.T) {
+	var logged int
+	l := slog.New(countHandler{&logged})
+	var got error
+	boom := errors.New("boom")
+	NewReporter(l, func(err error) { got = err }).Warn("renewal failed", boom, "lock", "a")
+	if logged != 1 || got != boom {
+		t.Errorf("logged %d, handled %v", logged, got)
+	}
+	NewReporter(l, nil).Warn("again", boom)
+	if logged != 2 {
+		t.Errorf("logged %d, want 2", logged)
+	}
+	if NewReporter(nil, nil).Logger != slog.Default() {
+		t.Error("a nil logger is not slog.Default()")
+	}
+}
+
+type countHandler struct{ n *int }
+
+func (h countHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (h countHandler) Handle(context.Context, slog.Record) error { *h.n++; return nil }
+func (h countHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h countHandler) WithGroup(string) slog.Handler             { return h }
+
+// Only records an option given to the constructor of a part it does not
+// configure, and lets it through otherwise.
+func TestOnlyRefusesOtherParts(t *testing.T) {
+	const a, b, c Part = 1, 2, 4
+	names := func(p Part) string { return map[Part]string{a: "an A", b: "a B", c: "a C", a | b: "an A or a B"}[p] }
+	e := For(errPkg)
+	if !e.Only("WithX", a|b, b, names) || e.Err() != nil {
+		t.Fatalf("WithX refused for a B: %v", e.Err())
+	}
+	if e.Only("WithX", a|b, c, names) {
+		t.Fatal("WithX applied to a C")
+	}
+	if got, want := e.Err().Error(), "cacheguard: pkg: invalid option: WithX configures an A or a B, not a C"; got != want || !errors.Is(e.Err(), errPkg) {
+		t.Errorf("Err() = %q, want %q", got, want)
 	}
 }

@@ -25,11 +25,11 @@ package pipe
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"reflect"
 	"unsafe"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -153,7 +153,7 @@ func Fail(cmd redis.Cmder, execErr error) bool {
 	case errMark:
 		cmd.SetErr(execErr)
 	default:
-		cmd.SetErr(fmt.Errorf("%w: %w", ErrNoReply, execErr))
+		cmd.SetErr(kind.Errorf("%w: %w", ErrNoReply, execErr))
 	}
 	return true
 }

@@ -3,8 +3,8 @@ package pubsub
 import (
 	"context"
 	"errors"
-	"fmt"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -48,7 +48,7 @@ func (c *conn) trackingClient() (*redis.Client, error) {
 func arm(ctx context.Context, cn *redis.Conn, prefixes []string) error {
 	id, err := cn.ClientID(ctx).Result()
 	if err != nil {
-		return fmt.Errorf("cacheguard: pubsub: CLIENT ID: %w", err)
+		return kind.Errorf("cacheguard: pubsub: CLIENT ID: %w", err)
 	}
 	args := []any{"CLIENT", "TRACKING", "on", "REDIRECT", id, "BCAST"}
 	for _, p := range prefixes {
@@ -58,7 +58,7 @@ func arm(ctx context.Context, cn *redis.Conn, prefixes []string) error {
 		args = append(args, "PREFIX", p)
 	}
 	if err := cn.Do(ctx, args...).Err(); err != nil {
-		return fmt.Errorf("cacheguard: pubsub: CLIENT TRACKING: %w", err)
+		return kind.Errorf("cacheguard: pubsub: CLIENT TRACKING: %w", err)
 	}
 	return nil
 }

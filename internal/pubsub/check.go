@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -79,7 +80,7 @@ func (r *roleCheck) check(ctx context.Context, c *conn) error {
 	reply, err := r.client.Do(ctx, "ROLE").Slice()
 	if roleRefused(err) {
 		r.refused = true
-		c.report(fmt.Errorf("cacheguard: the subscriber cannot check that its node is the channel's master (grant the Redis user +role): %w", err))
+		c.report(kind.Errorf("cacheguard: the subscriber cannot check that its node is the channel's master (grant the Redis user +role): %w", err))
 		return nil
 	}
 	if err != nil {

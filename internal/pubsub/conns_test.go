@@ -151,7 +151,7 @@ func TestOneConnectionPerMaster(t *testing.T) {
 				h.Unlock(context.Background())
 			}
 		}()
-		channels = append(channels, "lock:{"+name+"}:released")
+		channels = append(channels, lock.DefaultPrefix+"{"+name+"}:released")
 	}
 	// Wait until every lease waiter and lock waiter is subscribed.
 	for {

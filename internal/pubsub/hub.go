@@ -2,12 +2,12 @@ package pubsub
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -267,7 +267,7 @@ func (h *Hub) close(deadline time.Time) error {
 		wait = time.Until(deadline)
 	}
 	if !h.goroutines.Wait(wait) {
-		return fmt.Errorf("cacheguard: pubsub: connections still closing at the deadline: %w", context.DeadlineExceeded)
+		return kind.Errorf("cacheguard: pubsub: connections still closing at the deadline: %w", context.DeadlineExceeded)
 	}
 	h.route.close()
 	return nil

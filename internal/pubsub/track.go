@@ -3,11 +3,11 @@ package pubsub
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -151,7 +151,7 @@ func (h *Hub) Track(ctx context.Context, prefix string, hd TrackHandler, opt Opt
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	if err := h.syncMasters(ctx); err != nil {
-		hd.Report(fmt.Errorf("cacheguard: pubsub: listing the masters to track: %w", err))
+		hd.Report(kind.Errorf("cacheguard: pubsub: listing the masters to track: %w", err))
 	}
 	if start {
 		h.goLocked(h.trackLoop)
@@ -223,7 +223,7 @@ func (h *Hub) trackLoop() {
 		}
 		ctx, cancel := context.WithTimeout(h.bg, opTimeout)
 		if err := h.syncMasters(ctx); err != nil {
-			h.trackReport(fmt.Errorf("cacheguard: pubsub: listing the masters to track: %w", err))
+			h.trackReport(kind.Errorf("cacheguard: pubsub: listing the masters to track: %w", err))
 		}
 		cancel()
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +27,7 @@ func (h *Hub) trackConfirm(c *conn, ps *redis.PubSub, sent time.Time) error {
 	}
 	if a.err != nil {
 		for _, t := range h.track.trackers {
-			t.hd.Report(fmt.Errorf("cacheguard: pubsub: tracking not armed on %s: %w", c.name(), a.err))
+			t.hd.Report(kind.Errorf("cacheguard: pubsub: tracking not armed on %s: %w", c.name(), a.err))
 		}
 		return nil
 	}

@@ -164,26 +164,28 @@ func QueueDead(key string) (ns string, shard int, ok bool) {
 	return ns, shard, ok && rest == queueDead
 }
 
-// Stock. Every key of one bucket of one SKU shares the hash tag {ns:sku:b},
-// so each script touches a single slot; different buckets have different
-// tags and so spread over a cluster.
+// Stock. ns is the prefix every key of a stock namespace starts with
+// (stock.WithPrefix, "cacheguard:stock:" by default), the separator
+// included. Every key of one bucket of one SKU shares the hash tag
+// {<ns><sku>:b}, so each script touches a single slot; different buckets
+// have different tags and so spread over a cluster.
 //
-//	{ns:sku:b}:m  hash   the bucket's counters and the sale's settings
-//	{ns:sku:b}:r  hash   request id -> first answer (JSON)
-//	{ns:sku:b}:u  hash   user -> units held in this sale
-//	{ns:sku:b}:o  stream the outbox: one entry per state change
-//	{ns:sku:b}:d  zset   request id -> due time (ms, Redis clock) of the hold
-//	{ns:sku:b}:x  set    ids of stock transfers already credited to this bucket
-//	ns:sales      hash   sku -> bucket count: the sales a consumer drains
-//	ns:dead       stream dead letters of every sale
-//	ns:consumers:<group>:<name>  string  the token of the live consumer of that name
+//	{<ns><sku>:b}:m  hash   the bucket's counters and the sale's settings
+//	{<ns><sku>:b}:r  hash   request id -> first answer (JSON)
+//	{<ns><sku>:b}:u  hash   user -> units held in this sale
+//	{<ns><sku>:b}:o  stream the outbox: one entry per state change
+//	{<ns><sku>:b}:d  zset   request id -> due time (ms, Redis clock) of the hold
+//	{<ns><sku>:b}:x  set    ids of stock transfers already credited to this bucket
+//	<ns>sales        hash   sku -> bucket count: the sales a consumer drains
+//	<ns>dead         stream dead letters of every sale
+//	<ns>consumers:<group>:<name>  string  the token of the live consumer of that name
 type StockBucket struct {
 	Meta, Reqs, Users, Outbox, Due, Xin string
 }
 
 // StockBucketTag is the hash tag of bucket b of sku.
 func StockBucketTag(ns, sku string, b int) string {
-	return "{" + ns + ":" + sku + ":" + strconv.Itoa(b) + "}"
+	return "{" + ns + sku + ":" + strconv.Itoa(b) + "}"
 }
 
 // StockBucketKeys returns the keys of bucket b of sku.
@@ -194,8 +196,8 @@ func StockBucketKeys(ns, sku string, b int) StockBucket {
 
 // StockSalesKey and StockDeadKey are a stock namespace's index of sales and
 // its dead letters.
-func StockSalesKey(ns string) string { return ns + ":sales" }
-func StockDeadKey(ns string) string  { return ns + ":dead" }
+func StockSalesKey(ns string) string { return ns + "sales" }
+func StockDeadKey(ns string) string  { return ns + "dead" }
 
 // StockConsumerKey holds the token of the live consumer that goes by name in
 // group (a string with a lease as its TTL): a second consumer started under
@@ -204,7 +206,7 @@ func StockConsumerKey(ns, group, name string) string {
 	return ns + stockConsumers + group + ":" + name
 }
 
-const stockConsumers = ":consumers:"
+const stockConsumers = "consumers:"
 
 // Bloom filters. A filter's keys share the hash tag {name}:
 //
@@ -324,14 +326,17 @@ func ParseBloomConfig(s string) (m, k uint64, ready, ok bool) {
 // Fleet hot keys. The detectors of one group add their counts of a window
 // (numbered from the Unix epoch by the Redis server's clock) to one sorted
 // set and its total, under the group as hash tag: one Cluster slot per group.
+// Every key starts with the detector's prefix (hotkey.WithPrefix,
+// HotKeyPrefix by default).
 const (
-	fleetPrefix      = "cacheguard:hotkey:"
+	HotKeyPrefix     = "cacheguard:hotkey:"
 	fleetTotalSuffix = ":total"
 )
 
-// FleetKeys returns the sorted set and the total of group's window.
-func FleetKeys(group string, window int64) (set, total string) {
-	base := fleetPrefix + "{" + group + "}:" + strconv.FormatInt(window, 10)
+// FleetKeys returns the sorted set and the total of group's window under
+// prefix.
+func FleetKeys(prefix, group string, window int64) (set, total string) {
+	base := prefix + "{" + group + "}:" + strconv.FormatInt(window, 10)
 	return base, base + fleetTotalSuffix
 }
 
@@ -340,13 +345,13 @@ func FleetKeys(group string, window int64) (set, total string) {
 // prefix + op + ":" + key, which stores it (a string) under
 // RateLimitStoredPrefix + that key.
 const (
-	RateLimitPrefix       = "cacheguard:rl:"
+	RateLimitPrefix       = "cacheguard:ratelimit:"
 	RateLimitStoredPrefix = "rate:"
 )
 
 // MembersKey is the sorted set the instances of a fleet that shares budgets
 // under prefix beat into (internal/members): ratelimit's prefix, stock's
-// namespace with ":rate:".
+// with "rate:".
 func MembersKey(prefix string) string { return prefix + membersSuffix }
 
 const membersSuffix = "members"
@@ -356,10 +361,10 @@ func RateLimitKey(prefix, op, key string) string { return prefix + op + ":" + ke
 
 // Stock admission. A sale's budgets are given to the same GCRA limiter (and
 // so stored under RateLimitStoredPrefix + the key), each under the SKU as
-// hash tag: ns:rl:s:{sku} is the SKU's, ns:rl:u:{sku}:user one user's.
+// hash tag: <ns>rl:s:{sku} is the SKU's, <ns>rl:u:{sku}:user one user's.
 const (
-	stockRateSKU  = ":rl:s:{"
-	stockRateUser = ":rl:u:{"
+	stockRateSKU  = "rl:s:{"
+	stockRateUser = "rl:u:{"
 )
 
 // StockRateKeys returns the keys of sku's budget and of user's in it.

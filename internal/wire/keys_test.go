@@ -49,7 +49,7 @@ func TestKeyLayouts(t *testing.T) {
 	if m, k, ready, ok := ParseBloomConfig(BloomConfig(96, 7, 1) + " ready=0"); !ok || m != 96 || k != 7 || ready {
 		t.Errorf("BloomConfig read back as %d %d %v %v", m, k, ready, ok)
 	}
-	if StockBucketKeys("s", "sku", 2).Meta != "{s:sku:2}:m" {
+	if StockBucketKeys("s:", "sku", 2).Meta != "{s:sku:2}:m" || StockSalesKey("s:") != "s:sales" {
 		t.Error("stock bucket keys")
 	}
 }

@@ -73,10 +73,10 @@ func Layouts() []Layout {
 	created := time.UnixMilli(1_764_000_000_000)
 	held, _ := LockHeldOnce(7, "host-1:42")
 	q, q3 := QueueKeys("wq", 0), QueueKeys("wq", 3)
-	b := StockBucketKeys("sale", "sku1", 2)
-	skuRate, userRate := StockRateKeys("sale", "sku1", "u7")
+	b := StockBucketKeys("sale:", "sku1", 2)
+	skuRate, userRate := StockRateKeys("sale:", "sku1", "u7")
 	bl := BloomFilterKeys("users")
-	set, total := FleetKeys("users", 29_400_000)
+	set, total := FleetKeys(HotKeyPrefix, "users", 29_400_000)
 	return []Layout{
 		{LayoutEntry, "string", EntryKey(prefix, 0, "42"), string(AppendEnvelope(nil, 0, 0, created, 0, []byte("v")))},
 		{LayoutEntry, "string", EntryKey(prefix, 1_764_000_000_000_000, "42"), string(AppendEnvelope(nil, FlagNull, 0, created, 0, nil))},
@@ -114,9 +114,9 @@ func Layouts() []Layout {
 		{LayoutStockOutbox, "stream", b.Outbox, ""},
 		{LayoutStockDue, "zset", b.Due, ""},
 		{LayoutStockXin, "set", b.Xin, ""},
-		{LayoutStockSales, "hash", StockSalesKey("sale"), ""},
-		{LayoutStockDead, "stream", StockDeadKey("sale"), ""},
-		{LayoutStockConsumer, "string", StockConsumerKey("sale", "stock", "host-1-42"), "0123456789abcdef"},
+		{LayoutStockSales, "hash", StockSalesKey("sale:"), ""},
+		{LayoutStockDead, "stream", StockDeadKey("sale:"), ""},
+		{LayoutStockConsumer, "string", StockConsumerKey("sale:", "stock", "host-1-42"), "0123456789abcdef"},
 		{LayoutStockRate, "string", RateLimitStoredPrefix + skuRate, "1764000000.5"},
 		{LayoutStockRate, "string", RateLimitStoredPrefix + userRate, "1764000000.5"},
 
@@ -174,12 +174,12 @@ func KeyLayout(key, typ string) (string, bool) {
 		}
 	case typ == "zset" && strings.HasSuffix(key, ":"+membersSuffix):
 		return LayoutMembers, true
-	case strings.HasPrefix(key, fleetPrefix):
-		return fleetLayout(key[len(fleetPrefix):], typ)
+	case strings.HasPrefix(key, HotKeyPrefix):
+		return fleetLayout(key[len(HotKeyPrefix):], typ)
 	case typ == "string" && strings.HasPrefix(key, RateLimitStoredPrefix+RateLimitPrefix):
 		return LayoutRateLimitBudget, true
 	case typ == "string" && strings.HasPrefix(key, RateLimitStoredPrefix) &&
-		(strings.Contains(key, stockRateSKU) || strings.Contains(key, stockRateUser)):
+		(strings.Contains(key, ":"+stockRateSKU) || strings.Contains(key, ":"+stockRateUser)):
 		return LayoutStockRate, true
 	}
 	return lockLayout(key, typ)
@@ -214,7 +214,7 @@ func stockLayout(key, typ string) (string, bool) {
 		return LayoutStockSales, true
 	case typ == "stream" && strings.HasSuffix(key, ":dead") && !strings.HasPrefix(key, "{"):
 		return LayoutStockDead, true
-	case typ == "string" && strings.Contains(key, stockConsumers) && !strings.HasPrefix(key, "{"):
+	case typ == "string" && strings.Contains(key, ":"+stockConsumers) && !strings.HasPrefix(key, "{"):
 		return LayoutStockConsumer, true
 	}
 	tag, ok := HashTag(key)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/pipe"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -107,7 +108,7 @@ func (c *Bus) sendBatch(batch []*pendingInval) {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: gave up after %v", errs.ErrRedis, publishBudget)
 		}
-		c.rec.Report(telemetry.Invalidation, key, fmt.Errorf("cacheguard: cache: invalidation of %d message(s) not sent, other instances drop the keys at their local TTL or the next message: %w", len(left), c.redis.Error(key, "publish invalidation", err)))
+		c.rec.Report(telemetry.Invalidation, key, kind.Errorf("cacheguard: cache: invalidation of %d message(s) not sent, other instances drop the keys at their local TTL or the next message: %w", len(left), c.redis.Error(key, "publish invalidation", err)))
 	}
 }
 

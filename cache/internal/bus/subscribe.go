@@ -1,11 +1,11 @@
 package bus
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/cacheguard/cacheguard/internal/wire"
 )
@@ -100,10 +100,10 @@ func (h *handler) Down(_ string, err error) {
 	b.Downs.Add(1)
 	if pubsub.Refused(err) {
 		b.Refused.Add(1)
-		b.rec.Report(telemetry.Subscription, "", fmt.Errorf("%w, local tier off until it is granted (the user needs %s; see docs/acl.md): %w",
+		b.rec.Report(telemetry.Subscription, "", kind.Errorf("%w, local tier off until it is granted (the user needs %s; see docs/acl.md): %w",
 			errs.ErrSubscriptionRefused, b.channelGrants(), err))
 	} else {
-		b.rec.Report(telemetry.Subscription, "", fmt.Errorf("cacheguard: cache: invalidation subscription down, local tier off until it is back: %w", err))
+		b.rec.Report(telemetry.Subscription, "", kind.Errorf("cacheguard: cache: invalidation subscription down, local tier off until it is back: %w", err))
 	}
 	h.l.Down(err)
 }
@@ -129,7 +129,7 @@ func (h *handler) Message(_, payload string) {
 	if err != nil {
 		b.DecodeErrors.Add(1)
 		h.l.Lost()
-		b.rec.Report(telemetry.InvalidationBad, "", fmt.Errorf("cacheguard: cache: invalidation on %s (local tier cleared): %w", b.cfg.Channel, err))
+		b.rec.Report(telemetry.InvalidationBad, "", kind.Errorf("cacheguard: cache: invalidation on %s (local tier cleared): %w", b.cfg.Channel, err))
 		return
 	}
 	if m.Source == b.source {

@@ -3,12 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/cache/internal/flight"
 	"github.com/cacheguard/cacheguard/cache/internal/local"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // A Get, top to bottom (cache.Get calls Front, then Remote): the argument
@@ -215,7 +215,7 @@ func (c *Engine[V]) unavailable(ctx context.Context, key string, load Loader[V],
 		return c.fallbackLoad(ctx, key, load, err)
 	}
 	c.Rec.StaleServed.Add(1)
-	c.Rec.Report(telemetry.StaleServed, key, fmt.Errorf("cacheguard: cache: served a stale local entry: %w", err))
+	c.Rec.Report(telemetry.StaleServed, key, kind.Errorf("cacheguard: cache: served a stale local entry: %w", err))
 	if e.Null {
 		return zero, errs.ErrNotFound
 	}

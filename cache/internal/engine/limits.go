@@ -8,6 +8,7 @@ import (
 	"github.com/cacheguard/cacheguard/cache/internal/flight"
 	"github.com/cacheguard/cacheguard/cache/internal/local"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // What a read may skip or be refused: the Bloom filters (in front of
@@ -47,7 +48,7 @@ func (c *Engine[V]) limit(ctx context.Context, load bool, key string) error {
 	}
 	ok, err := l(ctx, load, key)
 	if err != nil {
-		c.Rec.Report(telemetry.RateLimiter, key, fmt.Errorf("cacheguard: cache: rate limiter: %w", err))
+		c.Rec.Report(telemetry.RateLimiter, key, kind.Errorf("cacheguard: cache: rate limiter: %w", err))
 	}
 	if ok {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/cache/internal/life"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -53,7 +54,7 @@ func (c *Engine[V]) runLoad(ctx context.Context, what string, call func(context.
 }
 
 // errLoadTimeout is the cause of a load's context ended by WithLoadTimeout.
-var errLoadTimeout = fmt.Errorf("cacheguard: cache: load timeout: %w", context.DeadlineExceeded)
+var errLoadTimeout = kind.Errorf("cacheguard: cache: load timeout: %w", context.DeadlineExceeded)
 
 // loadSlot waits for a place under the WithMaxLoads cap; release gives it
 // back.

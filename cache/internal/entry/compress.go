@@ -3,6 +3,7 @@ package entry
 import (
 	"fmt"
 
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/klauspost/compress/s2"
 )
@@ -45,7 +46,7 @@ func (f *Format[V]) decodePayload(env wire.Envelope) (V, error) {
 	var zero V
 	n, err := s2.DecodedLen(env.Payload)
 	if err != nil {
-		return zero, fmt.Errorf("cacheguard: cache: decompress: %w", err)
+		return zero, kind.Errorf("cacheguard: cache: decompress: %w", err)
 	}
 	limit := maxDecompressed
 	if f.cfg.MaxValueSize > 0 {
@@ -56,7 +57,7 @@ func (f *Format[V]) decodePayload(env wire.Envelope) (V, error) {
 	}
 	b, err := s2.Decode(nil, env.Payload)
 	if err != nil {
-		return zero, fmt.Errorf("cacheguard: cache: decompress: %w", err)
+		return zero, kind.Errorf("cacheguard: cache: decompress: %w", err)
 	}
 	return f.codec.decode(b)
 }

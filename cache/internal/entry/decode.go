@@ -1,9 +1,8 @@
 package entry
 
 import (
-	"fmt"
-
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
@@ -49,7 +48,7 @@ func (f *Format[V]) Decode(key string, raw []byte) (Result[V], wire.Envelope, bo
 	if !r.Null {
 		v, err := f.decodePayload(env)
 		if err != nil {
-			f.rec.Report(telemetry.Undecodable, key, fmt.Errorf("cacheguard: cache: decode %q: %w", key, err))
+			f.rec.Report(telemetry.Undecodable, key, kind.Errorf("cacheguard: cache: decode %q: %w", key, err))
 			return Result[V]{}, env, false
 		}
 		r.V = v

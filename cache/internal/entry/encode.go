@@ -7,6 +7,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
@@ -15,7 +16,7 @@ import (
 func (f *Format[V]) Encode(key string, v V) ([]byte, error) {
 	payload, err := f.codec.encode(v)
 	if err != nil {
-		return nil, fmt.Errorf("cacheguard: cache: encode %q: %w", key, err)
+		return nil, kind.Errorf("cacheguard: cache: encode %q: %w", key, err)
 	}
 	if f.cfg.MaxValueSize > 0 && len(payload) > f.cfg.MaxValueSize {
 		return nil, fmt.Errorf("%w: %q encodes to %d bytes, limit %d", errs.ErrValueTooLarge, key, len(payload), f.cfg.MaxValueSize)
@@ -85,12 +86,12 @@ func (f *Format[V]) tagsOf(key string, v V) (tags []string, err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			tags, err = nil, fmt.Errorf("%w: tag function for %q panicked: %v", errs.ErrInvalidTag, key, p)
+			tags, err = nil, fmt.Errorf("%w: tag function for %q panicked: %v", errs.ErrInvalidArgument, key, p)
 		}
 	}()
 	tags = f.cfg.Tags(key, v)
 	if err := wire.CheckTags(tags); err != nil {
-		return nil, fmt.Errorf("%w: %q: %w", errs.ErrInvalidTag, key, err)
+		return nil, kind.Errorf("%w: tags of %q: %w", errs.ErrInvalidArgument, key, err)
 	}
 	return tags, nil
 }

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cacheguard/cacheguard/internal/option"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
@@ -19,25 +19,31 @@ import (
 var (
 	ErrNotFound            = errors.New("cacheguard: cache: not found")
 	ErrWaitTimeout         = errors.New("cacheguard: cache: timed out waiting for another caller's fill")
-	ErrInvalidKey          = errors.New("cacheguard: cache: invalid key")
-	ErrNilLoader           = errors.New("cacheguard: cache: nil loader")
+	ErrInvalidArgument     = kind.InvalidArgument("cache")
 	ErrValueTooLarge       = errors.New("cacheguard: cache: value too large")
-	ErrClosed              = errors.New("cacheguard: cache: closed")
-	ErrRedis               = errors.New("cacheguard: cache: redis")
-	ErrInvalidOption       = option.Sentinel("cache")
+	ErrClosed              = kind.Closed("cache")
+	ErrRedis               = kind.Redis("cache")
+	ErrInvalidOption       = kind.InvalidOption("cache")
 	ErrSubscriptionRefused = errors.New("cacheguard: cache: subscription refused by the Redis ACL")
 	ErrCircuitOpen         = errors.New("cacheguard: cache: redis circuit open")
 	ErrRateLimited         = errors.New("cacheguard: cache: rate limited")
 	ErrUnsupportedServer   = errors.New("cacheguard: cache: unsupported redis server")
-	// ErrInvalidTag wraps ErrInvalidOption.
-	ErrInvalidTag = fmt.Errorf("%w: invalid tag", ErrInvalidOption)
+)
+
+// ErrEmptyKey and ErrNilLoader are the cache's two fixed bad arguments.
+var (
+	ErrEmptyKey  = fmt.Errorf("%w: empty key", ErrInvalidArgument)
+	ErrNilLoader = fmt.Errorf("%w: nil loader", ErrInvalidArgument)
 )
 
 // CheckKey refuses a key no caller may use: empty, or starting with the
 // generation mark (wire.ReservedKey).
 func CheckKey(key string) error {
-	if key == "" || wire.ReservedKey(key) {
-		return ErrInvalidKey
+	if key == "" {
+		return ErrEmptyKey
+	}
+	if wire.ReservedKey(key) {
+		return fmt.Errorf("%w: key %q starts with the reserved byte 0xFF", ErrInvalidArgument, key)
 	}
 	return nil
 }

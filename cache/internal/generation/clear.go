@@ -49,7 +49,7 @@ import (
 //     them, as it forgets the values. Bloom filters describe the database,
 //     not the cache: Clear leaves them alone.
 //   - User keys must not begin with byte 0xFF (wire.GenerationMark):
-//     ErrInvalidKey.
+//     ErrInvalidArgument.
 
 // Clear moves the cache to a new generation and announces it (cache.Clear
 // documents the promise). If ctx ends after Redis took the new generation,

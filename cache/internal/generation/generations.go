@@ -3,7 +3,6 @@ package generation
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/cacheguard/cacheguard/cache/internal/life"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 	"github.com/cacheguard/cacheguard/cache/internal/transport"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
 )
 
@@ -117,7 +117,7 @@ func (c *Generations) Ready(ctx context.Context) error {
 		if last := c.lastErr.Load(); last != nil {
 			err = errors.Join(err, c.redis.Error("", "sync generation", *last))
 		}
-		return fmt.Errorf("cacheguard: cache: not ready: %w", err)
+		return kind.Errorf("cacheguard: cache: not ready: %w", err)
 	}
 }
 
@@ -131,7 +131,7 @@ func (c *Generations) Sync(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.HealthTimeout)
 	defer cancel()
 	if err := syncMany(ctx, c.syncer.bound, c.syncer.rdb, []*Generations{c}); err != nil {
-		return fmt.Errorf("cacheguard: cache: sync the generation of %q: %w", c.keys.Prefix(), err)
+		return kind.Errorf("cacheguard: cache: sync the generation of %q: %w", c.keys.Prefix(), err)
 	}
 	return nil
 }

@@ -1,12 +1,12 @@
 package local
 
 import (
-	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
+	"github.com/cacheguard/cacheguard/internal/kind"
 
 	"github.com/maypok86/otter/v2"
 )
@@ -32,7 +32,7 @@ func NewOtterStore[V any](maxBytes int64) (*OtterStore[V], error) {
 		Executor:      func(f func()) { f() },
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: local tier: %w", errs.ErrInvalidOption, err)
+		return nil, kind.Errorf("%w: local tier: %w", errs.ErrInvalidOption, err)
 	}
 	return &OtterStore[V]{c: c}, nil
 }

@@ -1,11 +1,11 @@
 package local
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
+	"github.com/cacheguard/cacheguard/internal/kind"
 
 	"github.com/dgraph-io/ristretto/v2"
 )
@@ -58,7 +58,7 @@ func NewRistrettoStore[V any](maxBytes int64) (*RistrettoStore[V], error) {
 		TtlTickerDurationInSec: ristrettoSweepSecs,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: local tier: ristretto: %w", errs.ErrInvalidOption, err)
+		return nil, kind.Errorf("%w: local tier: ristretto: %w", errs.ErrInvalidOption, err)
 	}
 	return &RistrettoStore[V]{c: c, maxBytes: maxBytes}, nil
 }

@@ -1,11 +1,11 @@
 package local
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/pubsub"
 )
 
@@ -40,7 +40,7 @@ func (t *Tier[V]) StartTracking(hub *pubsub.Hub, prefix string, keys Keys, forge
 	opt := pubsub.Options{HealthInterval: t.cfg.HealthInterval, HealthTimeout: t.cfg.HealthTimeout}
 	sub, err := hub.Track(t.life.Closing(), prefix, &trackHandler[V]{t: t, keys: keys, forget: forget}, opt)
 	if err != nil {
-		return fmt.Errorf("%w: WithTracking: %w", errs.ErrInvalidOption, err)
+		return kind.Errorf("%w: WithTracking: %w", errs.ErrInvalidOption, err)
 	}
 	t.track.sub = sub
 	return nil
@@ -115,7 +115,7 @@ func (h *trackHandler[V]) Down(err error) {
 	t := h.t
 	t.SetTrust(true, 0)
 	t.track.downs.Add(1)
-	t.rec.Report(telemetry.Subscription, "", fmt.Errorf("cacheguard: cache: tracking down, local tier off until it is back: %w", err))
+	t.rec.Report(telemetry.Subscription, "", kind.Errorf("cacheguard: cache: tracking down, local tier off until it is back: %w", err))
 	if hk := t.hooks; hk != nil && hk.OnTracking != nil {
 		hk.OnTracking(false)
 	}

@@ -10,13 +10,13 @@ package transport
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/cache/internal/hook"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 )
@@ -87,7 +87,7 @@ func (r *Redis) Error(key, op string, err error) error {
 	}
 	r.rec.RedisErrors.Add(1)
 	r.reloadTopology(err)
-	return fmt.Errorf("%w: %s %q: %w", errs.ErrRedis, op, key, err)
+	return kind.Errorf("%w: %s %q: %w", errs.ErrRedis, op, key, err)
 }
 
 // reloadTopology asks a cluster client to reload its slot map after a

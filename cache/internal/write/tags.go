@@ -42,11 +42,11 @@ func (c *Writer[V]) InvalidateTags(ctx context.Context, tags ...string) error {
 		return errs.ErrClosed
 	}
 	if len(tags) > MaxTagsPerInvalidation {
-		return fmt.Errorf("%w: %d tags in one call, at most %d", errs.ErrInvalidTag, len(tags), MaxTagsPerInvalidation)
+		return fmt.Errorf("%w: %d tags in one call, at most %d", errs.ErrInvalidArgument, len(tags), MaxTagsPerInvalidation)
 	}
 	for _, t := range tags {
 		if t == "" || len(t) > wire.MaxTagSize {
-			return fmt.Errorf("%w: tag of %d bytes, want 1 to %d", errs.ErrInvalidTag, len(t), wire.MaxTagSize)
+			return fmt.Errorf("%w: tag of %d bytes, want 1 to %d", errs.ErrInvalidArgument, len(t), wire.MaxTagSize)
 		}
 	}
 	if len(tags) == 0 {

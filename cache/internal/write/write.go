@@ -75,7 +75,7 @@ func (c *Writer[V]) writeEach(ctx context.Context, op string, s *redis.Script, k
 		return errs.ErrClosed
 	}
 	if d < entry.MinTTL {
-		return fmt.Errorf("%w: %s %v must be at least %v", errs.ErrInvalidOption, what, d, entry.MinTTL)
+		return fmt.Errorf("%w: %s %v must be at least %v", errs.ErrInvalidArgument, what, d, entry.MinTTL)
 	}
 	return c.writeKeys(ctx, op, keys, func(ctx context.Context) error {
 		calls := make([]script.Call, len(keys))

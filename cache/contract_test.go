@@ -1,0 +1,40 @@
+package cache
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/apicheck"
+	"github.com/cacheguard/cacheguard/internal/redistest"
+)
+
+// TestRedisGoneContract: with Redis gone (and no fallback loads), every
+// call fails with an error matching ErrRedis (any package's) that names the
+// prefix once, and the loader is not called.
+func TestRedisGoneContract(t *testing.T) {
+	srv, _ := redistest.RealSingle(t)
+	rdb := fastFailClient(t, srv.Addr)
+	c := newCache[string](t, rdb, WithTTL(time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	loads := 0
+	load := func(context.Context, string) (string, error) { loads++; return "v", nil }
+	_, err := c.Get(ctx, "k", load)
+	apicheck.RedisFailure(t, "cache", "Get", err)
+	_, err = c.GetMany(ctx, []string{"a", "b"}, func(context.Context, []string) (map[string]string, error) {
+		loads++
+		return nil, nil
+	})
+	apicheck.RedisFailure(t, "cache", "GetMany", err)
+	apicheck.RedisFailure(t, "cache", "Set", c.Set(ctx, "k", "v"))
+	apicheck.RedisFailure(t, "cache", "Delete", c.Delete(ctx, "k"))
+	apicheck.RedisFailure(t, "cache", "InvalidateTags", c.InvalidateTags(ctx, "t"))
+	if loads != 0 {
+		t.Errorf("the loader ran %d times with Redis gone", loads)
+	}
+}

@@ -34,6 +34,14 @@ func TestRedisGoneContract(t *testing.T) {
 	apicheck.RedisFailure(t, "cache", "Set", c.Set(ctx, "k", "v"))
 	apicheck.RedisFailure(t, "cache", "Delete", c.Delete(ctx, "k"))
 	apicheck.RedisFailure(t, "cache", "InvalidateTags", c.InvalidateTags(ctx, "t"))
+	// A cache made while Redis is gone: its first sync of the generation
+	// fails, and so do the calls that wait for it.
+	fresh := newCache[string](t, rdb, WithPrefix("contract-fresh:"))
+	short, cancelShort := context.WithTimeout(ctx, time.Second)
+	defer cancelShort()
+	apicheck.RedisFailure(t, "cache", "Ready", fresh.Ready(short))
+	_, err = fresh.Get(ctx, "k", load)
+	apicheck.RedisFailure(t, "cache", "Get before the first sync", err)
 	if loads != 0 {
 		t.Errorf("the loader ran %d times with Redis gone", loads)
 	}

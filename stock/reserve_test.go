@@ -230,7 +230,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("option: %v", err)
 		}
 	}
-	if _, err := New(nil); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(nil); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("nil client: %v", err)
 	}
 	// A client configured with other buckets than the sale is told so.

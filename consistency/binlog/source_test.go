@@ -308,8 +308,12 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			return err
 		},
 	} {
-		if err := f(); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		want := ErrInvalidArgument // the configuration and the rules
+		if name == "backoff" || name == "flush keys" || name == "save every" {
+			want = ErrInvalidOption // the options
+		}
+		if err := f(); !errors.Is(err, want) {
+			t.Errorf("%s: %v, want %v", name, err, want)
 		}
 	}
 	// A nil Option is ignored; a nil logger stands for slog.Default().

@@ -109,6 +109,7 @@ var ErrInvalidArgument = kind.InvalidArgument("b")
 `,
 		"b/internal/errs/errs.go": "package errs\n\nimport \"example/internal/kind\"\n\nvar ErrRedis = kind.Redis(\"b\")\n",
 		"c/c.go":                  "package c\n\nimport \"github.com/redis/go-redis/v9\"\n\nvar _ redis.Cmdable\n",
+		"d/d.go":                  "package d\n\ntype D struct{}\n\nfunc (*D) Close() {}\n\ntype e struct{}\n\nfunc (e) Close() {}\n",
 	})
 	r := &recorder{TB: t}
 	got := Contract(r, dir)
@@ -119,6 +120,7 @@ var ErrInvalidArgument = kind.InvalidArgument("b")
 		`a/a.go:9: ErrInvalidKey: a bad argument is ErrInvalidArgument`,
 		`c: the package calls Redis but exports no ErrRedis`,
 		`a: a package that reports what no caller sees has both`,
+		`d/d.go:5: D.Close() (): every Close is Close() (error)`,
 	}
 	if len(r.errs) != len(want) {
 		t.Fatalf("reported %d:\n%s\nwant %d", len(r.errs), strings.Join(r.errs, "\n"), len(want))

@@ -33,6 +33,10 @@ var ErrorSynonyms = map[string]string{
 	"ErrShutdown":    "ErrClosed",
 }
 
+// CloseTakesContext names the types whose Close differs from the contract
+// (docs/vocabulary.md, "Close"), and says so: Close(ctx) error.
+var CloseTakesContext = map[string]bool{"stock.Consumer": true}
+
 // otherInvalid matches the name of an exported error of one bad input.
 var otherInvalid = regexp.MustCompile(`^ErrInvalid[A-Z]`)
 
@@ -49,7 +53,9 @@ const redisImport = "github.com/redis/go-redis/v9"
 //     as an alias of a variable of the same name;
 //   - an exported error named in ErrorSynonyms or ErrInvalid<Other>;
 //   - a public package that imports go-redis but exports no ErrRedis;
-//   - a package with WithLogger but no WithErrorHandler, or the reverse.
+//   - a package with WithLogger but no WithErrorHandler, or the reverse;
+//   - a Close method of an exported type that is not Close() error (or
+//     Close(context.Context) error for the types of CloseTakesContext).
 //
 // It returns the public packages that export ErrRedis, sorted.
 func Contract(t testing.TB, root string) []string {
@@ -93,8 +99,13 @@ func Contract(t testing.TB, root string) []string {
 			continue
 		}
 		for _, d := range f.ast.Decls {
-			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && returnsOption(fn) {
+			fn, ok := d.(*ast.FuncDecl)
+			switch {
+			case !ok:
+			case fn.Recv == nil && returnsOption(fn):
 				set(options, dir, fn.Name.Name)
+			case fn.Recv != nil && fn.Name.Name == "Close":
+				checkClose(t, f, fn)
 			}
 		}
 	}
@@ -116,6 +127,24 @@ func Contract(t testing.TB, root string) []string {
 	}
 	sort.Strings(withRedis)
 	return withRedis
+}
+
+// checkClose fails t unless fn, a Close method, is Close() error, or
+// Close(context.Context) error on a type of CloseTakesContext.
+func checkClose(t testing.TB, f file, fn *ast.FuncDecl) {
+	recv := typeString(f.fset, fn.Recv.List[0].Type)
+	recv = strings.TrimPrefix(recv, "*")
+	if !ast.IsExported(recv) {
+		return
+	}
+	sig := paramTypes(f.fset, fn.Type.Params) + " " + paramTypes(f.fset, fn.Type.Results)
+	want := "() (error)"
+	if CloseTakesContext[f.ast.Name.Name+"."+recv] {
+		want = "(context.Context) (error)"
+	}
+	if sig != want {
+		t.Errorf("%s: %s.Close%s: every Close is Close%s (docs/vocabulary.md, \"Close\")", f.pos(fn.Pos()), recv, sig, want)
+	}
 }
 
 // ownerOf returns the public package a directory's code belongs to (the

@@ -89,9 +89,21 @@ func Errorf(format string, args ...any) error {
 	return err
 }
 
-// oncePrefixed drops from s every Prefix after the first, and the package
-// name after one when it is the first one's.
+// oncePrefixed drops from each line of s (errors.Join puts one error a
+// line) every Prefix after the line's first, and the package name after one
+// when it is the first one's.
 func oncePrefixed(s string) string {
+	if strings.Count(s, Prefix) < 2 {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = oncePrefixedLine(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func oncePrefixedLine(s string) string {
 	first := strings.Index(s, Prefix)
 	if first < 0 || !strings.Contains(s[first+len(Prefix):], Prefix) {
 		return s

@@ -89,3 +89,13 @@ func TestErrorfNamesThePrefixOnce(t *testing.T) {
 		t.Errorf("text %q", plain)
 	}
 }
+
+// A joined error keeps one prefix on each of its lines.
+func TestErrorfKeepsEachLinesPrefix(t *testing.T) {
+	joined := errors.Join(context.Canceled, Wrap(Redis("cache"), "sync", errors.New("refused")))
+	err := Errorf("cacheguard: cache: not ready: %w", joined)
+	want := "cacheguard: cache: not ready: context canceled\ncacheguard: cache: redis: sync: refused"
+	if err.Error() != want {
+		t.Errorf("text %q, want %q", err, want)
+	}
+}

@@ -2,7 +2,6 @@ package generation
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,11 +112,10 @@ func (c *Generations) Ready(ctx context.Context) error {
 	case <-c.life.Closing().Done():
 		return errs.ErrClosed
 	case <-ctx.Done():
-		err := ctx.Err()
 		if last := c.lastErr.Load(); last != nil {
-			err = errors.Join(err, c.redis.Error("", "sync generation", *last))
+			return kind.Errorf("cacheguard: cache: not ready: %w (the last sync: %w)", ctx.Err(), c.redis.Error("", "sync generation", *last))
 		}
-		return kind.Errorf("cacheguard: cache: not ready: %w", err)
+		return kind.Errorf("cacheguard: cache: not ready: %w", ctx.Err())
 	}
 }
 

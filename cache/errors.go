@@ -19,9 +19,8 @@ var ErrWaitTimeout = errs.ErrWaitTimeout
 // ErrInvalidArgument is matched by the error of a call given an argument it
 // refuses: an empty key or one that begins with byte 0xFF (reserved for the
 // keys of generations, see Clear), a nil loader, a tag list outside the
-// limits (by Set and InvalidateTags; reported for a fill). It is the bad
-// argument of every package (docs/vocabulary.md): errors.Is matches it
-// against lock.ErrInvalidArgument as well.
+// limits (by Set and InvalidateTags; reported for a fill). Every package
+// names its bad argument so (docs/vocabulary.md, "Errors").
 var ErrInvalidArgument = errs.ErrInvalidArgument
 
 // ErrValueTooLarge is returned by Set for a value whose encoded size exceeds
@@ -29,16 +28,17 @@ var ErrInvalidArgument = errs.ErrInvalidArgument
 // but does not cache it, and reports ErrValueTooLarge to the error handler.
 var ErrValueTooLarge = errs.ErrValueTooLarge
 
-// ErrClosed is returned by calls made after Close (and matches every
-// package's ErrClosed).
+// ErrClosed is returned by calls made after Close.
 var ErrClosed = errs.ErrClosed
 
 // ErrRedis wraps every error that comes from Redis itself (unreachable,
 // timeout, script failure), so callers can tell a cache outage from a loader
 // error with errors.Is(err, ErrRedis). The end of the caller's own context
 // is not a Redis failure: it comes back as context.Canceled or
-// context.DeadlineExceeded. It is the Redis failure of every package
-// (docs/vocabulary.md): errors.Is matches it against lock.ErrRedis as well.
+// context.DeadlineExceeded. Every package that calls Redis names its
+// failure so (docs/vocabulary.md, "Errors"); each matches only its own
+// package's failures, so a loader's error that wraps lock.ErrRedis stays the
+// loader's error.
 var ErrRedis = errs.ErrRedis
 
 // ErrInvalidOption is returned by New for an option value that makes no sense.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/cacheguard/cacheguard/cache"
 )
 
 // VersionedCache is the part of *cache.Cache[V] that versioned writes use:
@@ -113,7 +115,9 @@ func (w *Versioned[V]) invalidateAfter(ctx context.Context, key string, cause er
 	if w.fallback == nil || key == "" {
 		return
 	}
-	if errors.Is(cause, ErrZeroVersion) || errors.Is(cause, ErrInvalidArgument) {
+	// Refused before anything was written: the versioned cache's own bad
+	// key or tags.
+	if errors.Is(cause, ErrZeroVersion) || errors.Is(cause, cache.ErrInvalidArgument) {
 		return
 	}
 	if err := w.fallback.Invalidate(ctx, key); err != nil {

@@ -209,7 +209,7 @@ func TestFleetDegradesToLocalWhenRedisFails(t *testing.T) {
 		t.Fatalf("%d fleet errors counted, %d reported", st.FleetErrors, len(errs))
 	}
 	for _, err := range errs {
-		apicheck.RedisFailure(t, "hotkey", "a fleet exchange (WithErrorHandler)", err)
+		apicheck.RedisFailure(t, ErrRedis, "a fleet exchange (WithErrorHandler)", err)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // TestRedisGoneContract: with Redis gone, every call fails with an error
-// matching ErrRedis (any package's) that names the prefix once, and a
+// matching ErrRedis that names the prefix once, and a
 // renewal the watchdog fails reaches WithErrorHandler.
 func TestRedisGoneContract(t *testing.T) {
 	s := redistest.Start(t)
@@ -35,14 +35,14 @@ func TestRedisGoneContract(t *testing.T) {
 	s.Kill()
 
 	_, err = c.Mutex("contract-try").TryLock(ctx)
-	apicheck.RedisFailure(t, "lock", "Mutex.TryLock", err)
+	apicheck.RedisFailure(t, ErrRedis, "Mutex.TryLock", err)
 	_, err = c.RWMutex("contract-rw").TryRLock(ctx)
-	apicheck.RedisFailure(t, "lock", "RWMutex.TryRLock", err)
+	apicheck.RedisFailure(t, ErrRedis, "RWMutex.TryRLock", err)
 	_, err = c.Semaphore("contract-sem", 2).TryAcquire(ctx, 1)
-	apicheck.RedisFailure(t, "lock", "Semaphore.TryAcquire", err)
+	apicheck.RedisFailure(t, ErrRedis, "Semaphore.TryAcquire", err)
 	_, err = h.TTL(ctx)
-	apicheck.RedisFailure(t, "lock", "Handle.TTL", err)
-	apicheck.RedisFailure(t, "lock", "SetFenced", SetFenced(ctx, rdb, "contract-res", 1, "v", 0))
+	apicheck.RedisFailure(t, ErrRedis, "Handle.TTL", err)
+	apicheck.RedisFailure(t, ErrRedis, "SetFenced", SetFenced(ctx, rdb, "contract-res", 1, "v", 0))
 
 	// The watchdog renews every third of the lease; its failure is handed
 	// over as well as logged.
@@ -52,7 +52,7 @@ func TestRedisGoneContract(t *testing.T) {
 	if len(handled) == 0 {
 		t.Fatal("a failed renewal did not reach WithErrorHandler")
 	}
-	apicheck.RedisFailure(t, "lock", "renewal (WithErrorHandler)", handled[0])
+	apicheck.RedisFailure(t, ErrRedis, "renewal (WithErrorHandler)", handled[0])
 }
 
 // TestOptionsOfOtherConstructorsAreRefused: an option given to a

@@ -10,7 +10,7 @@ import (
 )
 
 // TestRedisGoneContract: with Redis gone, the inventory's calls fail with an
-// error matching ErrRedis (any package's) that names the prefix once, and
+// error matching ErrRedis that names the prefix once, and
 // the Redis failure that sends an Admission to its local limits reaches
 // WithErrorHandler.
 func TestRedisGoneContract(t *testing.T) {
@@ -35,16 +35,16 @@ func TestRedisGoneContract(t *testing.T) {
 	s.Kill()
 
 	_, err = inv.Reserve(ctx, "contract", "u1", "r1", 1)
-	apicheck.RedisFailure(t, "stock", "Inventory.Reserve", err)
+	apicheck.RedisFailure(t, ErrRedis, "Inventory.Reserve", err)
 	_, err = inv.Status(ctx, "contract")
-	apicheck.RedisFailure(t, "stock", "Inventory.Status", err)
-	apicheck.RedisFailure(t, "stock", "Inventory.Load", inv.Load(ctx, "contract2", 10, Window{}))
+	apicheck.RedisFailure(t, ErrRedis, "Inventory.Status", err)
+	apicheck.RedisFailure(t, ErrRedis, "Inventory.Load", inv.Load(ctx, "contract2", 10, Window{}))
 	if err := adm.Allow(ctx, "contract", "u1"); err != nil {
 		t.Errorf("Admission.Allow with Redis gone: %v, want the local limit's yes", err)
 	}
 	select {
 	case err := <-handled:
-		apicheck.RedisFailure(t, "stock", "Admission fallback (WithErrorHandler)", err)
+		apicheck.RedisFailure(t, ErrRedis, "Admission fallback (WithErrorHandler)", err)
 	default:
 		t.Error("the Admission's fallback did not reach WithErrorHandler")
 	}

@@ -2,7 +2,7 @@
 // without overselling, without losing an order on the way to the database,
 // and with a way to check and repair the two against each other.
 //
-//	inv, err := stock.New(rdb, stock.WithPrefix("shop:stock"))
+//	inv, err := stock.New(rdb, stock.WithPrefix("shop:stock:"))
 //	if err != nil {
 //		return err
 //	}

@@ -16,7 +16,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 var (
 	onTopologies = redistest.OnTopologies
-	nsFor        = redistest.Name
+	nsFor        = func(t testing.TB) string { return redistest.Name(t) + ":" }
 )
 
 func newInv(t testing.TB, rdb redis.UniversalClient, opts ...Option) *Inventory {

@@ -118,12 +118,14 @@ func WithErrorHandler(fn func(error)) Option {
 
 // WithPrefix sets the prefix every Redis key of an Inventory or an
 // Admission starts with, its separator included (DefaultPrefix,
-// "cacheguard:stock:", by default). Every instance of one sale must use the
+// "cacheguard:stock:", by default); it must end with ':', so that no two
+// prefixes make the same keys. Every instance of one sale must use the
 // same.
 func WithPrefix(prefix string) Option {
 	return configures("WithPrefix", inventoryPart|admissionPart, func(o *options) {
-		if prefix == "" || len(prefix) > MaxIDLen || hasBrace(prefix) {
-			o.errs.Invalid("prefix %q", prefix)
+		if !strings.HasSuffix(prefix, ":") || len(prefix) > MaxIDLen || hasBrace(prefix) {
+			o.errs.Invalid("prefix %q: end it with ':', keep it under %d bytes, without braces", prefix, MaxIDLen)
+			return
 		}
 		o.inv.ns, o.adm.ns = prefix, prefix
 	})

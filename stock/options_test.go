@@ -21,13 +21,13 @@ func TestOptionsOfAnotherConstructorRefused(t *testing.T) {
 	}{
 		{"New", func(o Option) error { _, err := New(rdb, o); return err },
 			[]Option{WithBatchSize(1), WithSKURate(Rate{}), WithInventory(inv)},
-			[]Option{WithLogger(quiet), WithPrefix("ns")}},
+			[]Option{WithLogger(quiet), WithPrefix("ns:")}},
 		{"NewConsumer", func(o Option) error { _, err := NewConsumer(inv, sink, o); return err },
-			[]Option{WithBuckets(2), WithPrefix("ns"), WithInstances(2)},
+			[]Option{WithBuckets(2), WithPrefix("ns:"), WithInstances(2)},
 			[]Option{WithLogger(quiet), WithBatchSize(3)}},
 		{"NewAdmission", func(o Option) error { _, err := NewAdmission(rdb, o); return err },
 			[]Option{WithBuckets(2), WithClaimIdle(0)},
-			[]Option{WithLogger(quiet), WithPrefix("ns"), WithInventory(inv), WithUserRate(Rate{Count: 1, Per: 1})}},
+			[]Option{WithLogger(quiet), WithPrefix("ns:"), WithInventory(inv), WithUserRate(Rate{Count: 1, Per: 1})}},
 	} {
 		for i, o := range c.bad {
 			err := c.new(o)

@@ -133,7 +133,7 @@ func TestPerUserLimit(t *testing.T) {
 	rdb := sharedSingle(t)
 	ctx := context.Background()
 	for _, limit := range []int64{1, 3} {
-		inv := newInv(t, rdb, WithPerUserLimit(limit), WithPrefix(fmt.Sprintf("%s-%d", nsFor(t), limit)))
+		inv := newInv(t, rdb, WithPerUserLimit(limit), WithPrefix(fmt.Sprintf("%s%d:", nsFor(t), limit)))
 		load(t, inv, "sku", 100)
 		got := int64(0)
 		for i := 0; i < 5; i++ {
@@ -225,7 +225,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.err)
 		}
 	}
-	for _, o := range []Option{WithBuckets(0), WithPerUserLimit(0), WithHoldFor(-1), WithPrefix("a{")} {
+	for _, o := range []Option{WithBuckets(0), WithPerUserLimit(0), WithHoldFor(-1), WithPrefix("a{:"), WithPrefix("no-separator")} {
 		if _, err := New(rdb, o); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("option: %v", err)
 		}

@@ -81,7 +81,7 @@ func run(ctx context.Context, cfg config, addr string, w io.Writer) (int, error)
 		return 0, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ns := "flashsale-" + fmt.Sprint(time.Now().UnixNano())
+	ns := "flashsale-" + fmt.Sprint(time.Now().UnixNano()) + ":"
 	inv, err := stock.New(rs.Client, stock.WithPrefix(ns), stock.WithBuckets(cfg.Buckets),
 		stock.WithHoldFor(cfg.Hold), stock.WithLocalSoldOut(20*time.Millisecond), stock.WithLogger(quiet))
 	if err != nil {

@@ -181,3 +181,23 @@ func TestRedisAsWrapsFailuresOnly(t *testing.T) {
 		t.Errorf("a stopped server: %v, want the sentinel", err)
 	}
 }
+
+// TestCallersDeadlineIsNotARedisFailure: on a ContextTimeoutEnabled client
+// the caller's deadline cuts the read as a network timeout, on the caller's
+// goroutine; that is the caller's context ending, not a failure of Redis.
+// A limit of the Bound's own that runs out is one.
+func TestCallersDeadlineIsNotARedisFailure(t *testing.T) {
+	rdb := frozen(t, redis.Options{ContextTimeoutEnabled: true, MaxRetries: -1})
+	b := call.For(rdb).RedisAs(errTimeout)
+	ping := func(ctx context.Context, limit time.Duration) error {
+		return call.Err(b, ctx, limit, func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := ping(ctx, 0); errors.Is(err, errTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the caller's deadline: %v, want context.DeadlineExceeded alone", err)
+	}
+	if err := ping(context.Background(), 100*time.Millisecond); !errors.Is(err, errTimeout) || !call.TimedOut(context.Background(), err) {
+		t.Errorf("the Bound's own limit: %v, want the sentinel, timed out", err)
+	}
+}

@@ -1,10 +1,13 @@
 // Package kind makes the errors that stand for one concept in every package:
 // a Redis failure, a bad argument, a bad option, a closed value. Each public
-// package exports its own (cache.ErrRedis, lock.ErrRedis, ...), whose text
-// names the package ("cacheguard: lock: redis"), and each matches every
-// other package's error of its kind: errors.Is(err, cache.ErrRedis) holds for
-// a Redis failure that lock reports. docs/vocabulary.md states the contract;
-// internal/apicheck keeps every package to it.
+// package exports its own under one name (cache.ErrRedis, lock.ErrRedis,
+// ...), whose text names the package ("cacheguard: lock: redis"). Each
+// matches only itself: an error of the user's code that wraps lock.ErrRedis,
+// returned through a cache's loader, is the loader's error to the cache, not
+// a failure of the cache's Redis. docs/vocabulary.md states the contract;
+// internal/apicheck keeps every package to it. Errorf and Wrap keep the
+// repository's prefix to one when errors of several packages wrap each
+// other.
 package kind
 
 import (
@@ -29,12 +32,6 @@ const (
 type sentinel struct{ pkg, kind string }
 
 func (s *sentinel) Error() string { return Prefix + s.pkg + ": " + s.kind }
-
-// Is makes a package's error of a kind match every other package's.
-func (s *sentinel) Is(target error) bool {
-	t, ok := target.(*sentinel)
-	return ok && t.kind == s.kind
-}
 
 // Redis returns package pkg's ErrRedis: Redis failed (unreachable, timed out
 // by the package's own bound, an error reply).

@@ -49,7 +49,7 @@ func TestSaleOnMariaDB(t *testing.T) {
 			if _, ok := rdb.(*redis.ClusterClient); ok {
 				buckets = 3
 			}
-			inv, err := stock.New(rdb, stock.WithPrefix("m"+t.Name()[len(t.Name())-3:]), stock.WithBuckets(buckets), stock.WithLogger(quiet))
+			inv, err := stock.New(rdb, stock.WithPrefix("m"+t.Name()[len(t.Name())-3:]+":"), stock.WithBuckets(buckets), stock.WithLogger(quiet))
 			if err != nil {
 				t.Fatal(err)
 			}

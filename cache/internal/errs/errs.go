@@ -8,8 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
+	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -48,21 +48,14 @@ func CheckKey(key string) error {
 	return nil
 }
 
-// Caller returns ctx's own error in place of err once ctx has ended. With
-// ContextTimeoutEnabled, go-redis reports a caller's deadline that ran out
-// during a read as a network timeout; taken for a Redis failure, it would
-// count against the breaker and start fallback loads while Redis is healthy.
-//
-// The socket deadline go-redis sets is the context's own deadline, and it can
-// fire a moment before the context's timer marks the context done, so a
-// deadline already reached counts too.
+// Caller returns ctx's own error in place of err once ctx has ended
+// (call.Ended says why): taken for a Redis failure, a caller's deadline
+// would count against the breaker and start fallback loads while Redis is
+// healthy.
 func Caller(ctx context.Context, err error) error {
 	if err != nil && !errors.Is(err, redis.Nil) {
-		if cerr := ctx.Err(); cerr != nil {
+		if cerr := call.Ended(ctx); cerr != nil {
 			return cerr
-		}
-		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-			return context.DeadlineExceeded
 		}
 	}
 	return err

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cacheguard/cacheguard/cache"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -213,7 +212,7 @@ func TestUpdateNotRunWhenQueueUnreachable(t *testing.T) {
 	srv.Kill()
 	wrote := false
 	err := users.Update(ctx, []string{"1"}, func(context.Context) error { wrote = true; return nil })
-	if !errors.Is(err, cache.ErrRedis) {
+	if !errors.Is(err, ErrRedis) {
 		t.Fatalf("err = %v, want ErrRedis", err)
 	}
 	if wrote {
@@ -252,10 +251,10 @@ func TestUpdateRejectsBadInput(t *testing.T) {
 	users := register(t, q, "users", newCache[string](t, rdb))
 	ctx := context.Background()
 	nop := func(context.Context) error { return nil }
-	if err := users.Update(ctx, nil, nop); !errors.Is(err, cache.ErrInvalidArgument) {
+	if err := users.Update(ctx, nil, nop); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("no keys: %v", err)
 	}
-	if err := users.Update(ctx, []string{"a", ""}, nop); !errors.Is(err, cache.ErrInvalidArgument) {
+	if err := users.Update(ctx, []string{"a", ""}, nop); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("empty key: %v", err)
 	}
 	if err := users.Update(ctx, []string{"a"}, nil); err == nil {

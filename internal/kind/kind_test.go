@@ -40,8 +40,11 @@ func TestWrapNamesThePrefixOnce(t *testing.T) {
 	if !errors.Is(err, errLock) || !errors.Is(err, cause) {
 		t.Errorf("%v does not match its kind and cause", err)
 	}
-	if Wrap(errStock, "x", err) != err {
-		t.Errorf("an error of the kind was wrapped again")
+	if Wrap(errLock, "x", err) != err {
+		t.Errorf("an error of the sentinel was wrapped in it again")
+	}
+	if other := Wrap(errStock, "reserve", err); !errors.Is(other, errStock) || other.Error() != `cacheguard: stock: redis: reserve: lock: redis: acquire "a": dial tcp: connection refused` {
+		t.Errorf("another package's Redis failure wrapped: %q", other)
 	}
 	foreign := fmt.Errorf("%w: abandoned", errors.New("cacheguard: call"))
 	err = Wrap(errStock, "reserve", foreign)

@@ -93,11 +93,9 @@ func WithErrorHandler(fn func(error)) Option {
 // the hash tag; every detector of a group must use the same.
 func WithPrefix(prefix string) Option {
 	return func(c *config) {
-		if strings.ContainsAny(prefix, "{}") {
-			c.errs.Invalid("prefix %q contains '{' or '}'", prefix)
-			return
+		if c.errs.Prefix(prefix) {
+			c.prefix = prefix
 		}
-		c.prefix = prefix
 	}
 }
 

@@ -130,16 +130,13 @@ func (c *config) markTTL() time.Duration {
 const maxMarkTTL = 2 * time.Second
 
 // WithPrefix sets the prefix of every key and channel (default
-// "cacheguard:lock:").
-// It may not contain '{' or '}', which would change the hash tag.
+// "cacheguard:lock:"). It may not contain '{' or '}', which would change
+// the hash tag.
 func WithPrefix(prefix string) Option {
 	return func(c *config) {
-		// The prefix precedes a hash tag: a brace would change it.
-		if strings.ContainsAny(prefix, "{}") {
-			c.errs.Invalid("key prefix %q contains '{' or '}'", prefix)
-			return
+		if c.errs.Prefix(prefix) {
+			c.prefix = prefix
 		}
-		c.prefix = prefix
 	}
 }
 

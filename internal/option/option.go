@@ -1,13 +1,16 @@
 // Package option holds what the functional options of every package share:
 // the record of the first invalid option a constructor was given (each
 // package's ErrInvalidOption comes from internal/kind), the rule that a nil
-// Option is ignored, the default logger and the check of a backoff's bounds.
+// Option is ignored, an option given to a constructor it does not configure
+// (Errors.Only), the default logger and its error handler (Reporter), and
+// the checks of a backoff's bounds and a key prefix.
 // docs/vocabulary.md lists the options' names; internal/apicheck keeps them.
 package option
 
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -106,4 +109,15 @@ func (e *Errors) Only(name string, parts, built Part, describe func(Part) string
 	}
 	e.Invalid("%s configures %s, not %s", name, describe(parts), describe(built))
 	return false
+}
+
+// Prefix records an invalid option unless prefix, a key prefix that
+// precedes a hash tag, is free of '{' and '}' (which would change the tag),
+// and tells whether it is.
+func (e *Errors) Prefix(prefix string) bool {
+	if strings.ContainsAny(prefix, "{}") {
+		e.Invalid("key prefix %q contains '{' or '}'", prefix)
+		return false
+	}
+	return true
 }

@@ -115,3 +115,13 @@ func TestOnlyRefusesOtherParts(t *testing.T) {
 		t.Errorf("Err() = %q, want %q", got, want)
 	}
 }
+
+// Prefix refuses a brace, which would change the hash tag after it.
+func TestPrefixRefusesBraces(t *testing.T) {
+	for prefix, ok := range map[string]bool{"": true, "app:lock:": true, "a{b": false, "c}": false} {
+		e := For(errPkg)
+		if got := e.Prefix(prefix); got != ok || (e.Err() == nil) != ok {
+			t.Errorf("Prefix(%q) = %v, err %v; want %v", prefix, got, e.Err(), ok)
+		}
+	}
+}

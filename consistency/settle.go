@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/kind"
@@ -150,7 +149,7 @@ func (q *Queue) settle(ctx context.Context, t *Target, shard int, token string, 
 		}
 	}
 	if lastErr != nil {
-		q.report(t.name, failedKeys, fmt.Errorf("delete failed, will retry: %w", lastErr))
+		q.report(t.name, failedKeys, kind.Errorf("cacheguard: consistency: delete failed, will retry: %w", lastErr))
 	}
 	if len(retry) > 2 {
 		n, err := q.script(sctx, retryScript, sk, retry...).Int()

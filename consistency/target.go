@@ -167,7 +167,7 @@ func (t *Target) Invalidate(ctx context.Context, keys ...string) error {
 	// ctx all the same.
 	e := entry{Keys: keys, Attempts: 1, Err: derr.Error()}
 	late := func(err error) {
-		t.q.report(t.name, keys, fmt.Errorf("failed delete not recorded for a retry: %w", err))
+		t.q.report(t.name, keys, kind.Errorf("cacheguard: consistency: failed delete not recorded for a retry: %w", err))
 	}
 	if err := t.q.recordDetached(ctx, t, newID(), e, t.q.backoff(1), late); err != nil {
 		return kind.Errorf("cacheguard: consistency: delete from %q failed (%w) and was not recorded for a retry: %w", t.name, derr, err)

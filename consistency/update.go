@@ -3,7 +3,6 @@ package consistency
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/cacheguard/cacheguard/internal/kind"
@@ -48,14 +47,14 @@ func (t *Target) Update(ctx context.Context, keys []string, write func(ctx conte
 	q.stats.recorded.Add(1)
 	if err := t.run(ctx, keys); err != nil {
 		q.stats.firstDeleteErrors.Add(1)
-		q.report(t.name, keys, fmt.Errorf("first delete failed, the recorded one will follow: %w", err))
+		q.report(t.name, keys, kind.Errorf("cacheguard: consistency: first delete failed, the recorded one will follow: %w", err))
 	}
 	werr := write(ctx)
 	// Move the second delete to delay after the write. The caller may have
 	// given up by now; the write may have committed all the same. Update
 	// returns by ctx; the move goes on in the background if need be.
 	late := func(err error) {
-		q.report(t.name, keys, fmt.Errorf("second delete stays at its provisional due time: %w", err))
+		q.report(t.name, keys, kind.Errorf("cacheguard: consistency: second delete stays at its provisional due time: %w", err))
 	}
 	if err := q.recordDetached(ctx, t, id, e, q.cfg.delay, late); err != nil && !errors.Is(err, call.ErrAbandoned) {
 		late(err)

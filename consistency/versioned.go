@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cacheguard/cacheguard/cache"
+	"github.com/cacheguard/cacheguard/internal/kind"
 )
 
 // VersionedCache is the part of *cache.Cache[V] that versioned writes use:
@@ -121,6 +122,6 @@ func (w *Versioned[V]) invalidateAfter(ctx context.Context, key string, cause er
 		return
 	}
 	if err := w.fallback.Invalidate(ctx, key); err != nil {
-		w.fallback.q.report(w.fallback.name, []string{key}, fmt.Errorf("after a failed versioned write (%v): %w", cause, err))
+		w.fallback.q.report(w.fallback.name, []string{key}, kind.Errorf("cacheguard: consistency: invalidate after a failed versioned write (%v): %w", cause, err))
 	}
 }

@@ -115,7 +115,7 @@ func (r redisPositions) saveHeld(ctx context.Context, token string, p Position) 
 		return kind.RedisErr(ctx, ErrRedis, fmt.Sprintf("save position %v", p), err)
 	}
 	if ok != 1 {
-		return fmt.Errorf("save position %v under %s: %w", p, r.key, ErrNotTailer)
+		return fmt.Errorf("%w: save position %v under %s", ErrNotTailer, p, r.key)
 	}
 	return nil
 }

@@ -168,7 +168,7 @@ func (t *tailer) rows(h *replication.EventHeader, e *replication.RowsEvent) erro
 			return err
 		}
 		t.s.stats.unnamed.Add(uint64(len(e.Rows)))
-		t.report(fmt.Errorf("skipped %d rows: %w", len(e.Rows), err))
+		t.report(kind.Errorf("cacheguard: binlog: skipped %d rows: %w", len(e.Rows), err))
 		return nil
 	}
 	unsigned := e.Table.UnsignedMap()

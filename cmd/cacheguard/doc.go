@@ -9,23 +9,25 @@
 //
 //	cacheguard inspect -addr host:port [-json] [-max-keys n] ...
 //
-// inspect walks the keyspace with SCAN (never KEYS), a bounded number of keys
-// per node, and reports what hurts a cache in production: the key-size
+// inspect walks the keyspace with SCAN (never KEYS), a bounded number of
+// keys per node, and reports what hurts a cache in production: the key-size
 // histogram and the biggest keys, the TTL histogram of cacheguard's entries
 // with a warning when many of them expire in the same second (an avalanche
 // waiting to happen), lease placeholders stranded without an expiry, the
 // write path's retry queue depth and dead letters, the fill ratio of Bloom
-// filters, and who holds locks. It counts every key of cacheguard by its
-// layout (the "keys" of -json): entries, leases, tombstones, generations and
-// tag times; mutexes, fencing tokens, waiters, read-write locks and
-// semaphore permits; the queue's sets, hashes and counters; a flash sale's
-// buckets, outboxes, indexes and admission budgets; Bloom filters and their
-// rebuilds; hot-key fleet windows; key rate-limit budgets. A key is named by
-// its value where the value tells (an entry is an entry under any name),
-// else by its name and type, so a key of another program whose name follows
-// a layout with a prefix it chose is counted too. Every reply is parsed
-// defensively: keys of other programs are counted by size and otherwise
-// left alone.
+// filters, who holds locks, and for each binlog Source's saved position
+// which instance tails and how long its lease has left (a lease that ran out
+// is a tailer gone; a standby takes over). It counts every key of cacheguard
+// by its layout (the "keys" of -json): entries, leases, tombstones,
+// generations and tag times; mutexes, fencing tokens, waiters, read-write
+// locks and semaphore permits; the queue's sets, hashes and counters; a
+// flash sale's buckets, outboxes, indexes and admission budgets; Bloom
+// filters and their rebuilds; hot-key fleet windows; key rate-limit budgets;
+// binlog positions. A key is named by its value where the value tells (an
+// entry is an entry under any name), else by its name and type, so a key of
+// another program whose name follows a layout with a prefix it chose is
+// counted too. Every reply is parsed defensively: keys of other programs are
+// counted by size and otherwise left alone.
 //
 // It reads cacheguard's byte formats and key layouts through the same
 // package the library writes them with, so a report never disagrees with

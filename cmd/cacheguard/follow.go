@@ -127,6 +127,31 @@ func (s *scanner) lock(key, kind string, ttl int64) followUp {
 	}
 }
 
+// binlog reads the whole of a value that starts like a binlog position
+// (wire.BinlogCandidate) and reports it if it is one.
+func (s *scanner) binlog(key string, now time.Time) followUp {
+	var v *redis.StringCmd
+	return followUp{
+		queue: func(p redis.Pipeliner) { v = p.Get(context.Background(), key) },
+		done: func() {
+			b, err := v.Bytes()
+			if err != nil {
+				return
+			}
+			p, ok := wire.ParseBinlogPosition(b)
+			if !ok || (p.File == "" && p.Tailer == "") {
+				return // some other program's JSON
+			}
+			row := Binlog{Key: key, File: p.File, Offset: p.Offset, Tailer: p.Tailer}
+			if p.Tailer != "" {
+				row.LeaseMS = p.UntilMS - now.UnixMilli()
+			}
+			s.rep.Binlogs = append(s.rep.Binlogs, row)
+			s.count(wire.LayoutBinlogPosition)
+		},
+	}
+}
+
 func (s *scanner) readers(key, base string, ttl int64) followUp {
 	var n *redis.IntCmd
 	return followUp{

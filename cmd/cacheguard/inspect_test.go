@@ -76,6 +76,15 @@ func plant(t *testing.T, rdb redis.UniversalClient) {
 	hu, err := lc.Mutex("carts", lock.WithoutFencing()).Lock(ctx)
 	must(t, err)
 	t.Cleanup(func() { hu.Unlock(context.Background()) })
+
+	// binlog Sources' positions (RedisPositions, in the orders cjson may
+	// write their fields): one tailed, one whose tailer's lease ran out,
+	// one saved without a lease; and JSON of another program.
+	soon, past := time.Now().Add(time.Hour).UnixMilli(), time.Now().Add(-time.Minute).UnixMilli()
+	must(t, rdb.Set(ctx, "svc:binlog:tailed", fmt.Sprintf(`{"until":%d,"file":"bin.000042","tailer":"ab12","offset":1234}`, soon), 0).Err())
+	must(t, rdb.Set(ctx, "svc:binlog:stale", fmt.Sprintf(`{"tailer":"cd34","until":%d}`, past), 0).Err())
+	must(t, rdb.Set(ctx, "svc:binlog:saved", `{"file":"bin.000007","offset":4}`, 0).Err())
+	must(t, rdb.Set(ctx, "foreign:json", `{"file":"","owner":"someone else"}`, 0).Err())
 }
 
 func must(t *testing.T, err error) {
@@ -124,6 +133,11 @@ func TestInspectReportsPlantedTrouble(t *testing.T) {
 			if !hasLock(r, "orders") || !hasLock(r, "carts") || len(r.Locks) != 2 {
 				t.Errorf("locks %+v, want orders and carts (unfenced) held (and no foreign hash)", r.Locks)
 			}
+			if b := binlogRows(r); len(r.Binlogs) != 3 || b["svc:binlog:tailed"].Tailer != "ab12" || b["svc:binlog:tailed"].LeaseMS < 50*60*1000 ||
+				b["svc:binlog:tailed"].File != "bin.000042" || b["svc:binlog:tailed"].Offset != 1234 ||
+				b["svc:binlog:stale"].LeaseMS > 0 || b["svc:binlog:stale"].File != "" || b["svc:binlog:saved"].Tailer != "" {
+				t.Errorf("binlogs %+v, want the tailed, the stale and the saved position (and no foreign JSON)", r.Binlogs)
+			}
 			if len(r.DeadLetters) != 0 || len(r.Errors) != 0 {
 				t.Errorf("dead letters %+v, errors %q: want none (the planted list is foreign)", r.DeadLetters, r.Errors)
 			}
@@ -133,7 +147,8 @@ func TestInspectReportsPlantedTrouble(t *testing.T) {
 			if code := run(context.Background(), []string{"inspect", "-addr", addr}, &out, &errOut); code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut.String())
 			}
-			for _, want := range []string{"avalanche risk", `"user:stranded"`, `"blob"`, "Bloom filters", "{wq} users", "locks held"} {
+			for _, want := range []string{"avalanche risk", `"user:stranded"`, `"blob"`, "Bloom filters", "{wq} users", "locks held",
+				"binlog sources", "tailer ab12, lease", "lease ran out", "no tailer"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("report lacks %q:\n%s", want, out.String())
 				}
@@ -205,4 +220,13 @@ func addrOf(t *testing.T, rdb redis.UniversalClient) string {
 	}
 	t.Fatalf("unexpected client %T", rdb)
 	return ""
+}
+
+// binlogRows maps the report's binlog rows by key.
+func binlogRows(r Report) map[string]Binlog {
+	m := map[string]Binlog{}
+	for _, b := range r.Binlogs {
+		m[b.Key] = b
+	}
+	return m
 }

@@ -98,6 +98,23 @@ func printReport(out io.Writer, r *Report) {
 			fmt.Fprintf(w, "  %s\t%s\towner=%s holds=%d token=%s\t%s\n", quote(l.Key), l.Kind, quote(l.Owner), l.Holds, l.Token, ttl)
 		}
 	}
+	if len(r.Binlogs) > 0 {
+		fmt.Fprintln(w, "\nbinlog sources (position, tailer)")
+		for _, b := range r.Binlogs {
+			pos := "no position saved"
+			if b.File != "" {
+				pos = fmt.Sprintf("%s:%d", b.File, b.Offset)
+			}
+			role := "no tailer: the next instance to start takes the lease"
+			switch {
+			case b.Tailer != "" && b.LeaseMS > 0:
+				role = fmt.Sprintf("tailer %s, lease %v left", b.Tailer, time.Duration(b.LeaseMS)*time.Millisecond)
+			case b.Tailer != "":
+				role = fmt.Sprintf("tailer %s, lease ran out %v ago: a standby takes over", b.Tailer, -time.Duration(b.LeaseMS)*time.Millisecond)
+			}
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", quote(b.Key), pos, role)
+		}
+	}
 	if len(r.Keys) > 0 {
 		fmt.Fprintln(w, "\ncacheguard keys by layout")
 		for _, name := range slices.Sorted(maps.Keys(r.Keys)) {

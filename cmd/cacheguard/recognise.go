@@ -26,6 +26,8 @@ func (s *scanner) recognise(ctx context.Context, k, typ string, head []byte, str
 			if l, ok := stringLock(k, head, strlen, ttl); ok {
 				s.rep.Locks = append(s.rep.Locks, l)
 				s.count(wire.LayoutMutex)
+			} else if wire.BinlogCandidate(head) {
+				return s.binlog(k, now), true
 			}
 		case "hash":
 			if _, kind, ok := wire.LockKey(k); ok && kind == wire.LockMutex {

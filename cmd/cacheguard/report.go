@@ -21,6 +21,7 @@ type Report struct {
 	Blooms      []Bloom      `json:"blooms,omitempty"`
 	Locks       []Lock       `json:"locks,omitempty"`
 	Tags        []TagKey     `json:"tags,omitempty"` // tag invalidation times (InvalidateTags)
+	Binlogs     []Binlog     `json:"binlogs,omitempty"`
 
 	// Keys counts cacheguard's keys by layout, named as internal/wire
 	// names them (wire.Layouts): every key recognised, whether or not a
@@ -115,6 +116,18 @@ type Bloom struct {
 }
 
 // Lock is a held lock.
+// Binlog is a binlog Source's saved position (RedisPositions) and the
+// lease of its fleet's tailer.
+type Binlog struct {
+	Key    string `json:"key"`
+	File   string `json:"file,omitempty"` // "" before the first save
+	Offset uint32 `json:"offset,omitempty"`
+	Tailer string `json:"tailer,omitempty"` // the token of the instance that tails; "" when none holds the lease
+	// LeaseMS is how long the tailer's lease has left (ms, by the server's
+	// clock); 0 or less: it ran out, and another instance takes over.
+	LeaseMS int64 `json:"lease_ms"`
+}
+
 type Lock struct {
 	Key   string `json:"key"`
 	Kind  string `json:"kind"` // mutex, mutex (unfenced), rwmutex (writer), readers

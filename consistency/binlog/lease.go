@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cacheguard/cacheguard/internal/kind"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,10 +41,11 @@ type elector interface {
 
 // leaseLua reads the value at KEYS[1] (JSON: file, offset, tailer, until)
 // into d, with now the server's clock in ms.
-const leaseLua = `
+var leaseLua = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local raw = redis.call('GET', KEYS[1])
+local T, U, F, O = '` + wire.BinlogTailer + `', '` + wire.BinlogUntil + `', '` + wire.BinlogFile + `', '` + wire.BinlogOffset + `'
 local d = {}
 if raw then
   local ok, v = pcall(cjson.decode, raw)
@@ -53,7 +55,7 @@ if raw then
   d = v
 end
 local function held_by_other(token)
-  return d.tailer and d.tailer ~= token and tonumber(d['until'] or 0) > now
+  return d[T] and d[T] ~= token and tonumber(d[U] or 0) > now
 end
 `
 
@@ -61,10 +63,10 @@ end
 // {1} when held, {0, holder} while another holds it.
 var acquireScript = redis.NewScript(leaseLua + `
 if held_by_other(ARGV[1]) then
-  return {0, d.tailer}
+  return {0, d[T]}
 end
-d.tailer = ARGV[1]
-d['until'] = now + tonumber(ARGV[2])
+d[T] = ARGV[1]
+d[U] = now + tonumber(ARGV[2])
 redis.call('SET', KEYS[1], cjson.encode(d))
 return {1, ARGV[1]}
 `)
@@ -73,20 +75,20 @@ return {1, ARGV[1]}
 // ARGV[1] holds the lease (even one past its expiry that nobody took
 // over): 1, else 0.
 var saveScript = redis.NewScript(leaseLua + `
-if d.tailer ~= ARGV[1] then
+if d[T] ~= ARGV[1] then
   return 0
 end
-d.file = ARGV[2]
-d.offset = tonumber(ARGV[3])
+d[F] = ARGV[2]
+d[O] = tonumber(ARGV[3])
 redis.call('SET', KEYS[1], cjson.encode(d))
 return 1
 `)
 
 // releaseScript ends the lease of ARGV[1], keeping the position.
 var releaseScript = redis.NewScript(leaseLua + `
-if d.tailer == ARGV[1] then
-  d.tailer = nil
-  d['until'] = nil
+if d[T] == ARGV[1] then
+  d[T] = nil
+  d[U] = nil
   redis.call('SET', KEYS[1], cjson.encode(d))
   return 1
 end

@@ -2,11 +2,11 @@ package binlog
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/cacheguard/cacheguard/internal/kind"
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,21 +53,18 @@ func (r redisPositions) Load(ctx context.Context) (Position, bool, error) {
 	}
 	// The value may hold the tailer's lease alone (lease.go): no position
 	// saved yet.
-	var v struct {
-		File   *string `json:"file"`
-		Offset uint32  `json:"offset"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil || (v.File != nil && *v.File == "") {
+	v, ok := wire.ParseBinlogPosition(b)
+	if !ok {
 		return p, false, fmt.Errorf("%w %q under %s", ErrCorruptPosition, b, r.key)
 	}
-	if v.File == nil {
+	if v.File == "" {
 		return p, false, nil
 	}
-	return Position{File: *v.File, Offset: v.Offset}, true, nil
+	return Position{File: v.File, Offset: v.Offset}, true, nil
 }
 
 func (r redisPositions) Save(ctx context.Context, p Position) error {
-	b, _ := json.Marshal(p)
+	b := wire.FormatBinlogPosition(p.File, p.Offset)
 	if err := r.rdb.Set(ctx, r.key, b, 0).Err(); err != nil {
 		return kind.RedisErr(ctx, ErrRedis, fmt.Sprintf("save position %v", p), err)
 	}

@@ -71,3 +71,23 @@ func FuzzKeys(f *testing.F) {
 		Classify([]byte(s))
 	})
 }
+
+// A RedisPositions value reads back as written, in any field order cjson
+// writes; other JSON and other strings are not one.
+func TestBinlogPosition(t *testing.T) {
+	if p, ok := ParseBinlogPosition(FormatBinlogPosition("bin.000042", 1234)); !ok || p.File != "bin.000042" || p.Offset != 1234 || p.Tailer != "" {
+		t.Errorf("FormatBinlogPosition read back as %+v, %v", p, ok)
+	}
+	leased := []byte(`{"until":1.764000030e+12,"tailer":"t1","offset":4,"file":"bin.000001"}`)
+	if p, ok := ParseBinlogPosition(leased); !ok || p.Tailer != "t1" || p.UntilMS != 1_764_000_030_000 || p.File != "bin.000001" || !BinlogCandidate(leased[:HeaderSize]) {
+		t.Errorf("a leased value read as %+v, %v", p, ok)
+	}
+	for _, v := range []string{`{"file":""}`, `{"offset":"x"}`, `[1]`, `null`, `v1`, `{"tailer":3}`} {
+		if _, ok := ParseBinlogPosition([]byte(v)); ok {
+			t.Errorf("%s read as a position", v)
+		}
+	}
+	if BinlogCandidate([]byte(`{"name":"x"}`)) || BinlogCandidate([]byte("plain")) {
+		t.Error("a foreign value taken for a candidate")
+	}
+}

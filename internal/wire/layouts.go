@@ -60,6 +60,7 @@ const (
 	LayoutFleetTotal      = "hot-key fleet window total"
 	LayoutRateLimitBudget = "key rate-limit budget"
 	LayoutMembers         = "fleet members (budget shares)"
+	LayoutBinlogPosition  = "binlog position and tailer lease"
 )
 
 // Layouts lists every layout of this package, entries after a Clear and
@@ -133,6 +134,7 @@ func Layouts() []Layout {
 
 		{LayoutRateLimitBudget, "string", RateLimitStoredPrefix + RateLimitKey(RateLimitPrefix, "read", "user:42"), "1764000000.5"},
 		{LayoutMembers, "zset", MembersKey(RateLimitPrefix), ""},
+		{LayoutBinlogPosition, "string", "cacheguard:binlog:orders-svc", string(FormatBinlogPosition("bin.000042", 1234))},
 	}
 }
 

@@ -40,7 +40,7 @@ type saleImpl struct {
 func saleImpls(buckets int) []saleImpl {
 	return []saleImpl{
 		{fmt.Sprintf("cacheguard-stock-b%d", buckets), func(b *testing.B, rdb redis.UniversalClient, prefix string, units int) func(context.Context, string, string) (bool, error) {
-			inv, err := stock.New(rdb, stock.WithPrefix(prefix), stock.WithBuckets(buckets), stock.WithLogger(quietLog))
+			inv, err := stock.New(rdb, stock.WithPrefix(prefix+":"), stock.WithBuckets(buckets), stock.WithLogger(quietLog))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package bloom
 
 import (
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/option"
@@ -33,19 +32,8 @@ const (
 	partFleet                         // NewFleet
 )
 
-// partNames names a set of parts: "a Redis or a Fleet filter".
-func partNames(p option.Part) string {
-	var names []string
-	for _, n := range []struct {
-		p    option.Part
-		name string
-	}{{partLocal, "a Local"}, {partRedis, "a Redis"}, {partFleet, "a Fleet"}} {
-		if p&n.p != 0 {
-			names = append(names, n.name)
-		}
-	}
-	return strings.Join(names, " or ") + " filter"
-}
+// partNames names the parts in refusals: "a Redis filter or a Fleet filter".
+var partNames = option.PartNames{{partLocal, "a Local filter"}, {partRedis, "a Redis filter"}, {partFleet, "a Fleet filter"}}
 
 func defaultConfig() config {
 	return config{

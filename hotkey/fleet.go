@@ -176,8 +176,8 @@ func (d *Detector) fleetFailed(err error) {
 	if !d.fleetFailing {
 		d.fleetFailing = true
 		d.cfg.report.Warn("cacheguard: hotkey: fleet exchanges failing; detection is local until one succeeds", err, "group", d.cfg.fleet.group)
-	} else if d.cfg.report.Handler != nil {
-		d.cfg.report.Handler(err)
+	} else {
+		d.cfg.report.Handle(err)
 	}
 }
 

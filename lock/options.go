@@ -2,7 +2,6 @@ package lock
 
 import (
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/call"
@@ -71,21 +70,10 @@ const (
 	partSemaphore                            // Client.Semaphore
 )
 
-// partNames names a set of parts: "a Client or a Redlock".
-func partNames(p option.Part) string {
-	var names []string
-	for _, n := range []struct {
-		p    option.Part
-		name string
-	}{{partClient, "a Client"}, {partRedlock, "a Redlock"}, {partMultiLock, "a MultiLock of NewMultiLock"},
-		{partMutex, "a Client's Mutex"}, {partRedlockMutex, "a Redlock's Mutex"}, {partRWMutex, "an RWMutex"},
-		{partSemaphore, "a Semaphore"}} {
-		if p&n.p != 0 {
-			names = append(names, n.name)
-		}
-	}
-	return strings.Join(names, " or ")
-}
+// partNames names the parts in refusals: "a Client or a Redlock".
+var partNames = option.PartNames{{partClient, "a Client"}, {partRedlock, "a Redlock"}, {partMultiLock, "a MultiLock of NewMultiLock"},
+	{partMutex, "a Client's Mutex"}, {partRedlockMutex, "a Redlock's Mutex"}, {partRWMutex, "an RWMutex"},
+	{partSemaphore, "a Semaphore"}}
 
 func defaultConfig() config {
 	return config{

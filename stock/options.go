@@ -44,19 +44,8 @@ const (
 	admissionPart
 )
 
-// partNames names a set of parts: "an Inventory or a Consumer".
-func partNames(p part) string {
-	var names []string
-	for _, n := range []struct {
-		p    part
-		name string
-	}{{inventoryPart, "an Inventory"}, {consumerPart, "a Consumer"}, {admissionPart, "an Admission"}} {
-		if p&n.p != 0 {
-			names = append(names, n.name)
-		}
-	}
-	return strings.Join(names, " or ")
-}
+// partNames names the parts in refusals: "an Inventory or a Consumer".
+var partNames = option.PartNames{{inventoryPart, "an Inventory"}, {consumerPart, "a Consumer"}, {admissionPart, "an Admission"}}
 
 // apply returns the options opts set for what of is, or the first error.
 func apply(of part, opts []Option) (options, error) {

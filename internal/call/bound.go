@@ -74,27 +74,11 @@ func (b Bound) RedisAs(sentinel error) Bound {
 	return b
 }
 
-// Ended returns ctx's error once the caller's context has ended, or
-// context.DeadlineExceeded once its deadline has passed; nil before. With
-// ContextTimeoutEnabled, go-redis sets the socket's deadline to the
-// context's and reports a read cut by it as a network timeout, which can
-// come a moment before the context's timer marks the context done: that
-// error is the caller's deadline, not a failure of Redis.
-func Ended(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
 // TimedOut reports whether err is the error of a call, made under the
 // caller's ctx, cut short by its own limit or by the client's timeouts
 // while ctx had not ended: the call may be tried again.
 func TimedOut(ctx context.Context, err error) bool {
-	return Ended(ctx) == nil && errors.Is(err, context.DeadlineExceeded)
+	return kind.Ended(ctx) == nil && errors.Is(err, context.DeadlineExceeded)
 }
 
 // Do runs call with a context that ends with ctx or after limit (0: no
@@ -219,17 +203,11 @@ func (b Bound) fail(ctx, runCtx context.Context, err error) error {
 	if err == nil || b.redisErr == nil || errors.Is(err, redis.Nil) || errors.Is(err, b.redisErr) {
 		return err
 	}
-	if cerr := Ended(ctx); cerr != nil {
-		if errors.Is(err, cerr) {
-			return err // ErrAbandoned, say, with the context's error
-		}
-		return cerr // a ContextTimeoutEnabled client's read timeout at the caller's deadline
-	}
 	var ne net.Error
-	if errors.Is(context.Cause(runCtx), b.redisErr) || (errors.As(err, &ne) && ne.Timeout()) {
+	if kind.Ended(ctx) == nil && (errors.Is(context.Cause(runCtx), b.redisErr) || (errors.As(err, &ne) && ne.Timeout())) {
 		return kind.Errorf("%w: %w", b.limitCause, err)
 	}
-	return kind.Wrap(b.redisErr, "", err)
+	return kind.RedisErr(ctx, b.redisErr, "", err) // the caller's end comes back as it is
 }
 
 // abandoned is the error of a call given up on when waitCtx ended: it

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Prefix starts the text of every error of the repository.
@@ -62,14 +63,37 @@ func Wrap(sentinel error, what string, err error) error {
 	return &wrapped{sentinel: sentinel, what: what, err: err}
 }
 
-// RedisErr is Wrap for the error of a Redis call made under ctx: an error
-// of ctx ending (the caller gave up) comes back as it is, for the caller to
-// match with errors.Is(err, context.Canceled); any other is a Redis failure.
+// RedisErr is Wrap for the error of a Redis call made under ctx: once ctx
+// has ended (Ended), the caller gave up and nothing failed, so its error
+// comes back as it is when err is of it, else ctx's error in place of err;
+// any other error is a Redis failure.
 func RedisErr(ctx context.Context, sentinel error, what string, err error) error {
-	if err == nil || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
-		return err
+	if err == nil {
+		return nil
+	}
+	if cerr := Ended(ctx); cerr != nil {
+		if errors.Is(err, cerr) {
+			return err
+		}
+		return cerr
 	}
 	return Wrap(sentinel, what, err)
+}
+
+// Ended returns ctx's error once the caller's context has ended, or
+// context.DeadlineExceeded once its deadline has passed; nil before. With
+// ContextTimeoutEnabled, go-redis sets the socket's deadline to the
+// context's and reports a read cut by it as a network timeout, which can
+// come a moment before the context's timer marks the context done: that
+// error is the caller's deadline, not a failure of Redis.
+func Ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // Errorf is fmt.Errorf for an error that wraps others of this repository:

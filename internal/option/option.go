@@ -90,6 +90,12 @@ func NewReporter(l *slog.Logger, h func(error)) Reporter {
 // handler. A handler that panics is not recovered: it is the caller's code.
 func (r Reporter) Warn(msg string, err error, attrs ...any) {
 	r.Logger.Warn(msg, append(attrs, "err", err)...)
+	r.Handle(err)
+}
+
+// Handle hands err to the handler, without logging it (an error the
+// package already logged once, as the first of an outage).
+func (r Reporter) Handle(err error) {
 	if r.Handler != nil {
 		r.Handler(err)
 	}
@@ -99,15 +105,31 @@ func (r Reporter) Warn(msg string, err error, attrs ...any) {
 // type configures several constructors names its own parts.
 type Part uint16
 
-// Only records that option name, which configures what the parts set
-// names, was given to the constructor of built, unless built is among them;
-// it reports whether the option applies. describe names a set of parts
-// ("a Client or a Redlock").
-func (e *Errors) Only(name string, parts, built Part, describe func(Part) string) bool {
+// PartNames names a package's parts, in the order its messages list them.
+type PartNames []struct {
+	Part Part
+	Name string
+}
+
+// Describe names the set of parts p: "a Client or a Redlock".
+func (n PartNames) Describe(p Part) string {
+	var names []string
+	for _, pn := range n {
+		if p&pn.Part != 0 {
+			names = append(names, pn.Name)
+		}
+	}
+	return strings.Join(names, " or ")
+}
+
+// Only records that option name, which configures the parts set, was given
+// to the constructor of built, unless built is among them; it reports
+// whether the option applies.
+func (e *Errors) Only(name string, parts, built Part, names PartNames) bool {
 	if built&parts != 0 {
 		return true
 	}
-	e.Invalid("%s configures %s, not %s", name, describe(parts), describe(built))
+	e.Invalid("%s configures %s, not %s", name, names.Describe(parts), names.Describe(built))
 	return false
 }
 

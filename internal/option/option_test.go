@@ -103,7 +103,7 @@ func (h countHandler) WithGroup(string) slog.Handler             { return h }
 // configure, and lets it through otherwise.
 func TestOnlyRefusesOtherParts(t *testing.T) {
 	const a, b, c Part = 1, 2, 4
-	names := func(p Part) string { return map[Part]string{a: "an A", b: "a B", c: "a C", a | b: "an A or a B"}[p] }
+	names := PartNames{{a, "an A"}, {b, "a B"}, {c, "a C"}}
 	e := For(errPkg)
 	if !e.Only("WithX", a|b, b, names) || e.Err() != nil {
 		t.Fatalf("WithX refused for a B: %v", e.Err())

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
@@ -49,12 +48,12 @@ func CheckKey(key string) error {
 }
 
 // Caller returns ctx's own error in place of err once ctx has ended
-// (call.Ended says why): taken for a Redis failure, a caller's deadline
+// (kind.Ended says why): taken for a Redis failure, a caller's deadline
 // would count against the breaker and start fallback loads while Redis is
 // healthy.
 func Caller(ctx context.Context, err error) error {
 	if err != nil && !errors.Is(err, redis.Nil) {
-		if cerr := call.Ended(ctx); cerr != nil {
+		if cerr := kind.Ended(ctx); cerr != nil {
 			return cerr
 		}
 	}

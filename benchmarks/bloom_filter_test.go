@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/cacheguard/cacheguard/bloom"
+	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,22 +45,11 @@ func serverCost(b *testing.B, rdb *redis.Client, cmd string, perOp int) func() {
 		b.Fatal(err)
 	}
 	return func() {
-		info, err := rdb.Info(ctx, "commandstats").Result()
+		_, usec, err := redistest.CommandStat(ctx, rdb, cmd)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, line := range strings.Split(info, "\n") {
-			rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":")
-			if !ok {
-				continue
-			}
-			for _, field := range strings.Split(rest, ",") {
-				if v, ok := strings.CutPrefix(field, "usec="); ok {
-					usec, _ := strconv.ParseFloat(v, 64)
-					b.ReportMetric(usec*1000/float64(b.N*perOp), "server-ns/key")
-				}
-			}
-		}
+		b.ReportMetric(usec*1000/float64(b.N*perOp), "server-ns/key")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/klauspost/compress/s2"
 	"github.com/redis/go-redis/v9"
@@ -140,15 +141,11 @@ func TestDeleteUsesUnlink(t *testing.T) {
 	ctx := context.Background()
 	c := newCache[string](t, rdb)
 	stat := func(cmd string) int64 {
-		info := rdb.Info(ctx, "commandstats").Val()
-		for _, line := range strings.Split(info, "\n") {
-			if strings.HasPrefix(line, "cmdstat_"+cmd+":calls=") {
-				var n int64
-				fmt.Sscanf(strings.TrimPrefix(line, "cmdstat_"+cmd+":calls="), "%d", &n)
-				return n
-			}
+		n, _, err := redistest.CommandStat(ctx, rdb.(*redis.Client), cmd)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return 0
+		return n
 	}
 	c.Set(ctx, "a", "1")
 	c.Set(ctx, "b", "2")

@@ -39,6 +39,8 @@ type config struct {
 	filter        engine.Filter // WithBloom
 	missFilter    engine.Filter // WithBloomOnMiss
 	local         localConfig
+	copies        int           // WithHotKeyCopies; 0: none
+	copyTTL       time.Duration // a copy's longest life
 	earlyBeta     float64
 
 	breakerFailures int
@@ -262,8 +264,8 @@ func (c *config) validate() error {
 	if !c.local.enabled() {
 		// Silently ignored, they would leave the user believing hot keys
 		// are served from memory.
-		if c.local.hot != nil {
-			c.errs.Invalid("WithHotKeys needs a local tier (WithLocal, WithLocalRistretto or Values.LocalStore)")
+		if c.local.hot != nil && c.copies == 0 {
+			c.errs.Invalid("WithHotKeys needs a local tier (WithLocal, WithLocalRistretto or Values.LocalStore) or WithHotKeyCopies")
 		}
 		if c.local.admitAll {
 			c.errs.Invalid("WithLocalAdmitAll needs a local tier (WithLocal, WithLocalRistretto or Values.LocalStore)")

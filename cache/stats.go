@@ -36,6 +36,8 @@ type Stats struct {
 	TTLInvalid       uint64 // values not cached because Values.TTL returned a negative or too long TTL, or panicked (each reported)
 	Clears           uint64 // Clear calls that moved the cache to a new generation
 	Generations      uint64 // moves to a newer generation: Clears here and those heard from other instances
+	CopyReads        uint64 // of Hits, read from a hot key's copy on another master (WithHotKeyCopies)
+	CopySeeds        uint64 // hot-key copies written after a read found its copy missing
 
 	// Breaker is the circuit breaker's state now (BreakerClosed without
 	// WithCircuitBreaker).
@@ -95,6 +97,8 @@ func (c *Cache[V]) Stats() Stats {
 		TTLInvalid:       r.TTLInvalid.Load(),
 		Clears:           r.Clears.Load(),
 		Generations:      r.Generations.Load(),
+		CopyReads:        r.CopyReads.Load(),
+		CopySeeds:        r.CopySeeds.Load(),
 		Breaker:          c.breakerState(),
 
 		InvalidationsSent:        c.bus.Sent.Load(),

@@ -26,6 +26,8 @@
 //   - With a local tier, no read that starts later than the documented bound
 //     (local TTL × (1 + jitter), with WithLocalStale(0)) after a write
 //     returned returns an older version.
+//   - With hot-key copies (cluster, every key hot, reads spread over each key
+//     and two copies), the same, with the copies' TTL as the bound.
 //
 // `go test ./internal/lincheck/` runs a few seconds per topology. For a long
 // run: `CACHEGUARD_LINCHECK=long go test -run Linearizable -timeout 60m

@@ -179,9 +179,9 @@ func (h *history) summary() string {
 	}
 	s := h.stats
 	return fmt.Sprintf("%d reads, %d writes over %v; %d reads failed (no constraint), %d writes never reached Redis, %d connections killed; "+
-		"cache: %d hits (%d local), %d loads, %d fills refused, %d lease waits, %d Redis errors, %d subscription downs",
+		"cache: %d hits (%d local, %d from copies), %d loads, %d fills refused, %d lease waits, %d Redis errors, %d subscription downs",
 		reads, writes, time.Duration(last).Round(time.Millisecond), h.dropped, h.gaveUp, h.kills,
-		s.Hits, s.LocalHits, s.Loads, s.RejectedFills, s.LeaseWaits, s.RedisErrors, s.SubscriptionDowns)
+		s.Hits, s.LocalHits, s.CopyReads, s.Loads, s.RejectedFills, s.LeaseWaits, s.RedisErrors, s.SubscriptionDowns)
 }
 
 // staleFigures sums up stale reads in one line.

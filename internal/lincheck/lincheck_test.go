@@ -26,7 +26,8 @@ func long() bool { return *longFlag || os.Getenv("CACHEGUARD_LINCHECK") == "long
 // TestLinearizable records random concurrent histories on a single node and
 // on a three-master cluster, with connections killed mid-run, and checks
 // them: each key a register without a local tier (one instance, then
-// three), bounded staleness with one.
+// three), bounded staleness with one, and with hot-key copies on the
+// cluster.
 func TestLinearizable(t *testing.T) {
 	dur, checkTimeout := 1500*time.Millisecond, 30*time.Second
 	switch {
@@ -44,19 +45,21 @@ func TestLinearizable(t *testing.T) {
 		{name: "cross-instance", instances: 3, workers: 3},
 		{name: "local-tier", instances: 3, workers: 3, local: 100 * time.Millisecond},
 	}
+	copies := workload{name: "copies", instances: 3, workers: 3, copies: 100 * time.Millisecond}
 	for _, top := range []struct {
 		name  string
 		start func(*testing.T) servers
-	}{{"single", single}, {"cluster", cluster}} {
+		more  []workload
+	}{{"single", single, nil}, {"cluster", cluster, []workload{copies}}} {
 		t.Run(top.name, func(t *testing.T) {
 			srv := top.start(t)
-			for _, w := range cases {
+			for _, w := range append(cases, top.more...) {
 				w.kills, w.duration, w.seed = true, dur, seed
 				t.Run(w.name, func(t *testing.T) {
 					t.Logf("seed %d (-lincheck.seed=%d replays the choices)", seed, seed)
 					h := run(t, srv, w)
 					report, within := "", ""
-					if w.local > 0 {
+					if w.bound() > 0 {
 						report, within = checkBound(h, w.bound())
 						within = fmt.Sprintf("; within the bound of %v: %s", w.bound(), within)
 					} else {

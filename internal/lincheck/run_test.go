@@ -44,6 +44,7 @@ type workload struct {
 	instances int
 	workers   int           // per instance
 	local     time.Duration // local-tier TTL; 0: no local tier
+	copies    time.Duration // hot-key copies' TTL, every key hot (cluster only); 0: none
 	kills     bool          // kill connections on the servers mid-run
 	duration  time.Duration
 	seed      uint64
@@ -55,11 +56,22 @@ const (
 	hold   = 2 * time.Second // DeleteKeepingVersion's tombstone
 )
 
-// bound is the documented local-tier staleness bound for w (README, "Local
-// tier and staleness"): local TTL × (1 + jitter), with WithLocalStale(0).
+// bound is the documented staleness bound for w: with a local tier, local
+// TTL × (1 + jitter), with WithLocalStale(0) (README, "Local tier and
+// staleness"); with hot-key copies, their TTL (cache.WithHotKeyCopies); 0
+// for neither, where each key must be a register.
 func (w workload) bound() time.Duration {
+	if w.copies > 0 {
+		return w.copies
+	}
 	return time.Duration(float64(w.local) * (1 + jitter))
 }
+
+// everyKeyHot makes every key hot, so that every read may go to a copy.
+type everyKeyHot struct{}
+
+func (everyKeyHot) Record(string)     {}
+func (everyKeyHot) IsHot(string) bool { return true }
 
 func (w workload) options(prefix string) []cache.Option {
 	opts := []cache.Option{cache.WithPrefix(prefix), cache.WithTTL(time.Minute),
@@ -67,6 +79,9 @@ func (w workload) options(prefix string) []cache.Option {
 		// Killed connections are expected here; the history records what
 		// they did to each call.
 		cache.WithLogger(slog.New(slog.DiscardHandler))}
+	if w.copies > 0 {
+		opts = append(opts, cache.WithHotKeys(everyKeyHot{}), cache.WithHotKeyCopies(2, w.copies))
+	}
 	if w.local > 0 {
 		opts = append(opts, cache.WithLocal(1<<20), cache.WithLocalAdmitAll(),
 			cache.WithLocalTTL(w.local), cache.WithLocalStale(0))
@@ -117,6 +132,7 @@ func run(t *testing.T, srv servers, w workload) *history {
 		s := c.Stats()
 		h.stats.Hits += s.Hits
 		h.stats.LocalHits += s.LocalHits
+		h.stats.CopyReads += s.CopyReads
 		h.stats.Loads += s.Loads
 		h.stats.RejectedFills += s.RejectedFills
 		h.stats.LeaseWaits += s.LeaseWaits

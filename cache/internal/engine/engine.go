@@ -76,6 +76,7 @@ type Parts[V any] struct {
 	Hot    local.HotKeys  // nil: none
 	Keys   *generation.Keys
 	Redis  *transport.Redis
+	Copies *transport.Copies // nil: no hot-key copies
 	Leases *lease.Leases
 	Life   *life.Group
 	Rec    *telemetry.Recorder

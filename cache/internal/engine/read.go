@@ -23,7 +23,7 @@ func (c *Engine[V]) read(ctx context.Context, key, rkey string) (res flight.Resu
 	if err != nil {
 		return flight.Result[V]{Err: err}, env, false
 	}
-	raw, err := c.Redis.Get(ctx, rkey)
+	raw, seed, err := c.getRaw(ctx, key, rkey)
 	err = errs.Caller(ctx, err)
 	done(err)
 	if errs.IsWrongType(err) { // another Redis type: foreign data, a miss
@@ -47,6 +47,9 @@ func (c *Engine[V]) read(ctx context.Context, key, rkey string) (res flight.Resu
 	}
 	if err == nil {
 		if r, env, ok := c.decodeHit(key, raw); ok {
+			if seed != "" {
+				c.seedCopy(ctx, key, seed, raw, env)
+			}
 			c.Rec.Reached(ctx, telemetry.TierRedis)
 			return flight.Result[V]{R: r, Tier: telemetry.TierRedis}, env, false
 		}

@@ -19,5 +19,6 @@ type Counters struct {
 	StaleServed, LocalFlushes, FallbackLoads, FallbackRejected,
 	BreakerRejects, ObserverPanics, RateLimited, RateLimitedLocal,
 	TagInvalidations, TagMisses, TagReads,
-	SoftTimeouts, LoadTimeouts, TTLZero, TTLInvalid, Clears, Generations atomic.Uint64
+	SoftTimeouts, LoadTimeouts, TTLZero, TTLInvalid, Clears, Generations,
+	CopyReads, CopySeeds atomic.Uint64
 }

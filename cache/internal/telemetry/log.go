@@ -39,6 +39,7 @@ const (
 	InvalidationBad Kind = "invalidation message unusable"
 	ObserverPanic   Kind = "observer panicked"
 	RateLimiter     Kind = "rate limiter decided without its store"
+	CopyFailed      Kind = "hot-key copy not written or deleted"
 )
 
 // DefaultLogInterval is WithLogInterval's default.

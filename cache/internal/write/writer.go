@@ -9,10 +9,13 @@ package write
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cacheguard/cacheguard/cache/internal/bus"
 	"github.com/cacheguard/cacheguard/cache/internal/engine"
+	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/internal/call"
 )
 
 // Config is the write path's.
@@ -44,5 +47,27 @@ func (c *Writer[V]) afterWrite(ctx context.Context, keys ...string) {
 	if c.Tier != nil {
 		c.Tier.Drop(keys)
 	}
+	if c.Copies != nil {
+		c.deleteCopies(ctx, keys)
+	}
 	c.bus.Publish(ctx, keys)
+}
+
+// deleteCopies deletes the hot-key copies of keys (WithHotKeyCopies),
+// detached from ctx and for at most a copy's TTL: past that, a copy the
+// write could not delete has expired anyway. The caller waits until it is
+// done or ctx ends. A failure is reported; the write stands.
+func (c *Writer[V]) deleteCopies(ctx context.Context, keys []string) {
+	rkeys := c.Keys.Keys(keys)
+	report := func(_ struct{}, err error) {
+		if err != nil {
+			c.Rec.Report(telemetry.CopyFailed, keys[0], c.Redis.Error(keys[0], "delete copies", err))
+		}
+	}
+	_, err := call.Do(c.Redis.Calls(), call.Detached(ctx, ctx.Err() != nil), c.Copies.TTL, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, c.Copies.Delete(ctx, rkeys)
+	}, report)
+	if !errors.Is(err, call.ErrAbandoned) {
+		report(struct{}{}, err)
+	}
 }

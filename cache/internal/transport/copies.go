@@ -1,0 +1,149 @@
+package transport
+
+import (
+	"context"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/cacheguard/cacheguard/internal/wire"
+	"github.com/redis/go-redis/v9"
+)
+
+// Copies places the copies of hot keys on a Redis Cluster
+// (cache.WithHotKeyCopies): up to n copies of a key, each on a master that
+// owns neither the key nor another of its copies, named with a hash tag
+// whose slot that master owns (wire.CopyKey).
+//
+// Every instance derives the same places from its own view of the slot
+// map: the masters in the order in which the tags "0", "1", … first reach
+// them, the key's own master left out, and the rest taken from a point the
+// key's hash chooses, so that the copies of many hot keys spread over every
+// master. A reader thus finds the copies another instance wrote, and a
+// write deletes them. A view that differs for a while (a slot migrating, a
+// failover) makes a reader miss a copy and read the key itself, or a write
+// miss a copy, which then expires within its TTL: the bound a copy states.
+type Copies struct {
+	cc     *redis.ClusterClient
+	prefix string
+	n      int
+	// TTL is the longest a copy lives: how long one that a write failed to
+	// delete may still be read.
+	TTL  time.Duration
+	plan atomic.Pointer[copyPlan]
+}
+
+// copyPlan is one view of the masters that copies go to.
+type copyPlan struct {
+	made    time.Time
+	masters []string // addresses
+	tags    []string // a tag whose slot masters[i] owns
+}
+
+const (
+	planTags  = 1024        // tags tried when making a plan
+	planEvery = time.Second // a plan is made again when older than this
+)
+
+// NewCopies returns the placement of n copies of each hot key of the cache
+// of prefix, on cc's masters, living at most ttl.
+func NewCopies(cc *redis.ClusterClient, prefix string, n int, ttl time.Duration) *Copies {
+	return &Copies{cc: cc, prefix: prefix, n: n, TTL: ttl}
+}
+
+// current is the plan, made again from the client's slot map (no command
+// is sent) when older than planEvery; nil if the map is not known.
+func (c *Copies) current(ctx context.Context) *copyPlan {
+	p := c.plan.Load()
+	if p != nil && time.Since(p.made) < planEvery {
+		return p
+	}
+	np := &copyPlan{made: time.Now()}
+	seen := map[string]bool{}
+	for i := 0; i < planTags; i++ {
+		tag := strconv.Itoa(i)
+		node, err := c.cc.MasterForKey(ctx, "{"+tag+"}")
+		if err != nil {
+			return p // the old plan, if any, until the map is known again
+		}
+		if addr := node.Options().Addr; !seen[addr] {
+			seen[addr] = true
+			np.masters, np.tags = append(np.masters, addr), append(np.tags, tag)
+		}
+	}
+	c.plan.Store(np)
+	return np
+}
+
+// places returns p's masters that hold rkey's copies, in order: the
+// masters after the one its hash chooses, rkey's own master left out.
+func (c *Copies) places(ctx context.Context, rkey string) (p *copyPlan, at []int) {
+	if p = c.current(ctx); p == nil || len(p.masters) < 2 {
+		return nil, nil
+	}
+	node, err := c.cc.MasterForKey(ctx, rkey)
+	if err != nil {
+		return nil, nil
+	}
+	own := node.Options().Addr
+	h := fnv.New32a()
+	h.Write([]byte(rkey))
+	start := int(h.Sum32() % uint32(len(p.masters)))
+	for i := 0; i < len(p.masters) && len(at) < c.n; i++ {
+		if j := (start + i) % len(p.masters); p.masters[j] != own {
+			at = append(at, j)
+		}
+	}
+	return p, at
+}
+
+// Keys are the keys of rkey's copies.
+func (c *Copies) Keys(ctx context.Context, rkey string) []string {
+	p, at := c.places(ctx, rkey)
+	keys := make([]string, len(at))
+	for i, j := range at {
+		keys[i] = wire.CopyKey(c.prefix, rkey, p.tags[j])
+	}
+	return keys
+}
+
+// Pick picks one of rkey and its copies at random, each as likely: the key
+// of the copy, or "" for rkey itself.
+func (c *Copies) Pick(ctx context.Context, rkey string) string {
+	p, at := c.places(ctx, rkey)
+	if i := rand.IntN(len(at) + 1); i < len(at) {
+		return wire.CopyKey(c.prefix, rkey, p.tags[at[i]])
+	}
+	return ""
+}
+
+// Seed writes raw, the entry just read from the key itself, as the copy
+// ckey, for at most ttl (at most TTL), through r's queue of writes.
+func (c *Copies) Seed(ctx context.Context, r *Redis, ckey string, raw []byte, ttl time.Duration) error {
+	cmd := redis.NewStatusCmd(ctx, "set", ckey, raw, "px", min(ttl, c.TTL).Milliseconds())
+	if err := r.Send(ctx, ckey, cmd, nil); err != nil {
+		return err
+	}
+	return cmd.Err()
+}
+
+// Delete deletes the copies of rkeys, in one pipeline whose commands go to
+// their nodes at once.
+func (c *Copies) Delete(ctx context.Context, rkeys []string) error {
+	var keys []string
+	for _, rkey := range rkeys {
+		keys = append(keys, c.Keys(ctx, rkey)...)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := c.cc.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Unlink(ctx, k)
+		}
+		return nil
+	})
+	return err
+}

@@ -1,0 +1,36 @@
+package wire
+
+import "strings"
+
+// Hot-key copies (cache.WithHotKeyCopies). A copy of the entry under rkey,
+// a key of the cache of prefix in any generation, lives under
+//
+//	prefix + GenerationMark + "copy{" + tag + "}" + GenerationMark + rkey without prefix
+//
+// The hash tag is the first in the key, so it alone decides the copy's
+// slot: the cache picks tags whose slots other masters own. The prefix must
+// not contain a brace, or its own would decide instead. ParseEntryKey reads
+// no copy as an entry (the digits of a generation are never "copy{…}"), and
+// a user key cannot begin with GenerationMark (ReservedKey), so no entry key
+// is a copy key either.
+const copyMark = GenerationMark + "copy{"
+
+// CopyKey is the key of the copy of rkey, a key of the cache of prefix,
+// whose slot tag decides.
+func CopyKey(prefix, rkey, tag string) string {
+	return prefix + copyMark + tag + "}" + GenerationMark + rkey[len(prefix):]
+}
+
+// ParseCopyKey is CopyKey's inverse: the entry key a copy of the cache of
+// prefix stands for.
+func ParseCopyKey(prefix, ckey string) (rkey string, ok bool) {
+	rest, ok := strings.CutPrefix(ckey, prefix+copyMark)
+	if !ok {
+		return "", false
+	}
+	_, rest, ok = strings.Cut(rest, "}"+GenerationMark)
+	if !ok {
+		return "", false
+	}
+	return prefix + rest, true
+}

@@ -75,6 +75,8 @@ var cacheCounters = []counter[cache.Stats]{
 	{MetricRateLimitedLocal, "Gets the key rate limit sent to the local tier instead", one(func(s cache.Stats) uint64 { return s.RateLimitedLocal })},
 	{MetricClears, "Clear calls that moved the cache to a new generation", one(func(s cache.Stats) uint64 { return s.Clears })},
 	{MetricGenerations, "Moves to a newer generation, by a Clear here or heard from another instance", one(func(s cache.Stats) uint64 { return s.Generations })},
+	{MetricCopyReads, "Hits read from a hot key's copy on another master", one(func(s cache.Stats) uint64 { return s.CopyReads })},
+	{MetricCopySeeds, "Hot-key copies written after a read found one missing", one(func(s cache.Stats) uint64 { return s.CopySeeds })},
 }
 
 // StatsSource is what RegisterCache reads: a *cache.Cache[V] of any V.

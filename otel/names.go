@@ -43,6 +43,8 @@ const (
 	MetricRateLimitedLocal       = "cacheguard.cache.rate_limited.local"  // of their Gets, answered from the local tier instead
 	MetricClears                 = "cacheguard.cache.clears"              // Clear calls on this instance
 	MetricGenerations            = "cacheguard.cache.generations"         // moves to a newer generation (Clears here and heard)
+	MetricCopyReads              = "cacheguard.cache.copy.reads"          // of the hits, read from a hot key's copy (WithHotKeyCopies)
+	MetricCopySeeds              = "cacheguard.cache.copy.seeds"          // hot-key copies written after a read found one missing
 	// Gauge: the circuit breaker's state, 0 closed, 1 half-open, 2 open.
 	MetricBreakerState = "cacheguard.cache.breaker.state"
 	// Gauges, in seconds.

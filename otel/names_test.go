@@ -20,7 +20,7 @@ func TestDocumentedNamesAreServed(t *testing.T) {
 		MetricQueueRecorded, MetricQueueDone, MetricQueueRetries, MetricQueueDeadLettered, MetricQueueLostClaims,
 		MetricQueueRedisErrors, MetricQueueFirstDelete,
 		MetricObserverPanics, MetricHotKeysPromoted, MetricHotKeysDemoted, MetricLockLost, MetricLockPanics,
-		MetricSoftTimeouts, MetricLoadTimeouts, MetricTTLNotCached, MetricClears, MetricGenerations,
+		MetricSoftTimeouts, MetricLoadTimeouts, MetricTTLNotCached, MetricClears, MetricGenerations, MetricCopyReads, MetricCopySeeds,
 		MetricBinlogTransactions, MetricBinlogRows, MetricBinlogKeys, MetricBinlogClears, MetricBinlogErrors,
 		MetricBinlogSaves, MetricBinlogTableDDL, MetricBinlogUnnamedRows,
 		MetricRateLimited, MetricRateLimitedLocal, MetricHotKeysFleetExchanges,

@@ -44,8 +44,8 @@ func printReport(out io.Writer, r *Report) {
 	}
 
 	e := r.Entries
-	fmt.Fprintf(w, "\ncache entries: %d (absences %d, compressed %d, stale %d, refreshing %d, tagged %d, no expiry %d); version tombstones %d\n",
-		e.Count, e.Null, e.Compressed, e.Stale, e.Refreshing, e.Tagged, e.NoTTL, e.Tombstones)
+	fmt.Fprintf(w, "\ncache entries: %d (absences %d, compressed %d, stale %d, refreshing %d, tagged %d, no expiry %d); version tombstones %d; hot-key copies %d\n",
+		e.Count, e.Null, e.Compressed, e.Stale, e.Refreshing, e.Tagged, e.NoTTL, e.Tombstones, e.Copies)
 	if len(r.Tags) > 0 {
 		fmt.Fprintf(w, "tag invalidations kept: %d\n", len(r.Tags))
 		for _, t := range r.Tags {

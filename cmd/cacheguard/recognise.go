@@ -71,6 +71,11 @@ func (s *scanner) stringShape(k string, head []byte, strlen, ttl int64, addr str
 		}
 	}
 	if h, ok := wire.ParseHeader(head); ok {
+		if wire.IsCopyKey(k) { // a copy is not an entry of its own
+			s.rep.Entries.Copies++
+			s.count(wire.LayoutCopy)
+			return true
+		}
 		s.entry(h, ttl, now)
 		s.count(wire.LayoutEntry)
 		return true

@@ -43,6 +43,7 @@ func TestRecogniseStrings(t *testing.T) {
 		"ph": ph, "ph-marked": ph + mark, "ph-kept": ph + ver, "ph-kept-marked": ph + ver + mark,
 		"tomb": string(wire.AppendTombstone(nil, 9)), "env": string(env),
 		"foreign": ph + "x", "lock:{a}": "2:me",
+		wire.CopyKey("user:", "user:42", "7"): string(env),
 	} {
 		head := []byte(v)[:min(len(v), wire.HeaderSize)]
 		s.recognise(context.Background(), k, "string", head, int64(len(v)), -1, "node", time.Now())
@@ -51,8 +52,8 @@ func TestRecogniseStrings(t *testing.T) {
 	if len(r.Leases.Stranded) != 4 {
 		t.Errorf("stranded %+v, want the four placeholder shapes", r.Leases.Stranded)
 	}
-	if r.Entries.Count != 2 || r.Entries.Stale != 1 || r.Entries.Refreshing != 1 || r.Entries.Tombstones != 1 || r.Entries.Tagged != 1 {
-		t.Errorf("entries %+v, want one stale entry under refresh, one tagged entry and one tombstone", r.Entries)
+	if r.Entries.Count != 2 || r.Entries.Stale != 1 || r.Entries.Refreshing != 1 || r.Entries.Tombstones != 1 || r.Entries.Tagged != 1 || r.Entries.Copies != 1 {
+		t.Errorf("entries %+v, want one stale entry under refresh, one tagged entry, one tombstone and one copy", r.Entries)
 	}
 	if len(r.Tags) != 1 || r.Tags[0].Prefix != "user:" || r.Tags[0].Tag != "org:{1}" || r.Tags[0].Invalidated.UnixMilli() != 1_700_000_000_000 {
 		t.Errorf("tag keys %+v", r.Tags)

@@ -66,6 +66,7 @@ type Entries struct {
 	Refreshing int64    `json:"refreshing"` // a reload (early refresh or of a stale entry) is under way
 	Tombstones int64    `json:"tombstones"` // version tombstones: deleted, version kept against older writes
 	Tagged     int64    `json:"tagged"`     // entries carrying tags (Values.Tags)
+	Copies     int64    `json:"copies"`     // hot-key copies on other masters (cache.WithHotKeyCopies), not counted above
 	NoTTL      int64    `json:"no_ttl"`     // no expiry: never refreshed unless written
 	TTLs       []Bucket `json:"ttls"`
 	// BusiestSecond is the one-second window in which most entries expire.

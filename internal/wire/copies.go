@@ -21,16 +21,8 @@ func CopyKey(prefix, rkey, tag string) string {
 	return prefix + copyMark + tag + "}" + GenerationMark + rkey[len(prefix):]
 }
 
-// ParseCopyKey is CopyKey's inverse: the entry key a copy of the cache of
-// prefix stands for.
-func ParseCopyKey(prefix, ckey string) (rkey string, ok bool) {
-	rest, ok := strings.CutPrefix(ckey, prefix+copyMark)
-	if !ok {
-		return "", false
-	}
-	_, rest, ok = strings.Cut(rest, "}"+GenerationMark)
-	if !ok {
-		return "", false
-	}
-	return prefix + rest, true
+// IsCopyKey reports a copy's key, of a cache of any prefix.
+func IsCopyKey(k string) bool {
+	_, rest, ok := strings.Cut(k, copyMark)
+	return ok && strings.Contains(rest, "}"+GenerationMark)
 }

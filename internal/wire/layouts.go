@@ -18,6 +18,7 @@ type Layout struct {
 // The names of the layouts.
 const (
 	LayoutEntry           = "cache entry"
+	LayoutCopy            = "hot-key copy"
 	LayoutLease           = "lease placeholder"
 	LayoutTombstone       = "version tombstone"
 	LayoutGeneration      = "cache generation"
@@ -82,6 +83,7 @@ func Layouts() []Layout {
 		{LayoutEntry, "string", EntryKey(prefix, 0, "42"), string(AppendEnvelope(nil, 0, 0, created, 0, []byte("v")))},
 		{LayoutEntry, "string", EntryKey(prefix, 1_764_000_000_000_000, "42"), string(AppendEnvelope(nil, FlagNull, 0, created, 0, nil))},
 		{LayoutEntry, "string", EntryKey(prefix, 0, "43"), string(AppendTaggedEnvelope(nil, 0, 0, created, 0, created, []string{"org:1"}, nil, []byte("v")))},
+		{LayoutCopy, "string", CopyKey(prefix, EntryKey(prefix, 0, "42"), "0"), string(AppendEnvelope(nil, 0, 0, created, 0, []byte("v")))},
 		{LayoutLease, "string", EntryKey(prefix, 0, "44"), Placeholder(tok)},
 		{LayoutTombstone, "string", EntryKey(prefix, 0, "45"), string(AppendTombstone(nil, 9))},
 		{LayoutGeneration, "string", GenerationKey(prefix), "1764000000000000"},

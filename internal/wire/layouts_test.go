@@ -11,7 +11,7 @@ import (
 
 // valueTold are the layouts a key's name does not tell: the value (or, for
 // a Mutex's hash, its fields) does.
-var valueTold = map[string]bool{LayoutEntry: true, LayoutLease: true, LayoutTombstone: true, LayoutMutex: true, LayoutBinlogPosition: true}
+var valueTold = map[string]bool{LayoutEntry: true, LayoutCopy: true, LayoutLease: true, LayoutTombstone: true, LayoutMutex: true, LayoutBinlogPosition: true}
 
 // Each key of Layouts is named by KeyLayout, or told by its value as
 // Classify and the lock parsers read it.

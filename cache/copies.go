@@ -62,10 +62,18 @@ func (c *config) validateCopies(rdb redis.UniversalClient) {
 }
 
 // newCopies is the placement of the copies, nil when off.
-func (c *config) newCopies(rdb redis.UniversalClient) *transport.Copies {
-	cc, ok := rdb.(*redis.ClusterClient)
-	if c.copies == 0 || !ok {
+func (c *config) newCopies(ms *transport.Masters) *transport.Copies {
+	if c.copies == 0 || ms == nil {
 		return nil
 	}
-	return transport.NewCopies(cc, c.prefix, c.copies, c.copyTTL)
+	return transport.NewCopies(ms, c.prefix, c.copies, c.copyTTL)
+}
+
+// newMasters is the view of a cluster client's masters that copies and
+// the replication barrier share; nil for another client.
+func newMasters(rdb redis.UniversalClient) *transport.Masters {
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		return transport.NewMasters(cc)
+	}
+	return nil
 }

@@ -48,6 +48,13 @@ var ErrInvalidOption = errs.ErrInvalidOption
 // the circuit breaker keeps calls away from Redis (WithCircuitBreaker).
 var ErrCircuitOpen = errs.ErrCircuitOpen
 
+// ErrReplicaLag is wrapped (together with ErrRedis) in the error of a write
+// that the replicas a read may go to did not all acknowledge within
+// WithReplicaReads's bound. The write reached the master; until those
+// replicas catch up, a read that goes to one of them may return the older
+// value. Try the write again (a consistency.Queue does).
+var ErrReplicaLag = errs.ErrReplicaLag
+
 // ErrRateLimited is returned by Get when the key's rate limit refused the
 // Redis read or the load it needed and no local entry could answer instead
 // (WithKeyRateLimit).

@@ -63,6 +63,7 @@ func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cach
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
 	}
 	cfg.validateCopies(rdb)
+	cfg.validateReplicas(rdb)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -117,8 +118,9 @@ func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cach
 	c.gens = generation.New(generation.Config{HealthInterval: cfg.local.healthInterval, HealthTimeout: cfg.local.healthTimeout},
 		c.keys, c.redis, c.bus, c.life, c.rec, c.hub)
 	c.leases = lease.New(cfg.lease, c.redis, c.hub, c.life, c.rec, hooks)
-	parts := engine.Parts[V]{Format: format, Tier: c.tier, Keys: c.keys, Redis: c.redis, Copies: cfg.newCopies(rdb),
-		Leases: c.leases, Life: c.life, Rec: c.rec, Hooks: hooks}
+	ms := newMasters(rdb)
+	parts := engine.Parts[V]{Format: format, Tier: c.tier, Keys: c.keys, Redis: c.redis, Copies: cfg.newCopies(ms),
+		Replicas: cfg.newReplicas(ms), Leases: c.leases, Life: c.life, Rec: c.rec, Hooks: hooks}
 	if cfg.local.hot != nil {
 		parts.Hot = cfg.local.hot
 	}

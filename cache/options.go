@@ -41,6 +41,7 @@ type config struct {
 	local         localConfig
 	copies        int           // WithHotKeyCopies; 0: none
 	copyTTL       time.Duration // a copy's longest life
+	replicaLag    time.Duration // WithReplicaReads; 0: off
 	earlyBeta     float64
 
 	breakerFailures int

@@ -10,11 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A client that reads replicas (ReadOnly here) can read a value that a
-// Delete has replaced on the master, whose invalidation already arrived:
-// the replica has not caught up. Admitted to the local tier, that value
-// would be served for the tier's whole TTL, long after the replica caught
-// up, against a bound of min(T, H) after the write. Values read from Redis
+// A replica that stops applying the master's stream (CLIENT PAUSE WRITE on
+// it) holds a value a Delete has replaced on the master: the Delete cannot
+// return nil, and fails with ErrReplicaLag after the bound. A read through a
+// client that reads replicas (ReadOnly here) then finds the old value, as
+// documented; admitted to the local tier, it would be served for the tier's
+// whole TTL, long after the replica caught up. Values read from Redis
 // through such a client are not admitted; values this instance loaded (and
 // wrote through the master) still are.
 func TestReplicaReadsNotAdmitted(t *testing.T) {
@@ -24,9 +25,10 @@ func TestReplicaReadsNotAdmitted(t *testing.T) {
 	t.Cleanup(func() { reader.Close() })
 	writer := rc.Client()
 	applied := make(chan struct{}, 16)
-	rcache := localCache(t, reader, testHealth, WithLocalTTL(5*time.Second),
+	const lag = 300 * time.Millisecond
+	rcache := localCache(t, reader, testHealth, WithLocalTTL(5*time.Second), WithReplicaReads(lag),
 		withHooks(&hooks{OnInvalidate: func([]string) { applied <- struct{}{} }}))
-	wcache := newCache[string](t, writer)
+	wcache := newCache[string](t, writer, WithReplicaReads(lag))
 	const key = "k"
 	rkey := prefixFor(t) + key
 	if err := wcache.Set(ctx, key, "v1"); err != nil {
@@ -66,8 +68,11 @@ func TestReplicaReadsNotAdmitted(t *testing.T) {
 	if err := direct.Do(ctx, "CLIENT", "PAUSE", 20000, "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := wcache.Delete(ctx, key); err != nil {
-		t.Fatal(err)
+	start := time.Now()
+	if err := wcache.Delete(ctx, key); !errors.Is(err, ErrReplicaLag) || !errors.Is(err, ErrRedis) {
+		t.Fatalf("Delete with a replica paused: %v, want ErrReplicaLag and ErrRedis", err)
+	} else if took := time.Since(start); took < lag || took > lag+time.Second {
+		t.Fatalf("Delete failed after %v, want the bound %v", took, lag)
 	}
 	waitSignal(t, applied, "Delete's invalidation applied")
 	if !onReplica() {

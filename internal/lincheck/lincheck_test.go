@@ -46,20 +46,29 @@ func TestLinearizable(t *testing.T) {
 		{name: "local-tier", instances: 3, workers: 3, local: 100 * time.Millisecond},
 	}
 	copies := workload{name: "copies", instances: 3, workers: 3, copies: 100 * time.Millisecond}
+	replicaReads := []workload{
+		{name: "replica-reads", instances: 3, workers: 3, replicas: time.Second},
+		{name: "replica-reads-local-tier", instances: 3, workers: 3, replicas: time.Second, local: 100 * time.Millisecond},
+	}
 	for _, top := range []struct {
-		name  string
-		start func(*testing.T) servers
-		more  []workload
-	}{{"single", single, nil}, {"cluster", cluster, []workload{copies}}} {
+		name      string
+		start     func(*testing.T) servers
+		workloads []workload
+	}{
+		{"single", single, cases},
+		{"cluster", cluster, append(cases, copies)},
+		// Clients that read replicas, which only WithReplicaReads may serve.
+		{"replicas", replicated, replicaReads},
+	} {
 		t.Run(top.name, func(t *testing.T) {
 			srv := top.start(t)
-			for _, w := range append(cases, top.more...) {
+			for _, w := range top.workloads {
 				w.kills, w.duration, w.seed = true, dur, seed
 				t.Run(w.name, func(t *testing.T) {
 					t.Logf("seed %d (-lincheck.seed=%d replays the choices)", seed, seed)
 					h := run(t, srv, w)
 					report, within := "", ""
-					if w.bound() > 0 {
+					if !w.register() {
 						report, within = checkBound(h, w.bound())
 						within = fmt.Sprintf("; within the bound of %v: %s", w.bound(), within)
 					} else {

@@ -20,8 +20,9 @@ import (
 // servers is a running topology: a new client for each Cache instance, and
 // one admin client per node (on which connections are killed).
 type servers struct {
-	client func() redis.UniversalClient
-	admins []*redis.Client
+	client   func() redis.UniversalClient
+	admins   []*redis.Client
+	replicas []*redis.Client // one per replica, on which the stream is paused
 }
 
 func single(t *testing.T) servers {
@@ -38,6 +39,24 @@ func cluster(t *testing.T) servers {
 	return servers{client: func() redis.UniversalClient { return cl.Client() }, admins: admins}
 }
 
+// replicated is a three-master cluster with a replica each, whose clients
+// read masters and replicas at random; run makes the replicas lag.
+func replicated(t *testing.T) servers {
+	rc, _ := redistest.StartClusterWithReplicas(t)
+	var admins, replicas []*redis.Client
+	for _, m := range rc.Masters {
+		admins = append(admins, m.Client())
+	}
+	for _, r := range rc.Replicas {
+		replicas = append(replicas, r.Client())
+	}
+	return servers{client: func() redis.UniversalClient {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), RouteRandomly: true})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}, admins: admins, replicas: replicas}
+}
+
 // workload is one random history's settings.
 type workload struct {
 	name      string
@@ -45,6 +64,7 @@ type workload struct {
 	workers   int           // per instance
 	local     time.Duration // local-tier TTL; 0: no local tier
 	copies    time.Duration // hot-key copies' TTL, every key hot (cluster only); 0: none
+	replicas  time.Duration // WithReplicaReads's bound (replicated only); 0: off
 	kills     bool          // kill connections on the servers mid-run
 	duration  time.Duration
 	seed      uint64
@@ -56,10 +76,16 @@ const (
 	hold   = 2 * time.Second // DeleteKeepingVersion's tombstone
 )
 
+// register reports a workload whose keys must each be a register
+// (linearizable); the others are checked against their bound.
+func (w workload) register() bool { return w.local == 0 && w.copies == 0 && w.replicas == 0 }
+
 // bound is the documented staleness bound for w: with a local tier, local
 // TTL × (1 + jitter), with WithLocalStale(0) (README, "Local tier and
-// staleness"); with hot-key copies, their TTL (cache.WithHotKeyCopies); 0
-// for neither, where each key must be a register.
+// staleness"); with hot-key copies, their TTL (cache.WithHotKeyCopies); with
+// replica reads alone 0: no read that starts after a write returned returns
+// an older value (cache.WithReplicaReads), though two overlapping reads may
+// see the write in either order.
 func (w workload) bound() time.Duration {
 	if w.copies > 0 {
 		return w.copies
@@ -79,6 +105,9 @@ func (w workload) options(prefix string) []cache.Option {
 		// Killed connections are expected here; the history records what
 		// they did to each call.
 		cache.WithLogger(slog.New(slog.DiscardHandler))}
+	if w.replicas > 0 {
+		opts = append(opts, cache.WithReplicaReads(w.replicas))
+	}
 	if w.copies > 0 {
 		opts = append(opts, cache.WithHotKeys(everyKeyHot{}), cache.WithHotKeyCopies(2, w.copies))
 	}
@@ -124,6 +153,10 @@ func run(t *testing.T, srv servers, w workload) *history {
 	if w.kills {
 		kw.Add(1)
 		go func() { defer kw.Done(); killConnections(srv.admins, seeds.get(), h, stop) }()
+	}
+	if len(srv.replicas) > 0 {
+		kw.Add(1)
+		go func() { defer kw.Done(); lagReplicas(srv.replicas, seeds.get(), stop) }()
 	}
 	wg.Wait()
 	close(stop)
@@ -276,6 +309,23 @@ func killConnections(admins []*redis.Client, rng *rand.Rand, h *history, stop <-
 				h.count(&h.kills)
 			}
 		}
+		cancel()
+	}
+}
+
+// lagReplicas makes a random replica stop applying its master's stream for
+// 20 to 200 ms (CLIENT PAUSE WRITE on it; reads go on), every 20 to 150 ms,
+// until stop: a replica that lags, whose old values reads find.
+func lagReplicas(replicas []*redis.Client, rng *rand.Rand, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(20*time.Millisecond + time.Duration(rng.Int64N(int64(130*time.Millisecond)))):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ms := 20 + rng.Int64N(180)
+		replicas[rng.IntN(len(replicas))].Do(ctx, "CLIENT", "PAUSE", ms, "WRITE")
 		cancel()
 	}
 }

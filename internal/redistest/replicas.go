@@ -118,6 +118,32 @@ func (rc *ReplicatedCluster) attachReplicas(ctx context.Context) error {
 			return err
 		}
 	}
+	return rc.waitReplicasListed(ctx)
+}
+
+// waitReplicasListed waits until every node's CLUSTER SLOTS lists a replica
+// beside each master: a client that reads replicas loads its slot map from
+// any node, and one loaded from a node whose view lags the replicas'
+// attachment sends every read to the masters, until it reloads.
+func (rc *ReplicatedCluster) waitReplicasListed(ctx context.Context) error {
+	for _, n := range append(append([]*Server{}, rc.Masters...), rc.Replicas...) {
+		c := ClientLike(n.Options())
+		for {
+			slots, err := c.ClusterSlots(ctx).Result()
+			listed := err == nil && len(slots) > 0
+			for _, s := range slots {
+				listed = listed && len(s.Nodes) >= 2
+			}
+			if listed {
+				break
+			}
+			if serr := sleepCtx(ctx, 20*time.Millisecond); serr != nil {
+				c.Close()
+				return fmt.Errorf("%s never listed the replicas in CLUSTER SLOTS (last: %v, %v)", n.Addr, slots, err)
+			}
+		}
+		c.Close()
+	}
 	return nil
 }
 

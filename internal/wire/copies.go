@@ -26,3 +26,10 @@ func IsCopyKey(k string) bool {
 	_, rest, ok := strings.Cut(k, copyMark)
 	return ok && strings.Contains(rest, "}"+GenerationMark)
 }
+
+// BarrierKey is the key a cache of prefix writes on the master whose slot
+// tag owns, before it waits for that master's replicas to acknowledge
+// (cache.WithReplicaReads). It holds nothing of use.
+func BarrierKey(prefix, tag string) string {
+	return prefix + GenerationMark + "barrier{" + tag + "}"
+}

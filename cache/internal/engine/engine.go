@@ -77,10 +77,13 @@ type Parts[V any] struct {
 	Keys   *generation.Keys
 	Redis  *transport.Redis
 	Copies *transport.Copies // nil: no hot-key copies
-	Leases *lease.Leases
-	Life   *life.Group
-	Rec    *telemetry.Recorder
-	Hooks  *hook.Set
+	// Replicas: the replication barrier of writes; nil unless reads go to
+	// replicas.
+	Replicas *transport.Replicas
+	Leases   *lease.Leases
+	Life     *life.Group
+	Rec      *telemetry.Recorder
+	Hooks    *hook.Set
 }
 
 // New returns the engine of cfg over p.

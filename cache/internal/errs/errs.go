@@ -25,6 +25,7 @@ var (
 	ErrInvalidOption       = kind.InvalidOption("cache")
 	ErrSubscriptionRefused = errors.New("cacheguard: cache: subscription refused by the Redis ACL")
 	ErrCircuitOpen         = errors.New("cacheguard: cache: redis circuit open")
+	ErrReplicaLag          = errors.New("cacheguard: cache: replicas did not acknowledge in time")
 	ErrRateLimited         = errors.New("cacheguard: cache: rate limited")
 	ErrUnsupportedServer   = errors.New("cacheguard: cache: unsupported redis server")
 )

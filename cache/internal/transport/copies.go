@@ -4,8 +4,6 @@ import (
 	"context"
 	"hash/fnv"
 	"math/rand/v2"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/wire"
@@ -18,72 +16,35 @@ import (
 // whose slot that master owns (wire.CopyKey).
 //
 // Every instance derives the same places from its own view of the slot
-// map: the masters in the order in which the tags "0", "1", … first reach
-// them, the key's own master left out, and the rest taken from a point the
+// map (Masters): the masters in the order in which the tags "0", "1", …
+// first reach them, the key's own master left out, and the rest taken from a point the
 // key's hash chooses, so that the copies of many hot keys spread over every
 // master. A reader thus finds the copies another instance wrote, and a
 // write deletes them. A view that differs for a while (a slot migrating, a
 // failover) makes a reader miss a copy and read the key itself, or a write
 // miss a copy, which then expires within its TTL: the bound a copy states.
 type Copies struct {
-	cc     *redis.ClusterClient
-	prefix string
-	n      int
+	masters *Masters
+	prefix  string
+	n       int
 	// TTL is the longest a copy lives: how long one that a write failed to
 	// delete may still be read.
-	TTL  time.Duration
-	plan atomic.Pointer[copyPlan]
+	TTL time.Duration
 }
-
-// copyPlan is one view of the masters that copies go to.
-type copyPlan struct {
-	made    time.Time
-	masters []string // addresses
-	tags    []string // a tag whose slot masters[i] owns
-}
-
-const (
-	planTags  = 1024        // tags tried when making a plan
-	planEvery = time.Second // a plan is made again when older than this
-)
 
 // NewCopies returns the placement of n copies of each hot key of the cache
-// of prefix, on cc's masters, living at most ttl.
-func NewCopies(cc *redis.ClusterClient, prefix string, n int, ttl time.Duration) *Copies {
-	return &Copies{cc: cc, prefix: prefix, n: n, TTL: ttl}
-}
-
-// current is the plan, made again from the client's slot map (no command
-// is sent) when older than planEvery; nil if the map is not known.
-func (c *Copies) current(ctx context.Context) *copyPlan {
-	p := c.plan.Load()
-	if p != nil && time.Since(p.made) < planEvery {
-		return p
-	}
-	np := &copyPlan{made: time.Now()}
-	seen := map[string]bool{}
-	for i := 0; i < planTags; i++ {
-		tag := strconv.Itoa(i)
-		node, err := c.cc.MasterForKey(ctx, "{"+tag+"}")
-		if err != nil {
-			return p // the old plan, if any, until the map is known again
-		}
-		if addr := node.Options().Addr; !seen[addr] {
-			seen[addr] = true
-			np.masters, np.tags = append(np.masters, addr), append(np.tags, tag)
-		}
-	}
-	c.plan.Store(np)
-	return np
+// of prefix, on the masters of ms, living at most ttl.
+func NewCopies(ms *Masters, prefix string, n int, ttl time.Duration) *Copies {
+	return &Copies{masters: ms, prefix: prefix, n: n, TTL: ttl}
 }
 
 // places returns p's masters that hold rkey's copies, in order: the
 // masters after the one its hash chooses, rkey's own master left out.
-func (c *Copies) places(ctx context.Context, rkey string) (p *copyPlan, at []int) {
-	if p = c.current(ctx); p == nil || len(p.masters) < 2 {
+func (c *Copies) places(ctx context.Context, rkey string) (p *masterPlan, at []int) {
+	if p = c.masters.current(ctx); p == nil || len(p.masters) < 2 {
 		return nil, nil
 	}
-	node, err := c.cc.MasterForKey(ctx, rkey)
+	node, err := c.masters.cc.MasterForKey(ctx, rkey)
 	if err != nil {
 		return nil, nil
 	}
@@ -139,7 +100,7 @@ func (c *Copies) Delete(ctx context.Context, rkeys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	_, err := c.cc.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := c.masters.cc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, k := range keys {
 			p.Unlink(ctx, k)
 		}

@@ -79,5 +79,5 @@ func (c *Writer[V]) InvalidateTags(ctx context.Context, tags ...string) error {
 	c.Rec.TagInvalidations.Add(uint64(len(tags)))
 	c.Tier.ApplyTags(tags, at)
 	c.bus.PublishTags(ctx, tags, at)
-	return nil
+	return c.replicated(ctx, "invalidate tags", tags[0], keys)
 }

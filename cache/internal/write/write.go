@@ -50,7 +50,7 @@ func (c *Writer[V]) writeKeys(ctx context.Context, op string, keys []string, sen
 	}
 	c.eng.Forget(keys)
 	c.afterWrite(ctx, keys...)
-	return nil
+	return c.replicated(ctx, op, keys[0], c.Keys.Keys(keys))
 }
 
 // boundedWrite runs send, a write of keys, bounded by ctx on any client

@@ -53,6 +53,19 @@ func (c *Writer[V]) afterWrite(ctx context.Context, keys ...string) {
 	c.bus.Publish(ctx, keys)
 }
 
+// replicated waits, when reads go to replicas, until those replicas hold
+// the completed write of rkeys (transport.Replicas); otherwise it returns
+// an error naming op and key that wraps ErrReplicaLag.
+func (c *Writer[V]) replicated(ctx context.Context, op, key string, rkeys []string) error {
+	if c.Replicas == nil {
+		return nil
+	}
+	if err := c.Replicas.Wait(ctx, c.Redis.Calls(), rkeys); err != nil {
+		return c.Redis.Error(key, op, err)
+	}
+	return nil
+}
+
 // deleteCopies deletes the hot-key copies of keys (WithHotKeyCopies),
 // detached from ctx and for at most a copy's TTL: past that, a copy the
 // write could not delete has expired anyway. The caller waits until it is

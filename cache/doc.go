@@ -53,6 +53,9 @@
 //     WithLocalAdmitAll, WithHotKeys, WithLocalStale, WithTracking.
 //   - Invalidation across instances: WithInvalidationChannel,
 //     WithInvalidationHealthCheck.
+//   - Reads that outgrow one node: WithHotKeyCopies (a hot key's reads
+//     spread over copies on other cluster masters), WithReplicaReads (a
+//     client that reads replicas, its writes waiting for them).
 //   - When Redis fails: WithCircuitBreaker, WithFallbackLoads.
 //   - Reporting and shutdown: WithLogger, WithLogInterval,
 //     WithErrorHandler, WithObserver, WithCloseTimeout.
@@ -70,5 +73,5 @@
 // stores, Clear and its generations, tags, WithTracking, the topologies,
 // TLS and the components inside; docs/acl.md for the Redis permissions of
 // every feature; docs/scale.md for what a process costs Redis, idle and at
-// scale.
+// scale, hot-key copies and replica reads.
 package cache

@@ -24,12 +24,12 @@ const ACLDoc = "docs/acl.md"
 // aclUser is the user name the document's lines grant to.
 const aclUser = "app"
 
-// ACLClient creates a Redis user on every master behind admin (a single
+// ACLClient creates a Redis user on every node behind admin (a single
 // node's client or a cluster client, connected as a user that may run ACL
 // SETUSER), grants it exactly the lines of the named blocks of ACLDoc with
 // the placeholders replaced by vars, and returns a client of the same kind
 // logged in as that user. The user is deleted when the test ends, and the
-// test fails if the masters' ACL LOG shows anything refused to it (even a
+// test fails if a node's ACL LOG shows anything refused to it (even a
 // refusal the package ignored). It skips without redis-server: miniredis has
 // no ACL.
 func ACLClient(t testing.TB, admin redis.UniversalClient, vars map[string]string, blocks ...string) redis.UniversalClient {
@@ -65,7 +65,7 @@ func aclClient(t testing.TB, admin redis.UniversalClient, vars map[string]string
 		}
 		cmds = append(cmds, cmd)
 	}
-	EachMaster(t, admin, func(ctx context.Context, c *redis.Client) error {
+	EachNode(t, admin, func(ctx context.Context, c *redis.Client) error {
 		c.Do(ctx, "ACL", "DELUSER", user) // a rerun in the same binary starts afresh
 		c.Do(ctx, "ACL", "LOG", "RESET")
 		for _, cmd := range cmds {
@@ -76,7 +76,7 @@ func aclClient(t testing.TB, admin redis.UniversalClient, vars map[string]string
 		return nil
 	})
 	t.Cleanup(func() {
-		EachMaster(t, admin, func(ctx context.Context, c *redis.Client) error {
+		EachNode(t, admin, func(ctx context.Context, c *redis.Client) error {
 			// Nothing the user sent may have been refused, not even a
 			// command whose refusal the package ignores.
 			log, err := c.Do(ctx, "ACL", "LOG", "20").Slice()

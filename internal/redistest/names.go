@@ -86,18 +86,34 @@ func Prefix(t testing.TB) string { return Name(t) + ":" }
 // still running after 30 s, fails the test.
 func EachMaster(t testing.TB, rdb redis.UniversalClient, fn func(ctx context.Context, c *redis.Client) error) {
 	t.Helper()
+	eachNode(t, rdb, false, fn)
+}
+
+// EachNode is EachMaster on a cluster's replicas too (ACL users, which
+// replication does not carry, for a client that reads replicas).
+func EachNode(t testing.TB, rdb redis.UniversalClient, fn func(ctx context.Context, c *redis.Client) error) {
+	t.Helper()
+	eachNode(t, rdb, true, fn)
+}
+
+func eachNode(t testing.TB, rdb redis.UniversalClient, replicas bool, fn func(ctx context.Context, c *redis.Client) error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var err error
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, fn)
+		if replicas {
+			err = c.ForEachShard(ctx, fn)
+		} else {
+			err = c.ForEachMaster(ctx, fn)
+		}
 	case *redis.Client:
 		err = fn(ctx, c)
 	default:
 		err = fmt.Errorf("unexpected client %T", rdb)
 	}
 	if err != nil {
-		t.Fatalf("redistest: on every master: %v", err)
+		t.Fatalf("redistest: on every node: %v", err)
 	}
 }

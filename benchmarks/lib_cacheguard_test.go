@@ -62,6 +62,16 @@ func openCacheguard(tb testing.TB, cfg implConfig) *cacheImpl {
 	if cfg.bloom {
 		opts = append(opts, cache.WithBloom(rowFilter(tb, cfg.db.rows)))
 	}
+	if cfg.replicaReads {
+		opts = append(opts, cache.WithReplicaReads(time.Second))
+	}
+	if cfg.copies > 0 {
+		var err error
+		if det, err = hotkey.New(); err != nil {
+			tb.Fatal(err)
+		}
+		opts = append(opts, cache.WithHotKeys(det), cache.WithHotKeyCopies(cfg.copies, time.Second))
+	}
 	c, err := cache.New(rdb, cache.Values[row]{}, opts...)
 	if err != nil {
 		tb.Fatal(err)

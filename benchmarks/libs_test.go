@@ -64,6 +64,12 @@ type implConfig struct {
 	// sentinel, when set, names a master behind Sentinels, used instead
 	// of the shared server (libraries with library.sentinel only).
 	sentinel *redis.FailoverOptions
+	// replicaReads makes the cluster client read masters and replicas at
+	// random (RouteRandomly); cacheguard then runs WithReplicaReads.
+	replicaReads bool
+	// copies turns on cacheguard's hot-key copies (WithHotKeyCopies), with
+	// its detector's default settings deciding which keys are hot.
+	copies int
 }
 
 // client returns a new go-redis client for the library, with a round-trip
@@ -72,7 +78,7 @@ func (cfg implConfig) client(tb testing.TB) (redis.UniversalClient, *rtCounter) 
 	if len(cfg.cluster) == 0 {
 		return cfg.plainClient(tb)
 	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.cluster})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.cluster, RouteRandomly: cfg.replicaReads})
 	tb.Cleanup(func() { c.Close() })
 	rt := &rtCounter{}
 	c.AddHook(rt)

@@ -38,7 +38,7 @@ cd "$(dirname "$0")"
 COUNT=${COUNT:-6}
 BENCHTIME=${BENCHTIME:-500ms}
 # The benchmarks the report turns into tables (report/main.go, tables).
-BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LockUncontendedPaired|LocalHit|LocalHitRatio|LocalStoreMemory|RedisMemory|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace|ColdStorm|FaultStorm|CPUPerGet|Curve|CurveCluster|BatchRead)$'}
+BENCH=${BENCH:-'^Benchmark(RedisHit|RedisHitSerial|Paired|LockUncontendedPaired|LocalHit|LocalHitRatio|LocalStoreMemory|RedisMemory|Zipfian|Stampede|Penetration|MassExpiry|InvalidationRace|ColdStorm|FaultStorm|CPUPerGet|Curve|CurveCluster|BatchRead|HotKeyCluster|ReplicaReads)$'}
 # The server's ceiling after each pass (1) or not (0).
 CEILING=${CEILING:-1}
 RESULTS=${RESULTS:-RESULTS.md}

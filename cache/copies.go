@@ -56,8 +56,15 @@ func (c *config) validateCopies(rdb redis.UniversalClient) {
 	if _, ok := rdb.(*redis.ClusterClient); !ok {
 		c.errs.Invalid("WithHotKeyCopies needs a Redis Cluster client: one node has no other master to copy to")
 	}
+	c.noBraces("WithHotKeyCopies", "every copy")
+}
+
+// noBraces refuses, for option, a prefix with a brace: a hash tag in it
+// would decide the slot of what (a key of the option's, placed by a tag
+// of its own after the prefix) instead.
+func (c *config) noBraces(option, what string) {
 	if strings.ContainsAny(c.prefix, "{}") {
-		c.errs.Invalid("WithHotKeyCopies with prefix %q: a brace in it would put every copy on its key's slot", c.prefix)
+		c.errs.Invalid("%s with prefix %q: a brace in it would decide the slot of %s", option, c.prefix, what)
 	}
 }
 

@@ -120,7 +120,7 @@ func open[V any](rdb redis.UniversalClient, values Values[V], cfg config) (*Cach
 	c.leases = lease.New(cfg.lease, c.redis, c.hub, c.life, c.rec, hooks)
 	ms := newMasters(rdb)
 	parts := engine.Parts[V]{Format: format, Tier: c.tier, Keys: c.keys, Redis: c.redis, Copies: cfg.newCopies(ms),
-		Replicas: cfg.newReplicas(ms), Leases: c.leases, Life: c.life, Rec: c.rec, Hooks: hooks}
+		Replicas: cfg.newReplicas(rdb), Leases: c.leases, Life: c.life, Rec: c.rec, Hooks: hooks}
 	if cfg.local.hot != nil {
 		parts.Hot = cfg.local.hot
 	}

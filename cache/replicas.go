@@ -49,39 +49,26 @@ func WithReplicaReads(maxLag time.Duration) Option {
 // validateReplicas checks WithReplicaReads against the client.
 func (c *config) validateReplicas(rdb redis.UniversalClient) {
 	cc, cluster := rdb.(*redis.ClusterClient)
-	reads := false
-	if cluster {
-		o := cc.Options()
-		reads = o.ReadOnly || o.RouteByLatency || o.RouteRandomly
-	}
 	switch {
-	case reads && c.replicaLag == 0:
+	case transport.ReadsReplicas(rdb) && c.replicaLag == 0:
 		c.errs.Invalid("the client reads from replicas (ReadOnly, RouteByLatency or RouteRandomly): without WithReplicaReads nothing bounds how stale its reads are")
-	case !cluster && c.replicaLag > 0:
+	case c.replicaLag == 0:
+	case !cluster:
 		c.errs.Invalid("WithReplicaReads needs a cluster client (redis.NewClusterClient, or redis.NewFailoverClusterClient under Sentinel), whose slot map lists the replicas to wait for")
-	case c.replicaLag > 0:
-		if rt := readTimeout(cc.Options().ReadTimeout); rt > 0 && c.replicaLag >= rt {
+	default:
+		// go-redis has filled in its defaults: 0 or less is no timeout.
+		if rt := cc.Options().ReadTimeout; rt > 0 && c.replicaLag >= rt {
 			c.errs.Invalid("replica lag bound %v not under the client's ReadTimeout %v, which would cut the wait short", c.replicaLag, rt)
 		}
+		c.noBraces("WithReplicaReads", "the barrier beside a key")
 	}
-}
-
-// readTimeout is go-redis's effective ReadTimeout for the option's value:
-// 0 is the default of 3 s, a negative value none (returned as 0).
-func readTimeout(opt time.Duration) time.Duration {
-	switch {
-	case opt == 0:
-		return 3 * time.Second
-	case opt < 0:
-		return 0
-	}
-	return opt
 }
 
 // newReplicas is the replication barrier, nil when off.
-func (c *config) newReplicas(ms *transport.Masters) *transport.Replicas {
-	if c.replicaLag == 0 || ms == nil {
+func (c *config) newReplicas(rdb redis.UniversalClient) *transport.Replicas {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if c.replicaLag == 0 || !ok {
 		return nil
 	}
-	return transport.NewReplicas(ms, c.prefix, c.replicaLag)
+	return transport.NewReplicas(cc, c.prefix, c.replicaLag)
 }

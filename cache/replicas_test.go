@@ -135,7 +135,7 @@ func TestReplicaReadsUnderFaults(t *testing.T) {
 // reads replicas without it is too.
 func TestReplicaReadsRefused(t *testing.T) {
 	_, single := newSingle(t)
-	rc, _ := redistest.StartClusterWithReplicas(t)
+	rc, _ := redistest.StartCluster(t) // New sends nothing: no replica needed
 	replicas := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), RouteByLatency: true})
 	t.Cleanup(func() { replicas.Close() })
 	short := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), ReadOnly: true, ReadTimeout: time.Second})

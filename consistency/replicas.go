@@ -6,25 +6,25 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/replwait"
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrReplicaWait is wrapped by the error of an invalidation that ran on the
-// primary but was not confirmed by the replicas WaitReplicas asks for in
+// ErrReplicaLag is wrapped by the error of an invalidation that ran on the
+// primary but was not acknowledged by the replicas WaitReplicas asks for in
 // time. Invalidate then records it for a retry like any failed delete.
-var ErrReplicaWait = errors.New("cacheguard: consistency: delete not confirmed by enough replicas")
+var ErrReplicaLag = errors.New("cacheguard: consistency: replicas did not acknowledge in time")
 
 // WaitReplicas makes every invalidation of the target wait, after the
 // delete, until n replicas have it, for at most timeout: for users who read
 // from replicas, so that a delete that returned is not still missing on the
 // replica the next read goes to. An invalidation whose confirmation does not
-// come in time fails with ErrReplicaWait (and is retried through the queue,
+// come in time fails with ErrReplicaLag (and is retried through the queue,
 // so the delete is repeated until the replicas confirm it or it is
 // dead-lettered).
 //
 // The wait is Redis's WAIT, sent on the queue's client after a write of
-// its own on the same connection: replication is one ordered stream, so
-// once the replicas have that write they have the delete that preceded it.
+// its own on the same connection (internal/replwait).
 // The target's cache must therefore live on the queue's Redis primary; a
 // Redis Cluster client is refused (its deletes land on several primaries).
 func WaitReplicas(n int, timeout time.Duration) TargetOption {
@@ -43,17 +43,12 @@ func WaitReplicas(n int, timeout time.Duration) TargetOption {
 // waitReplicas writes a marker and WAITs on the same connection (a
 // pipeline uses one) until n replicas acknowledged it, or timeout.
 func (q *Queue) waitReplicas(ctx context.Context, n int, timeout time.Duration) error {
-	var wait *redis.Cmd
-	_, err := q.pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Incr(ctx, q.shards[0].Wait)
-		wait = p.Do(ctx, "WAIT", n, timeout.Milliseconds())
-		return nil
-	})
+	got, err := replwait.Wait(ctx, q.pipelined, func(p redis.Pipeliner) { p.Incr(ctx, q.shards[0].Wait) }, n, timeout)
 	if err != nil {
 		return q.redisError("wait for replicas", err)
 	}
-	if got, _ := wait.Int64(); got < int64(n) {
-		return fmt.Errorf("%w: %d of %d within %v", ErrReplicaWait, got, n, timeout)
+	if got < int64(n) {
+		return fmt.Errorf("%w: %d of %d within %v", ErrReplicaLag, got, n, timeout)
 	}
 	return nil
 }

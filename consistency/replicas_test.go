@@ -10,7 +10,7 @@ import (
 )
 
 // With WaitReplicas, Invalidate returns only once the replica has the
-// delete; with the replica frozen it fails with ErrReplicaWait and queues a
+// delete; with the replica frozen it fails with ErrReplicaLag and queues a
 // retry, which succeeds once the replica is back.
 func TestWaitReplicasOnPrimaryAndReplica(t *testing.T) {
 	ctx := context.Background()
@@ -42,8 +42,8 @@ func TestWaitReplicasOnPrimaryAndReplica(t *testing.T) {
 	replica.Freeze()
 	err := slow.Invalidate(ctx, "k")
 	replica.Thaw()
-	if !errors.Is(err, ErrReplicaWait) || !errors.Is(err, ErrQueued) {
-		t.Fatalf("Invalidate with a frozen replica = %v, want ErrReplicaWait and ErrQueued", err)
+	if !errors.Is(err, ErrReplicaLag) || !errors.Is(err, ErrQueued) {
+		t.Fatalf("Invalidate with a frozen replica = %v, want ErrReplicaLag and ErrQueued", err)
 	}
 	clk.Advance(time.Minute)
 	if n, _, err := q.drain(ctx); err != nil || n != 1 {

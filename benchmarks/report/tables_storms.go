@@ -56,4 +56,23 @@ var stormTables = []table{
 		command: passCommand("RedisMemory"),
 		always:  true,
 	},
+	{
+		title:   "A hot key on a cluster: copies on other masters",
+		about:   "One key, cached, read by 64 goroutines on a 3-master cluster (docs/scale.md), the libraries taking turns in rounds of 200 ms: each as it runs on a cluster by its own docs (no local tier where it has one to turn off; rueidisaside keeps its client-side cache), and cacheguard without and with two copies on the other masters (`cacheguard+copies`: `WithHotKeyCopies(2, 1s)`, its hotkey detector at its defaults deciding that the key is hot). `busiest node` is the part of all the commands the masters ran in a round that the busiest one ran (INFO stats; 1 when one master takes everything). The masters and the clients share one machine: spreading the reads shows where they go and what it costs more than what a cluster of separate machines gains.",
+		prefix:  "HotKeyCluster/",
+		columns: []column{{"reads/s", "reads/s"}, {"p99-us", "p99 (µs)"}, {"busiest-node-share", "busiest node"}},
+		paired:  "reads/s", pairedTitle: "cacheguard / this, reads/s (paired)",
+		notes:   map[string]string{"rueidisaside": "client-side caching: its reads are served from the process once tracked"},
+		command: passCommand("HotKeyCluster"),
+		always:  true,
+	},
+	{
+		title:   "Reads from replicas",
+		about:   "Zipfian reads of 10 000 cached rows by 64 goroutines on a 3-master cluster with a replica each, the libraries taking turns in rounds of 200 ms: `/masters` through a cluster client that reads masters only, `/replicas` through one that reads masters and replicas at random (`RouteRandomly`; cacheguard with `WithReplicaReads(1s)`, which a client that reads replicas needs). `replicas' part` is the part of the commands the six nodes ran in a round that the replicas ran; `busiest node` the busiest node's part. All six servers and the clients share one machine: the rows show where the reads go and what routing costs, not the throughput separate machines would add.",
+		prefix:  "ReplicaReads/",
+		columns: []column{{"reads/s", "reads/s"}, {"p99-us", "p99 (µs)"}, {"replica-share", "replicas' part"}, {"busiest-node-share", "busiest node"}},
+		notes:   map[string]string{},
+		command: passCommand("ReplicaReads"),
+		always:  true,
+	},
 }

@@ -27,9 +27,17 @@ func IsCopyKey(k string) bool {
 	return ok && strings.Contains(rest, "}"+GenerationMark)
 }
 
-// BarrierKey is the key a cache of prefix writes on the master whose slot
-// tag owns, before it waits for that master's replicas to acknowledge
-// (cache.WithReplicaReads). It holds nothing of use.
-func BarrierKey(prefix, tag string) string {
-	return prefix + GenerationMark + "barrier{" + tag + "}"
+// BarrierKey is the key a cache of prefix writes on rkey's slot before it
+// waits for the replicas of that slot's master to acknowledge
+// (cache.WithReplicaReads). It holds nothing of use and expires.
+func BarrierKey(prefix, rkey string) string {
+	return prefix + barrierMark + SlotTag(Slot(rkey)) + "}"
+}
+
+const barrierMark = GenerationMark + "barrier{"
+
+// IsBarrierKey reports a barrier key, of a cache of any prefix.
+func IsBarrierKey(k string) bool {
+	_, rest, ok := strings.Cut(k, barrierMark)
+	return ok && strings.HasSuffix(rest, "}")
 }

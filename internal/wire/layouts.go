@@ -19,6 +19,7 @@ type Layout struct {
 const (
 	LayoutEntry           = "cache entry"
 	LayoutCopy            = "hot-key copy"
+	LayoutBarrier         = "replication barrier"
 	LayoutLease           = "lease placeholder"
 	LayoutTombstone       = "version tombstone"
 	LayoutGeneration      = "cache generation"
@@ -84,6 +85,7 @@ func Layouts() []Layout {
 		{LayoutEntry, "string", EntryKey(prefix, 1_764_000_000_000_000, "42"), string(AppendEnvelope(nil, FlagNull, 0, created, 0, nil))},
 		{LayoutEntry, "string", EntryKey(prefix, 0, "43"), string(AppendTaggedEnvelope(nil, 0, 0, created, 0, created, []string{"org:1"}, nil, []byte("v")))},
 		{LayoutCopy, "string", CopyKey(prefix, EntryKey(prefix, 0, "42"), "0"), string(AppendEnvelope(nil, 0, 0, created, 0, []byte("v")))},
+		{LayoutBarrier, "string", BarrierKey(prefix, EntryKey(prefix, 0, "42")), ""},
 		{LayoutLease, "string", EntryKey(prefix, 0, "44"), Placeholder(tok)},
 		{LayoutTombstone, "string", EntryKey(prefix, 0, "45"), string(AppendTombstone(nil, 9))},
 		{LayoutGeneration, "string", GenerationKey(prefix), "1764000000000000"},
@@ -172,6 +174,8 @@ func KeyLayout(key, typ string) (string, bool) {
 	switch {
 	case typ == "string" && strings.HasPrefix(key, GenerationKeyPrefix):
 		return LayoutGeneration, true
+	case typ == "string" && IsBarrierKey(key):
+		return LayoutBarrier, true
 	case typ == "string" && strings.HasPrefix(key, TagKeyPrefix):
 		if _, _, ok := ParseTagKey(key); ok {
 			return LayoutTag, true

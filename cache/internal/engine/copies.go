@@ -7,6 +7,8 @@ import (
 	"github.com/cacheguard/cacheguard/cache/internal/entry"
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
+	"github.com/cacheguard/cacheguard/internal/call"
+	"github.com/cacheguard/cacheguard/internal/kind"
 	"github.com/cacheguard/cacheguard/internal/wire"
 )
 
@@ -21,31 +23,37 @@ import (
 // key deletes them (package write): a copy is never served older than a
 // completed write by more than its TTL.
 
-// getRaw is the GET of read: of rkey, or of a copy picked for a hot key.
-// seed names the copy to write once the value read from rkey proves good.
-func (c *Engine[V]) getRaw(ctx context.Context, key, rkey string) (raw []byte, seed string, err error) {
+// getRaw is the GET of read: of rkey, or of a copy picked for a hot key
+// (fromCopy). seed names the copy to write once the value read from rkey
+// proves good.
+func (c *Engine[V]) getRaw(ctx context.Context, key, rkey string) (raw []byte, seed string, fromCopy bool, err error) {
 	if c.Copies == nil || c.Hot == nil || !c.Hot.IsHot(key) {
 		raw, err = c.Redis.Get(ctx, rkey)
-		return raw, "", err
+		return raw, "", false, err
 	}
 	if seed = c.Copies.Pick(ctx, rkey); seed != "" {
 		raw, err = c.Redis.Get(ctx, seed)
 		if err == nil && entry.Classify(raw) != entry.Lease && !wire.IsTombstone(raw) {
-			c.Rec.CopyReads.Add(1)
-			return raw, "", nil
+			return raw, "", true, nil
 		}
 		if errs.IsCtx(errs.Caller(ctx, err)) {
-			return nil, "", err
+			return nil, "", false, err
 		}
 	}
 	raw, err = c.Redis.Get(ctx, rkey)
-	return raw, seed, err
+	return raw, seed, false, err
 }
 
 // seedCopy writes raw, the entry env just read from the key itself, to the
-// copy ckey; a failure is reported, and the next read of the copy reads the
-// key again.
+// copy ckey, bounded by ctx and by seedBound, so that a slow or frozen
+// master of the copy holds the read for little longer than its own round
+// trip. An entry marked stale or under a refresh is not copied: its reload
+// is the key's. A failure is reported, and the next read of the copy reads
+// the key again.
 func (c *Engine[V]) seedCopy(ctx context.Context, key, ckey string, raw []byte, env wire.Envelope) {
+	if env.Flags&(wire.FlagStale|wire.FlagRefreshing) != 0 {
+		return
+	}
 	ttl := c.Copies.TTL
 	if !env.Expiry.IsZero() {
 		ttl = min(ttl, time.Until(env.Expiry))
@@ -53,11 +61,16 @@ func (c *Engine[V]) seedCopy(ctx context.Context, key, ckey string, raw []byte, 
 	if ttl < time.Millisecond {
 		return
 	}
-	if err := c.Copies.Seed(ctx, c.Redis, ckey, raw, ttl); err != nil {
-		if !errs.IsCtx(errs.Caller(ctx, err)) {
-			c.Rec.Report(telemetry.CopyFailed, key, c.Redis.Error(key, "copy", err))
-		}
-		return
+	err := call.Err(c.Redis.Calls().Strict(), ctx, seedBound, func(ctx context.Context) error {
+		return c.Copies.Seed(ctx, c.Redis, ckey, raw, ttl)
+	})
+	switch {
+	case err == nil:
+		c.Rec.CopySeeds.Add(1)
+	case kind.Ended(ctx) == nil: // not the caller's own end
+		c.Rec.Report(telemetry.CopyFailed, key, c.Redis.Error(key, "copy", err))
 	}
-	c.Rec.CopySeeds.Add(1)
 }
+
+// seedBound bounds the write of a copy.
+const seedBound = 250 * time.Millisecond

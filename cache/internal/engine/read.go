@@ -23,7 +23,7 @@ func (c *Engine[V]) read(ctx context.Context, key, rkey string) (res flight.Resu
 	if err != nil {
 		return flight.Result[V]{Err: err}, env, false
 	}
-	raw, seed, err := c.getRaw(ctx, key, rkey)
+	raw, seed, fromCopy, err := c.getRaw(ctx, key, rkey)
 	err = errs.Caller(ctx, err)
 	done(err)
 	if errs.IsWrongType(err) { // another Redis type: foreign data, a miss
@@ -47,6 +47,12 @@ func (c *Engine[V]) read(ctx context.Context, key, rkey string) (res flight.Resu
 	}
 	if err == nil {
 		if r, env, ok := c.decodeHit(key, raw); ok {
+			if fromCopy {
+				// A copy may be a little older than the key (WithHotKeyCopies
+				// bounds by how much): the local tier would keep it longer.
+				r.NoLocal = true
+				c.Rec.CopyReads.Add(1)
+			}
 			if seed != "" {
 				c.seedCopy(ctx, key, seed, raw, env)
 			}

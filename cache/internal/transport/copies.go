@@ -16,8 +16,8 @@ import (
 // whose slot that master owns (wire.CopyKey).
 //
 // Every instance derives the same places from its own view of the slot
-// map (Masters): the masters in the order in which the tags "0", "1", …
-// first reach them, the key's own master left out, and the rest taken from a point the
+// map (Masters): the masters in the order of the slots they own, the key's
+// own master left out, and the rest taken from a point the
 // key's hash chooses, so that the copies of many hot keys spread over every
 // master. A reader thus finds the copies another instance wrote, and a
 // write deletes them. A view that differs for a while (a slot migrating, a

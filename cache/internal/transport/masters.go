@@ -2,18 +2,17 @@ package transport
 
 import (
 	"context"
-	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
-// Masters is a cluster client's view of its masters, for the features that
-// write to a master of their choice (hot-key copies, the replication
-// barrier): each master with a hash tag whose slot it owns, the tags "0",
-// "1", … tried in order. It is read from the client's slot map, so making
-// it sends no command.
+// Masters is a cluster client's view of its masters, for hot-key copies:
+// each master with a hash tag whose slot it owns (wire.SlotTag), found by
+// asking the client's slot map for every 16th slot, so that a master owning
+// a range of 16 slots or more is found, and no command is sent.
 type Masters struct {
 	cc   *redis.ClusterClient
 	plan atomic.Pointer[masterPlan]
@@ -22,12 +21,12 @@ type Masters struct {
 // masterPlan is one view of the masters.
 type masterPlan struct {
 	made    time.Time
-	masters []string // addresses, in the order their first tag was found
+	masters []string // addresses, in the order of their first slot asked
 	tags    []string // a tag whose slot masters[i] owns
 }
 
 const (
-	planTags  = 1024        // tags tried when making a plan
+	planStep  = 16          // the slots asked for: every planStep-th
 	planEvery = time.Second // a plan is made again when older than this
 )
 
@@ -43,8 +42,8 @@ func (m *Masters) current(ctx context.Context) *masterPlan {
 	}
 	np := &masterPlan{made: time.Now()}
 	seen := map[string]bool{}
-	for i := range planTags {
-		tag := strconv.Itoa(i)
+	for slot := 0; slot < wire.Slots; slot += planStep {
+		tag := wire.SlotTag(slot)
 		node, err := m.cc.MasterForKey(ctx, "{"+tag+"}")
 		if err != nil {
 			return p // the old plan, if any, until the map is known again

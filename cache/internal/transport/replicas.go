@@ -14,35 +14,34 @@ import (
 	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/internal/call"
 	"github.com/cacheguard/cacheguard/internal/kind"
+	"github.com/cacheguard/cacheguard/internal/replwait"
 	"github.com/cacheguard/cacheguard/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
-// Replicas is the replication barrier of a cache whose client reads from
+// Replicas is the replication barrier of a cache whose reads may go to
 // replicas (cache.WithReplicaReads): a write returns once every replica
 // that a read may go to holds it, or fails with ErrReplicaLag after MaxLag.
 //
-// On each master the write reached, one pipeline on one connection writes
-// the barrier key (wire.BarrierKey, on a slot of that master) and then
-// sends WAIT for as many replicas as that master has (counts).
-// WAIT counts the acknowledgements of everything that connection wrote,
-// and a master's replication stream is one ordered log: once the barrier
-// is acknowledged, so is every write that completed on the master before
-// it was sent. A replica that cannot be asked which master it follows
-// might be one that a read goes to, and fails the barrier.
+// On each master the write reached, one pipeline writes the barrier key on
+// the slot of one of the write's keys (wire.BarrierKey) and sends WAIT for
+// as many replicas as that master has (counts), on one connection
+// (internal/replwait): once the barrier is acknowledged, so is the write.
+// A replica that cannot be asked which master it follows might be one that
+// a read goes to, and fails the barrier.
 type Replicas struct {
-	masters *Masters
-	prefix  string
-	MaxLag  time.Duration
-	known   atomic.Pointer[replicaCounts]
-	asking  sync.Mutex // held while the counts are asked
+	cc     *redis.ClusterClient
+	prefix string
+	MaxLag time.Duration
+	known  atomic.Pointer[replicaCounts]
+	asking sync.Mutex // held while the counts are asked
 }
 
-// replicaCounts is how many replicas each master has, in the client's view.
+// replicaCounts is how many replicas each master has.
 type replicaCounts struct {
 	made time.Time
 	of   map[string]int // master address -> replicas
-	err  error          // a replica that could not be asked
+	err  error          // a node that could not be asked
 }
 
 // barrierTTL is how long a barrier key lives: long enough to reach every
@@ -50,17 +49,29 @@ type replicaCounts struct {
 const barrierTTL = time.Minute
 
 // NewReplicas returns the replication barrier of the cache of prefix on
-// the masters of ms, which fails after maxLag.
-func NewReplicas(ms *Masters, prefix string, maxLag time.Duration) *Replicas {
-	return &Replicas{masters: ms, prefix: prefix, MaxLag: maxLag}
+// cc's masters, which fails after maxLag.
+func NewReplicas(cc *redis.ClusterClient, prefix string, maxLag time.Duration) *Replicas {
+	return &Replicas{cc: cc, prefix: prefix, MaxLag: maxLag}
+}
+
+// ReadsReplicas reports a client that may send reads to replicas: a
+// cluster client (or a failover cluster client, under Sentinel) with
+// ReadOnly, RouteByLatency or RouteRandomly.
+func ReadsReplicas(rdb redis.UniversalClient) bool {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return false
+	}
+	o := cc.Options()
+	return o.ReadOnly || o.RouteByLatency || o.RouteRandomly
 }
 
 // Wait returns once every replica that a read may go to has acknowledged
 // the writes of rkeys, which completed. It returns ctx's error if ctx ended
 // first, and otherwise, after about MaxLag at most, an error wrapping
-// ErrReplicaLag when it could not make sure of that: a replica did not
-// acknowledge, or could not be asked, or a master could not be reached.
-// calls bounds its Redis calls on any client.
+// ErrReplicaLag (and no context error) when it could not make sure of
+// that: a replica did not acknowledge, or could not be asked, or a master
+// could not be reached. calls bounds its Redis calls on any client.
 func (r *Replicas) Wait(ctx context.Context, calls call.Bound, rkeys []string) error {
 	start := time.Now()
 	// Strict: the bound holds even for a caller that could wait for ever.
@@ -85,123 +96,134 @@ const barrierSlack = 250 * time.Millisecond
 // wait is Wait's work: the counts, then a barrier on each master of rkeys
 // at once, whose WAITs end MaxLag after start.
 func (r *Replicas) wait(ctx context.Context, start time.Time, rkeys []string) error {
-	nodes := map[string]*redis.Client{}
+	type master struct {
+		node *redis.Client
+		rkey string // one of the write's keys on it
+	}
+	masters := map[string]master{}
 	for _, k := range rkeys {
-		node, err := r.masters.cc.MasterForKey(ctx, k)
+		node, err := r.cc.MasterForKey(ctx, k)
 		if err != nil {
 			return err
 		}
-		nodes[node.Options().Addr] = node
+		masters[node.Options().Addr] = master{node, k}
 	}
-	counts := r.counts(ctx)
+	counts := r.counts(ctx, false)
+	for addr := range masters {
+		if _, ok := counts.of[addr]; !ok && counts.err == nil {
+			counts = r.counts(ctx, true) // a master the counts do not know yet
+			break
+		}
+	}
 	if counts.err != nil {
 		return counts.err
 	}
-	p := r.masters.current(ctx)
+	for addr := range masters {
+		if _, ok := counts.of[addr]; !ok {
+			return kind.Errorf("%w: master %s not counted", errs.ErrReplicaLag, addr)
+		}
+	}
 	timeout := max(time.Millisecond, r.MaxLag-time.Since(start))
-	errs := make([]error, 0, len(nodes))
+	failed := make([]error, 0, len(masters))
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
-	for addr, node := range nodes {
+	for addr, m := range masters {
+		want := counts.of[addr]
+		if want == 0 {
+			continue
+		}
 		wg.Go(func() {
-			err := r.barrier(ctx, p, addr, node, counts.of[addr], timeout)
+			err := r.barrier(ctx, addr, m.node, m.rkey, want, timeout)
 			mu.Lock()
-			errs = append(errs, err)
+			failed = append(failed, err)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(failed...)
 }
 
-// barrier writes the barrier on the master at addr, then waits for its
-// want replicas.
-func (r *Replicas) barrier(ctx context.Context, p *masterPlan, addr string, node *redis.Client, want int, timeout time.Duration) error {
-	if want == 0 {
-		return nil
-	}
-	tag := ""
-	if p != nil {
-		for i, m := range p.masters {
-			if m == addr {
-				tag = p.tags[i]
-			}
-		}
-	}
-	if tag == "" {
-		return fmt.Errorf("no slot of master %s known", addr)
-	}
-	// In a pipeline, WAIT's reply is bounded by the client's read timeout,
-	// which New checked is longer than MaxLag.
-	wait := redis.NewIntCmd(ctx, "wait", want, timeout.Milliseconds())
-	_, err := node.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Set(ctx, wire.BarrierKey(r.prefix, tag), "", barrierTTL)
-		return pipe.Process(ctx, wait)
-	})
-	if err != nil {
-		return err
-	}
-	if n := wait.Val(); n < int64(want) {
+// barrier writes the barrier beside rkey on the master at addr, then waits
+// for its want replicas.
+func (r *Replicas) barrier(ctx context.Context, addr string, node *redis.Client, rkey string, want int, timeout time.Duration) error {
+	mark := func(p redis.Pipeliner) { p.Set(ctx, wire.BarrierKey(r.prefix, rkey), "", barrierTTL) }
+	n, err := replwait.Wait(ctx, node.Pipelined, mark, want, timeout)
+	switch {
+	case err != nil:
+		return kind.Errorf("%w: master %s: %v", errs.ErrReplicaLag, addr, err)
+	case n < int64(want):
 		return kind.Errorf("%w: %d of the %d replicas of %s within %v", errs.ErrReplicaLag, n, want, addr, r.MaxLag)
 	}
 	return nil
 }
 
-// counts is how many replicas each master has, asked again when older than
-// planEvery: the larger of the number the master lists as connected (INFO
-// replication) and the number of replicas in the client's slot map that
-// name it as their master (ROLE). The first counts a replica that other
-// instances' slot maps list and this one's does not yet; the second one
-// that lost its link to the master, which may still answer reads.
-func (r *Replicas) counts(ctx context.Context) *replicaCounts {
-	if c := r.known.Load(); c != nil && time.Since(c.made) < planEvery {
+// counts is how many replicas each master has, asked again when older
+// than planEvery (or at once when force is set): the larger of the number
+// the master lists as connected (INFO replication) and the number of
+// replicas in the client's slot map that name it as their master (ROLE).
+// The first counts a replica that other instances' slot maps list and this
+// one's does not yet; the second one that lost its link to the master,
+// which may still answer reads. They are asked apart from the caller's
+// context, for at most MaxLag; while they are being asked, callers take
+// the counts there are, if any.
+func (r *Replicas) counts(ctx context.Context, force bool) *replicaCounts {
+	c := r.known.Load()
+	if c != nil && !force && time.Since(c.made) < planEvery {
 		return c
 	}
-	r.asking.Lock() // one refresh at a time; the others take its counts
+	if c == nil {
+		r.asking.Lock()
+	} else if !r.asking.TryLock() {
+		return c
+	}
 	defer r.asking.Unlock()
-	if c := r.known.Load(); c != nil && time.Since(c.made) < planEvery {
-		return c
+	if c2 := r.known.Load(); c2 != c {
+		return c2 // asked meanwhile
 	}
-	c := &replicaCounts{made: time.Now(), of: map[string]int{}}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.MaxLag)
+	defer cancel()
+	c = &replicaCounts{made: time.Now(), of: map[string]int{}}
 	var mu sync.Mutex
 	atLeast := func(addr string, n int) {
 		mu.Lock()
 		c.of[addr] = max(c.of[addr], n)
 		mu.Unlock()
 	}
-	named := map[string]int{}
-	err := r.masters.cc.ForEachSlave(ctx, func(ctx context.Context, replica *redis.Client) error {
-		role, err := replica.Do(ctx, "role").Slice()
+	err := r.cc.ForEachMaster(ctx, func(ctx context.Context, master *redis.Client) error {
+		info, err := master.Info(ctx, "replication").Result()
 		if err != nil {
-			return kind.Errorf("%w: replica %s not asked its master: %w", errs.ErrReplicaLag, replica.Options().Addr, err)
+			return fmt.Errorf("master %s not asked its replicas: %v", master.Options().Addr, err)
 		}
-		if len(role) < 3 || role[0] != "slave" {
-			return nil // promoted meanwhile: a master, read as one
-		}
-		host, _ := role[1].(string)
-		port, _ := role[2].(int64)
-		mu.Lock()
-		named[net.JoinHostPort(host, strconv.FormatInt(port, 10))]++
-		mu.Unlock()
+		n, _ := strconv.Atoi(infoField(info, "connected_slaves"))
+		atLeast(master.Options().Addr, n)
 		return nil
 	})
-	for addr, n := range named {
-		atLeast(addr, n)
-	}
 	if err == nil {
-		err = r.masters.cc.ForEachMaster(ctx, func(ctx context.Context, master *redis.Client) error {
-			info, err := master.Info(ctx, "replication").Result()
+		named := map[string]int{}
+		err = r.cc.ForEachSlave(ctx, func(ctx context.Context, replica *redis.Client) error {
+			role, err := replica.Do(ctx, "role").Slice()
 			if err != nil {
-				return err
+				return fmt.Errorf("replica %s not asked its master: %v", replica.Options().Addr, err)
 			}
-			n, _ := strconv.Atoi(infoField(info, "connected_slaves"))
-			atLeast(master.Options().Addr, n)
+			if len(role) < 3 || role[0] != "slave" {
+				return nil // promoted meanwhile: a master, read as one
+			}
+			host, _ := role[1].(string)
+			port, _ := role[2].(int64)
+			mu.Lock()
+			named[net.JoinHostPort(host, strconv.FormatInt(port, 10))]++
+			mu.Unlock()
 			return nil
 		})
+		for addr, n := range named {
+			atLeast(addr, n)
+		}
 	}
-	c.err = err
+	if err != nil {
+		c.err = kind.Errorf("%w: %v", errs.ErrReplicaLag, err)
+	}
 	r.known.Store(c)
 	return c
 }

@@ -47,11 +47,8 @@ type Redis struct {
 func New(rdb redis.UniversalClient, br Breaker, rec *telemetry.Recorder, hooks *hook.Set) *Redis {
 	r := &Redis{rdb: rdb, flight: new(call.Flight), rec: rec, hooks: hooks, widest: widest(rdb)}
 	r.calls = call.For(rdb).Counting(r.flight)
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		r.sharded = true
-		o := cc.Options()
-		r.replicaReads = o.ReadOnly || o.RouteByLatency || o.RouteRandomly
-	}
+	_, r.sharded = rdb.(*redis.ClusterClient)
+	r.replicaReads = ReadsReplicas(rdb)
 	r.br = newBreaker(br, rec)
 	return r
 }

@@ -76,9 +76,11 @@ func (c *Writer[V]) runVersioned(ctx context.Context, key string, version uint64
 	if n == 1 {
 		c.eng.Forget([]string{key})
 		c.afterWrite(ctx, key)
-		if err := c.replicated(ctx, "versioned write", key, []string{c.Keys.Key(key)}); err != nil {
-			return true, err // written on the master, not on every replica
-		}
+	}
+	// Refused too: a write retried after ErrReplicaLag finds its version
+	// there, and must still wait for the replicas.
+	if err := c.replicated(ctx, "versioned write", key, []string{c.Keys.Key(key)}); err != nil {
+		return n == 1, err // on the master, not on every replica
 	}
 	return n == 1, nil
 }

@@ -54,11 +54,17 @@ func (c *Writer[V]) afterWrite(ctx context.Context, keys ...string) {
 }
 
 // replicated waits, when reads go to replicas, until those replicas hold
-// the completed write of rkeys (transport.Replicas); otherwise it returns
-// an error naming op and key that wraps ErrReplicaLag.
+// the completed write of rkeys, and the deletes of their hot-key copies
+// (transport.Replicas); otherwise it returns an error naming op and key
+// that wraps ErrReplicaLag.
 func (c *Writer[V]) replicated(ctx context.Context, op, key string, rkeys []string) error {
 	if c.Replicas == nil {
 		return nil
+	}
+	if c.Copies != nil {
+		for _, k := range rkeys {
+			rkeys = append(rkeys, c.Copies.Keys(ctx, k)...)
+		}
 	}
 	if err := c.Replicas.Wait(ctx, c.Redis.Calls(), rkeys); err != nil {
 		return c.Redis.Error(key, op, err)

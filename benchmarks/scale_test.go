@@ -138,4 +138,3 @@ func commandCounts(b *testing.B, nodes []*redis.Client) []int64 {
 	}
 	return out
 }
-

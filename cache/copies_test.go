@@ -214,3 +214,30 @@ func TestHotKeyCopiesRefused(t *testing.T) {
 		})
 	}
 }
+
+// MarkStale's bound holds with copies: a stale entry is served while one
+// caller reloads it, for at most maxStale, and no copy is made of it that
+// would serve it longer.
+func TestHotKeyCopiesKeepMarkStaleBound(t *testing.T) {
+	cl, _ := redistest.StartCluster(t)
+	fleet := copyFleet(t, cl, 2, time.Minute)
+	ctx := context.Background()
+	row := dbRowOf("old")
+	seedCopies(t, fleet, cl.Client(), "k", row.load)
+	row.Store("new")
+	const maxStale = 300 * time.Millisecond
+	marked := time.Now()
+	if err := fleet[0].MarkStale(ctx, maxStale, "k"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; time.Since(marked) < 3*maxStale; i++ {
+		start := time.Now()
+		v, err := fleet[i%3].Get(ctx, "k", row.load)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == "old" && start.Sub(marked) > maxStale {
+			t.Fatalf("read %d, %v after MarkStale(%v), returned the stale value", i, start.Sub(marked), maxStale)
+		}
+	}
+}

@@ -169,3 +169,31 @@ func TestReplicaReadsRefused(t *testing.T) {
 	}
 	c.Close()
 }
+
+// With hot-key copies too, a write waits for the replicas of the copies'
+// masters, where the deletes of the copies go: with those replicas paused
+// it cannot return nil (reads there would find the old copy).
+func TestReplicaReadsWaitForCopies(t *testing.T) {
+	rc, _ := redistest.StartClusterWithReplicas(t)
+	var fleet []*Cache[string]
+	for range 3 {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), RouteRandomly: true})
+		t.Cleanup(func() { c.Close() })
+		fleet = append(fleet, newCache[string](t, c, WithReplicaReads(300*time.Millisecond),
+			WithHotKeys(allHot{}), WithHotKeyCopies(2, time.Minute)))
+	}
+	ctx := context.Background()
+	cc := rc.Client()
+	copies := seedCopies(t, fleet, cc, "k", dbRowOf("old").load)
+	for _, k := range copies {
+		replica := rc.Replicas[masterOf(t, cc, rc.Masters, k)].Client()
+		if err := replica.Do(ctx, "CLIENT", "PAUSE", 1500, "WRITE").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fleet[0].Set(ctx, "k", "new"); !errors.Is(err, ErrReplicaLag) {
+		t.Fatalf("Set with the copies' replicas paused: %v, want ErrReplicaLag", err)
+	}
+	setUntil(t, fleet[0], "k", "new")
+	everyReadIs(t, fleet, "k", "new", "the replicas caught up")
+}

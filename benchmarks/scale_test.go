@@ -61,9 +61,9 @@ func BenchmarkReplicaReads(b *testing.B) {
 	db := newSimDB(curveRowCount(), 0, 0)
 	var libs []contestant
 	for _, replicas := range []bool{false, true} {
-		suffix := "/masters"
+		suffix := "+masters"
 		if replicas {
-			suffix = "/replicas"
+			suffix = "+replicas"
 		}
 		cfg := func(name string) implConfig {
 			c := remoteConfig(db, "replica:"+name+":")
@@ -77,7 +77,8 @@ func BenchmarkReplicaReads(b *testing.B) {
 		libs = append(libs, contestant{"cacheguard" + suffix, openCacheguard(b, c)})
 	}
 	for _, l := range libs {
-		fillCurve(b, l.c, implConfig{db: db, prefix: "replica:" + strings.Split(l.name, "/")[0] + ":", cluster: rc.Addrs()})
+		name := strings.TrimSuffix(strings.TrimSuffix(l.name, "+masters"), "+replicas")
+		fillCurve(b, l.c, implConfig{db: db, prefix: "replica:" + name + ":", cluster: rc.Addrs()})
 	}
 	nodes := make([]*redis.Client, 0, 6)
 	for _, n := range slices.Concat(rc.Masters, rc.Replicas) {

@@ -186,6 +186,20 @@ func TestHotKeyCopiesGoneAfterEveryWrite(t *testing.T) {
 	}
 }
 
+// refusedAtNew fails t unless New refuses opts (after WithPrefix("p:")) on
+// rdb with ErrInvalidOption, and logs why.
+func refusedAtNew(t *testing.T, rdb redis.UniversalClient, opts ...Option) {
+	t.Helper()
+	c, err := New[string](rdb, Values[string]{}, append([]Option{WithPrefix("p:")}, opts...)...)
+	if !errors.Is(err, ErrInvalidOption) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("New: %v, want ErrInvalidOption", err)
+	}
+	t.Log(err)
+}
+
 // What WithHotKeyCopies cannot do is refused at New.
 func TestHotKeyCopiesRefused(t *testing.T) {
 	_, single := newSingle(t)
@@ -202,16 +216,7 @@ func TestHotKeyCopiesRefused(t *testing.T) {
 		{"no TTL", cl.Client(), []Option{WithHotKeys(allHot{}), WithHotKeyCopies(2, 0)}},
 		{"hash tag in prefix", cl.Client(), []Option{WithHotKeys(allHot{}), WithHotKeyCopies(2, time.Second), WithPrefix("{app}:")}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := New[string](tc.rdb, Values[string]{}, append([]Option{WithPrefix("p:")}, tc.opts...)...)
-			if !errors.Is(err, ErrInvalidOption) {
-				if c != nil {
-					c.Close()
-				}
-				t.Fatalf("New: %v, want ErrInvalidOption", err)
-			}
-			t.Log(err)
-		})
+		t.Run(tc.name, func(t *testing.T) { refusedAtNew(t, tc.rdb, tc.opts...) })
 	}
 }
 

@@ -290,13 +290,7 @@ func (w *worker) cacheCall(ctx context.Context, key string, kind writeKind, ver 
 // killConnections kills a random client connection (cache, pub/sub) on a
 // random node every 20–150 ms, and now and then every normal one, until stop.
 func killConnections(admins []*redis.Client, rng *rand.Rand, h *history, stop <-chan struct{}) {
-	for {
-		select {
-		case <-stop:
-			return
-		case <-time.After(20*time.Millisecond + time.Duration(rng.Int64N(int64(130*time.Millisecond)))):
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	nowAndThen(rng, stop, func(ctx context.Context) {
 		a := admins[rng.IntN(len(admins))]
 		if rng.Float64() < 0.2 {
 			if n, err := a.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Result(); err == nil {
@@ -309,6 +303,20 @@ func killConnections(admins []*redis.Client, rng *rand.Rand, h *history, stop <-
 				h.count(&h.kills)
 			}
 		}
+	})
+}
+
+// nowAndThen runs fault every 20 to 150 ms, with a context of a second,
+// until stop.
+func nowAndThen(rng *rand.Rand, stop <-chan struct{}, fault func(ctx context.Context)) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(20*time.Millisecond + time.Duration(rng.Int64N(int64(130*time.Millisecond)))):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fault(ctx)
 		cancel()
 	}
 }
@@ -317,17 +325,9 @@ func killConnections(admins []*redis.Client, rng *rand.Rand, h *history, stop <-
 // 20 to 200 ms (CLIENT PAUSE WRITE on it; reads go on), every 20 to 150 ms,
 // until stop: a replica that lags, whose old values reads find.
 func lagReplicas(replicas []*redis.Client, rng *rand.Rand, stop <-chan struct{}) {
-	for {
-		select {
-		case <-stop:
-			return
-		case <-time.After(20*time.Millisecond + time.Duration(rng.Int64N(int64(130*time.Millisecond)))):
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		ms := 20 + rng.Int64N(180)
-		replicas[rng.IntN(len(replicas))].Do(ctx, "CLIENT", "PAUSE", ms, "WRITE")
-		cancel()
-	}
+	nowAndThen(rng, stop, func(ctx context.Context) {
+		replicas[rng.IntN(len(replicas))].Do(ctx, "CLIENT", "PAUSE", 20+rng.Int64N(180), "WRITE")
+	})
 }
 
 // clientIDs lists the ids of a node's client connections, from CLIENT LIST.

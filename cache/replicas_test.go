@@ -113,6 +113,9 @@ func TestReplicaReadsUnderFaults(t *testing.T) {
 		if took > lag+time.Second {
 			t.Fatalf("Set failed after %v, past the bound %v", took, lag)
 		}
+		if s := fleet[1].Stats(); s.ReplicaLags == 0 || s.ReplicaWaits < s.ReplicaLags {
+			t.Fatalf("stats: %d waits, %d lags; want the failed wait counted", s.ReplicaWaits, s.ReplicaLags)
+		}
 		setUntil(t, fleet[1], key, "v1")
 		everyReadIs(t, fleet, key, "v1", "the replica woke")
 	})

@@ -38,6 +38,8 @@ type Stats struct {
 	Generations      uint64 // moves to a newer generation: Clears here and those heard from other instances
 	CopyReads        uint64 // of Hits, read from a hot key's copy on another master (WithHotKeyCopies)
 	CopySeeds        uint64 // hot-key copies written after a read found its copy missing
+	ReplicaWaits     uint64 // writes that waited for the replicas (WithReplicaReads)
+	ReplicaLags      uint64 // of those, writes the replicas did not all acknowledge in time (ErrReplicaLag)
 
 	// Breaker is the circuit breaker's state now (BreakerClosed without
 	// WithCircuitBreaker).
@@ -99,6 +101,8 @@ func (c *Cache[V]) Stats() Stats {
 		Generations:      r.Generations.Load(),
 		CopyReads:        r.CopyReads.Load(),
 		CopySeeds:        r.CopySeeds.Load(),
+		ReplicaWaits:     r.ReplicaWaits.Load(),
+		ReplicaLags:      r.ReplicaLags.Load(),
 		Breaker:          c.breakerState(),
 
 		InvalidationsSent:        c.bus.Sent.Load(),

@@ -77,6 +77,8 @@ var cacheCounters = []counter[cache.Stats]{
 	{MetricGenerations, "Moves to a newer generation, by a Clear here or heard from another instance", one(func(s cache.Stats) uint64 { return s.Generations })},
 	{MetricCopyReads, "Hits read from a hot key's copy on another master", one(func(s cache.Stats) uint64 { return s.CopyReads })},
 	{MetricCopySeeds, "Hot-key copies written after a read found one missing", one(func(s cache.Stats) uint64 { return s.CopySeeds })},
+	{MetricReplicaWaits, "Writes that waited for the replicas reads may go to", one(func(s cache.Stats) uint64 { return s.ReplicaWaits })},
+	{MetricReplicaLags, "Writes the replicas did not all acknowledge in time", one(func(s cache.Stats) uint64 { return s.ReplicaLags })},
 }
 
 // StatsSource is what RegisterCache reads: a *cache.Cache[V] of any V.

@@ -45,6 +45,8 @@ const (
 	MetricGenerations            = "cacheguard.cache.generations"         // moves to a newer generation (Clears here and heard)
 	MetricCopyReads              = "cacheguard.cache.copy.reads"          // of the hits, read from a hot key's copy (WithHotKeyCopies)
 	MetricCopySeeds              = "cacheguard.cache.copy.seeds"          // hot-key copies written after a read found one missing
+	MetricReplicaWaits           = "cacheguard.cache.replica.waits"       // writes that waited for the replicas (WithReplicaReads)
+	MetricReplicaLags            = "cacheguard.cache.replica.lags"        // of those, not acknowledged in time (ErrReplicaLag)
 	// Gauge: the circuit breaker's state, 0 closed, 1 half-open, 2 open.
 	MetricBreakerState = "cacheguard.cache.breaker.state"
 	// Gauges, in seconds.

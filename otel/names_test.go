@@ -21,6 +21,7 @@ func TestDocumentedNamesAreServed(t *testing.T) {
 		MetricQueueRedisErrors, MetricQueueFirstDelete,
 		MetricObserverPanics, MetricHotKeysPromoted, MetricHotKeysDemoted, MetricLockLost, MetricLockPanics,
 		MetricSoftTimeouts, MetricLoadTimeouts, MetricTTLNotCached, MetricClears, MetricGenerations, MetricCopyReads, MetricCopySeeds,
+		MetricReplicaWaits, MetricReplicaLags,
 		MetricBinlogTransactions, MetricBinlogRows, MetricBinlogKeys, MetricBinlogClears, MetricBinlogErrors,
 		MetricBinlogSaves, MetricBinlogTableDDL, MetricBinlogUnnamedRows,
 		MetricRateLimited, MetricRateLimitedLocal, MetricHotKeysFleetExchanges,

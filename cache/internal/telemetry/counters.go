@@ -20,5 +20,5 @@ type Counters struct {
 	BreakerRejects, ObserverPanics, RateLimited, RateLimitedLocal,
 	TagInvalidations, TagMisses, TagReads,
 	SoftTimeouts, LoadTimeouts, TTLZero, TTLInvalid, Clears, Generations,
-	CopyReads, CopySeeds atomic.Uint64
+	CopyReads, CopySeeds, ReplicaWaits, ReplicaLags atomic.Uint64
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cacheguard/cacheguard/cache/internal/bus"
 	"github.com/cacheguard/cacheguard/cache/internal/engine"
+	"github.com/cacheguard/cacheguard/cache/internal/errs"
 	"github.com/cacheguard/cacheguard/cache/internal/telemetry"
 	"github.com/cacheguard/cacheguard/internal/call"
 )
@@ -66,7 +67,11 @@ func (c *Writer[V]) replicated(ctx context.Context, op, key string, rkeys []stri
 			rkeys = append(rkeys, c.Copies.Keys(ctx, k)...)
 		}
 	}
+	c.Rec.ReplicaWaits.Add(1)
 	if err := c.Replicas.Wait(ctx, c.Redis.Calls(), rkeys); err != nil {
+		if errors.Is(err, errs.ErrReplicaLag) {
+			c.Rec.ReplicaLags.Add(1)
+		}
 		return c.Redis.Error(key, op, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cacheguard/cacheguard/internal/pubsub"
 	"github.com/cacheguard/cacheguard/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -19,7 +20,7 @@ func TestACLReadsThatOutgrowOneNode(t *testing.T) {
 	user := redistest.ACLClient(t, admin, vars, "connection", "cluster", "cache", "cache cluster", "cache replicas")
 	var fleet []*Cache[string]
 	for range 3 {
-		o := *user.(*redis.ClusterClient).Options()
+		o := pubsub.CopyClusterOptions(user.(*redis.ClusterClient).Options())
 		o.RouteRandomly = true
 		c := redis.NewClusterClient(&o)
 		t.Cleanup(func() { c.Close() })

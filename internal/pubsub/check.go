@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cacheguard/cacheguard/internal/kind"
@@ -112,5 +113,16 @@ func Refused(err error) bool { return redis.HasErrorPrefix(err, "NOPERM") }
 func CopyOptions(opts *redis.Options) redis.Options {
 	o := *opts
 	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return o
+}
+
+// CopyClusterOptions copies the options of a cluster client that may be in
+// use. go-redis keeps Addrs as the client's list of known nodes and appends
+// the nodes it discovers to it: a copy sharing the slice would append to the
+// same array from another client, under another lock (a data race, and each
+// client's list overwritten by the other's).
+func CopyClusterOptions(opts *redis.ClusterOptions) redis.ClusterOptions {
+	o := *opts
+	o.Addrs = slices.Clone(opts.Addrs)
 	return o
 }

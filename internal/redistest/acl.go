@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,6 +100,7 @@ func aclClient(t testing.TB, admin redis.UniversalClient, vars map[string]string
 	switch a := admin.(type) {
 	case *redis.ClusterClient:
 		o := *a.Options()
+		o.Addrs = slices.Clone(o.Addrs) // go-redis appends the nodes it finds to it
 		o.Username, o.Password = user, pass
 		c = redis.NewClusterClient(&o)
 	case *redis.Client:

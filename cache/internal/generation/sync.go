@@ -163,7 +163,7 @@ func NewSyncClient(rdb redis.UniversalClient) (redis.UniversalClient, func() err
 		s := redis.NewClient(&o)
 		return s, s.Close
 	case *redis.ClusterClient:
-		o := *r.Options()
+		o := pubsub.CopyClusterOptions(r.Options())
 		o.ContextTimeoutEnabled, o.MaxRetries, o.PoolSize, o.MinIdleConns = true, -1, 2, 0
 		s := redis.NewClusterClient(&o)
 		return s, s.Close
